@@ -1,0 +1,1 @@
+//! engine25519-core (placeholder, being written)

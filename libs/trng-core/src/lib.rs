@@ -1,0 +1,1 @@
+//! trng-core (placeholder, being written)
