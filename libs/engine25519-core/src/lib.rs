@@ -1,1 +1,4 @@
-//! engine25519-core (placeholder, being written)
+//! engine25519-core: the Curve25519 engine's ISA (generated from `spec/engine25519.toml`),
+//! assembler, disassembler and (helper engine-model) the cycle-exact model.
+
+pub mod isa;

@@ -1,0 +1,606 @@
+//! Generates `isa_gen.rs` (included by `src/isa.rs`) from `spec/engine25519.toml`, the single
+//! source of truth for the engine's ISA. Every table in the generated file comes from the TOML;
+//! nothing is restated here. The script also validates the spec (field layout, opcode uniqueness,
+//! `udf` illegal in every ISA, operand kinds known) so a bad edit fails the build with a message.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+#[derive(Deserialize)]
+struct Spec {
+    meta: Meta,
+    encoding: Encoding,
+    geometry: Geometry,
+    csr: Csr,
+    memory: Memory,
+    isa: BTreeMap<String, IsaSpec>,
+    #[serde(default)]
+    examples: Vec<Example>,
+}
+#[derive(Deserialize)]
+struct Meta {
+    name: String,
+    spec_version: u32,
+    description: String,
+}
+#[derive(Deserialize)]
+struct Encoding {
+    word_bits: u32,
+    udf_word: u32,
+    fields: Vec<FieldSpec>,
+    operand_kinds: Vec<OperandKindSpec>,
+}
+#[derive(Deserialize)]
+struct FieldSpec {
+    name: String,
+    lsb: u32,
+    width: u32,
+    #[serde(default)]
+    signed: bool,
+    description: String,
+}
+#[derive(Deserialize)]
+struct OperandKindSpec {
+    name: String,
+    syntax: String,
+    description: String,
+}
+#[derive(Deserialize)]
+struct Geometry {
+    windows: u32,
+    regs_per_window: u32,
+    reg_bits: u32,
+    ucode_words: u32,
+    ucode_word_bits: u32,
+    const_slots: u32,
+}
+#[derive(Deserialize)]
+struct Csr {
+    base: u32,
+    irq: u32,
+    registers: Vec<CsrReg>,
+}
+#[derive(Deserialize)]
+struct CsrReg {
+    name: String,
+    offset: u32,
+    access: String,
+    description: String,
+    fields: Vec<CsrField>,
+}
+#[derive(Deserialize)]
+struct CsrField {
+    name: String,
+    lsb: u32,
+    width: u32,
+    #[serde(default)]
+    pulse: bool,
+    description: String,
+}
+#[derive(Deserialize)]
+struct Memory {
+    base: u32,
+    size: u32,
+    ucode_offset: u32,
+    ucode_size: u32,
+    rf_offset: u32,
+    rf_size: u32,
+    window_stride: u32,
+    reg_stride: u32,
+    page_size: u32,
+    undecoded_read: u32,
+    reg_word_order: String,
+    description: String,
+}
+#[derive(Deserialize, Clone)]
+struct IsaSpec {
+    title: String,
+    description: String,
+    #[serde(default)]
+    inherits: Option<String>,
+    eng_clk_hz: u64,
+    mul_clk_hz: u64,
+    rf_clk_hz: u64,
+    illegal_cycles: u32,
+    cycle_derivation: String,
+    #[serde(default)]
+    opcodes: Vec<OpcodeSpec>,
+    #[serde(default)]
+    constants: Vec<ConstSpec>,
+}
+#[derive(Deserialize, Clone)]
+struct OpcodeSpec {
+    code: u32,
+    mnemonic: String,
+    operands: Vec<String>,
+    cycles: u32,
+    #[serde(default)]
+    latency: Option<u32>,
+    #[serde(default)]
+    unit: String,
+    semantics: String,
+}
+#[derive(Deserialize, Clone)]
+struct ConstSpec {
+    index: u32,
+    value: String,
+    name: String,
+    #[serde(default)]
+    description: String,
+}
+#[derive(Deserialize)]
+struct Example {
+    isa: String,
+    asm: String,
+    word: u32,
+    #[serde(default)]
+    note: String,
+}
+
+const FIELD_NAMES: [&str; 7] = ["opcode", "ra", "ca", "rb", "cb", "wd", "imm"];
+const KIND_VARIANTS: [(&str, &str); 7] = [
+    ("wd", "Wd"),
+    ("ra", "Ra"),
+    ("rb", "Rb"),
+    ("ra_reg", "RaReg"),
+    ("rb_reg", "RbReg"),
+    ("target", "Target"),
+    ("imm", "Imm"),
+];
+
+fn fail(msg: String) -> ! {
+    panic!("spec/engine25519.toml: {msg}");
+}
+
+fn parse_u256(s: &str, what: &str) -> [u32; 8] {
+    let hex = s
+        .strip_prefix("0x")
+        .unwrap_or_else(|| fail(format!("{what}: value {s:?} must be a 0x hex string")))
+        .replace('_', "");
+    if hex.is_empty() || hex.len() > 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+        fail(format!("{what}: bad 256-bit hex value {s:?}"));
+    }
+    let padded = format!("{hex:0>64}");
+    let mut words = [0u32; 8];
+    for (i, w) in words.iter_mut().enumerate() {
+        // word i (LSW first) = hex digits [64 - 8(i+1), 64 - 8i)
+        let lo = 64 - 8 * (i + 1);
+        *w = u32::from_str_radix(&padded[lo..lo + 8], 16).unwrap();
+    }
+    words
+}
+
+fn variant(name: &str) -> String {
+    let mut c = name.chars();
+    match c.next() {
+        Some(f) => f.to_ascii_uppercase().to_string() + c.as_str(),
+        None => fail("empty ISA name".into()),
+    }
+}
+
+fn ident_ok(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars().next().unwrap().is_ascii_alphabetic()
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Resolved (inheritance applied) opcode and constant tables of one ISA.
+fn resolve(name: &str, isas: &BTreeMap<String, IsaSpec>, depth: u32) -> (Vec<OpcodeSpec>, Vec<ConstSpec>) {
+    if depth > 8 {
+        fail(format!("isa.{name}: inheritance cycle"));
+    }
+    let isa = &isas[name];
+    let (mut ops, mut consts) = match &isa.inherits {
+        Some(parent) => {
+            if !isas.contains_key(parent) {
+                fail(format!("isa.{name}: inherits unknown ISA {parent:?}"));
+            }
+            resolve(parent, isas, depth + 1)
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    let mut seen_codes = std::collections::BTreeSet::new();
+    for op in &isa.opcodes {
+        if !seen_codes.insert(op.code) {
+            fail(format!("isa.{name}: opcode code {} listed twice", op.code));
+        }
+        ops.retain(|o| o.code != op.code);
+        ops.push(op.clone());
+    }
+    let mut seen_idx = std::collections::BTreeSet::new();
+    for c in &isa.constants {
+        if !seen_idx.insert(c.index) {
+            fail(format!("isa.{name}: constant index {} listed twice", c.index));
+        }
+        consts.retain(|o| o.index != c.index);
+        consts.push(c.clone());
+    }
+    ops.sort_by_key(|o| o.code);
+    consts.sort_by_key(|c| c.index);
+    (ops, consts)
+}
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
+    let spec_path = manifest.join("../../spec/engine25519.toml");
+    println!("cargo:rerun-if-changed={}", spec_path.display());
+    println!("cargo:rerun-if-changed=build.rs");
+    let text = std::fs::read_to_string(&spec_path)
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", spec_path.display()));
+    let spec: Spec = toml::from_str(&text).unwrap_or_else(|e| fail(format!("{e}")));
+
+    let mut o = String::new();
+    macro_rules! w { ($($t:tt)*) => { writeln!(o, $($t)*).unwrap() } }
+    w!("// @generated by build.rs from spec/engine25519.toml. Do not edit.");
+    w!("");
+    w!("/// Spec name and version (`[meta]`).");
+    w!("pub const SPEC_NAME: &str = {:?};", spec.meta.name);
+    w!("pub const SPEC_VERSION: u32 = {};", spec.meta.spec_version);
+    w!("pub const SPEC_DESCRIPTION: &str = {:?};", spec.meta.description);
+    w!("/// The raw spec text, for tools that want to show it.");
+    w!("pub const SPEC_TOML: &str = include_str!({:?});", spec_path.display().to_string());
+
+    // ---- encoding
+    let enc = &spec.encoding;
+    if enc.word_bits != 32 {
+        fail("encoding.word_bits must be 32".into());
+    }
+    let mut covered = 0u64;
+    for f in &enc.fields {
+        if !FIELD_NAMES.contains(&f.name.as_str()) {
+            fail(format!("encoding.fields: unknown field {:?}", f.name));
+        }
+        if f.width == 0 || f.lsb + f.width > 32 {
+            fail(format!("encoding.fields.{}: outside the 32-bit word", f.name));
+        }
+        let m = ((1u64 << f.width) - 1) << f.lsb;
+        if covered & m != 0 {
+            fail(format!("encoding.fields.{}: overlaps another field", f.name));
+        }
+        covered |= m;
+    }
+    for n in FIELD_NAMES {
+        if !enc.fields.iter().any(|f| f.name == n) {
+            fail(format!("encoding.fields: missing field {n:?}"));
+        }
+    }
+    let fw = |n: &str| enc.fields.iter().find(|f| f.name == n).unwrap();
+    for (n, width) in [("ca", 1), ("cb", 1)] {
+        if fw(n).width != width {
+            fail(format!("encoding.fields.{n} must be 1 bit"));
+        }
+    }
+    let reg_field_w = fw("wd").width;
+    if fw("ra").width != reg_field_w || fw("rb").width != reg_field_w {
+        fail("ra, rb and wd must have the same width".into());
+    }
+    w!("");
+    w!("/// Instruction word width in bits.");
+    w!("pub const WORD_BITS: u32 = {};", enc.word_bits);
+    w!("/// The word `udf` assembles to; its opcode is illegal in every ISA.");
+    w!("pub const UDF_WORD: u32 = {:#010x};", enc.udf_word);
+    w!("/// Instruction word fields (`[[encoding.fields]]`).");
+    w!("pub mod field {{");
+    w!("    use super::Field;");
+    for f in &enc.fields {
+        w!(
+            "    pub const {}: Field = Field {{ lsb: {}, width: {}, signed: {} }};",
+            f.name.to_uppercase(),
+            f.lsb,
+            f.width,
+            f.signed
+        );
+    }
+    w!("}}");
+    w!("/// Field table with descriptions, in spec order.");
+    w!("pub static FIELDS: &[FieldInfo] = &[");
+    for f in &enc.fields {
+        w!(
+            "    FieldInfo {{ name: {:?}, field: field::{}, description: {:?} }},",
+            f.name,
+            f.name.to_uppercase(),
+            f.description
+        );
+    }
+    w!("];");
+    for k in &enc.operand_kinds {
+        if !KIND_VARIANTS.iter().any(|(n, _)| *n == k.name) {
+            fail(format!("encoding.operand_kinds: unknown kind {:?}", k.name));
+        }
+    }
+    w!("/// Operand kinds with their syntax (`[[encoding.operand_kinds]]`).");
+    w!("pub static OPERAND_KINDS: &[OperandKindInfo] = &[");
+    for k in &enc.operand_kinds {
+        let v = KIND_VARIANTS.iter().find(|(n, _)| *n == k.name).unwrap().1;
+        w!(
+            "    OperandKindInfo {{ kind: OperandKind::{v}, name: {:?}, syntax: {:?}, description: {:?} }},",
+            k.name,
+            k.syntax,
+            k.description
+        );
+    }
+    w!("];");
+
+    // ---- geometry
+    let g = &spec.geometry;
+    if g.reg_bits % 32 != 0 || g.ucode_word_bits != 32 {
+        fail("geometry: reg_bits must be a multiple of 32 and ucode_word_bits 32".into());
+    }
+    if g.regs_per_window > (1 << reg_field_w) || g.const_slots > (1 << reg_field_w) {
+        fail("geometry: registers/constant slots exceed the register field".into());
+    }
+    w!("");
+    w!("/// Register windows in the register file.");
+    w!("pub const WINDOWS: usize = {};", g.windows);
+    w!("/// Registers per window (`%0..`).");
+    w!("pub const REGS_PER_WINDOW: usize = {};", g.regs_per_window);
+    w!("/// Bits per register.");
+    w!("pub const REG_BITS: usize = {};", g.reg_bits);
+    w!("/// 32-bit words per register (little-endian, least significant word first).");
+    w!("pub const REG_WORDS: usize = {};", g.reg_bits / 32);
+    w!("/// Microcode RAM depth in instruction words (= maximum program length).");
+    w!("pub const UCODE_WORDS: usize = {};", g.ucode_words);
+    w!("/// Constant ROM slots addressable by ra/rb with ca/cb set (unlisted slots read 0).");
+    w!("pub const CONST_SLOTS: usize = {};", g.const_slots);
+
+    // ---- CSR
+    w!("");
+    w!("/// CSR block: base address, IRQ, one module per register with OFFSET and its fields.");
+    w!("pub mod csr {{");
+    w!("    use super::{{CsrFieldInfo, CsrRegisterInfo, Field}};");
+    w!("    /// CSR block base address.");
+    w!("    pub const BASE: u32 = {:#010x};", spec.csr.base);
+    w!("    /// Interrupt line of the engine's event manager.");
+    w!("    pub const IRQ: u32 = {};", spec.csr.irq);
+    let mut offs = std::collections::BTreeSet::new();
+    for r in &spec.csr.registers {
+        if !ident_ok(&r.name) || r.offset % 4 != 0 || !offs.insert(r.offset) {
+            fail(format!("csr.registers.{}: bad name, misaligned or duplicate offset", r.name));
+        }
+        w!("    /// {}", r.description);
+        w!("    pub mod {} {{", r.name.to_lowercase());
+        w!("        use super::Field;");
+        w!("        pub const OFFSET: u32 = {:#04x};", r.offset);
+        for f in &r.fields {
+            if !ident_ok(&f.name) || f.lsb + f.width > 32 || f.width == 0 {
+                fail(format!("csr.registers.{}.{}: bad field", r.name, f.name));
+            }
+            w!("        /// {}", f.description);
+            w!(
+                "        pub const {}: Field = Field {{ lsb: {}, width: {}, signed: false }};",
+                f.name.to_uppercase(),
+                f.lsb,
+                f.width
+            );
+        }
+        w!("    }}");
+    }
+    w!("    /// All CSRs in offset order, with access and field descriptions.");
+    w!("    pub static REGISTERS: &[CsrRegisterInfo] = &[");
+    let mut regs: Vec<&CsrReg> = spec.csr.registers.iter().collect();
+    regs.sort_by_key(|r| r.offset);
+    for r in regs {
+        w!(
+            "        CsrRegisterInfo {{ name: {:?}, offset: {:#04x}, access: {:?}, description: {:?}, fields: &[",
+            r.name,
+            r.offset,
+            r.access,
+            r.description
+        );
+        for f in &r.fields {
+            w!(
+                "            CsrFieldInfo {{ name: {:?}, field: Field {{ lsb: {}, width: {}, signed: false }}, pulse: {}, description: {:?} }},",
+                f.name,
+                f.lsb,
+                f.width,
+                f.pulse,
+                f.description
+            );
+        }
+        w!("        ] }},");
+    }
+    w!("    ];");
+    w!("}}");
+
+    // ---- memory window
+    let m = &spec.memory;
+    if m.rf_offset + m.window_stride * g.windows > m.size
+        || m.reg_stride * g.regs_per_window > m.window_stride
+        || m.reg_stride < g.reg_bits / 8
+        || m.ucode_size < g.ucode_words * 4
+        || m.reg_word_order != "lsw_first"
+    {
+        fail("memory: layout does not hold the register file / microcode".into());
+    }
+    w!("");
+    w!("/// Bus-mapped memory window: microcode RAM and register file.");
+    w!("pub mod mem {{");
+    w!("    pub const DESCRIPTION: &str = {:?};", m.description);
+    w!("    pub const BASE: u32 = {:#010x};", m.base);
+    w!("    pub const SIZE: u32 = {:#x};", m.size);
+    w!("    pub const UCODE_OFFSET: u32 = {:#x};", m.ucode_offset);
+    w!("    pub const UCODE_SIZE: u32 = {:#x};", m.ucode_size);
+    w!("    pub const RF_OFFSET: u32 = {:#x};", m.rf_offset);
+    w!("    pub const RF_SIZE: u32 = {:#x};", m.rf_size);
+    w!("    pub const WINDOW_STRIDE: u32 = {:#x};", m.window_stride);
+    w!("    pub const REG_STRIDE: u32 = {:#x};", m.reg_stride);
+    w!("    pub const PAGE_SIZE: u32 = {:#x};", m.page_size);
+    w!("    /// Value read from undecoded addresses of the window.");
+    w!("    pub const UNDECODED_READ: u32 = {:#010x};", m.undecoded_read);
+    w!("}}");
+
+    // ---- ISAs
+    let names: Vec<&String> = spec.isa.keys().collect();
+    for n in &names {
+        if !ident_ok(n) {
+            fail(format!("isa.{n}: bad ISA name"));
+        }
+    }
+    w!("");
+    w!("/// Instruction set versions (`[isa.*]`). A program is assembled for exactly one.");
+    w!("#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]");
+    w!("pub enum Isa {{");
+    for n in &names {
+        w!("    {},", variant(n));
+    }
+    w!("}}");
+    w!("impl Isa {{");
+    w!("    /// Every ISA, in spec order.");
+    w!(
+        "    pub const ALL: [Isa; {}] = [{}];",
+        names.len(),
+        names.iter().map(|n| format!("Isa::{}", variant(n))).collect::<Vec<_>>().join(", ")
+    );
+    w!("    /// Lower-case name as used in the spec and on command lines (`v1`, `v2`).");
+    w!("    pub const fn name(self) -> &'static str {{");
+    w!("        match self {{");
+    for n in &names {
+        w!("            Isa::{} => {:?},", variant(n), n);
+    }
+    w!("        }}");
+    w!("    }}");
+    w!("    /// Tables of this ISA.");
+    w!("    pub fn info(self) -> &'static IsaInfo {{");
+    w!("        match self {{");
+    for (i, n) in names.iter().enumerate() {
+        w!("            Isa::{} => &ISA_INFO[{i}],", variant(n));
+    }
+    w!("        }}");
+    w!("    }}");
+    w!("}}");
+    let opcode_space = 1u32 << fw("opcode").width;
+    let mut infos = String::new();
+    for n in &names {
+        let isa = &spec.isa[*n];
+        let (ops, consts) = resolve(n, &spec.isa, 0);
+        let up = n.to_uppercase();
+        let mut mnems = std::collections::BTreeSet::new();
+        for op in &ops {
+            if op.code >= opcode_space {
+                fail(format!("isa.{n}: opcode {} exceeds the opcode field", op.code));
+            }
+            if !ident_ok(&op.mnemonic) || op.mnemonic != op.mnemonic.to_lowercase() {
+                fail(format!("isa.{n}: mnemonic {:?} must be a lower-case identifier", op.mnemonic));
+            }
+            if op.mnemonic == "udf" || !mnems.insert(op.mnemonic.clone()) {
+                fail(format!("isa.{n}: mnemonic {:?} duplicated or reserved", op.mnemonic));
+            }
+            if op.cycles == 0 {
+                fail(format!("isa.{n}.{}: cycles must be > 0", op.mnemonic));
+            }
+            let mut used = std::collections::BTreeSet::new();
+            for k in &op.operands {
+                if !KIND_VARIANTS.iter().any(|(kn, _)| kn == k) {
+                    fail(format!("isa.{n}.{}: unknown operand kind {k:?}", op.mnemonic));
+                }
+                let slot = match k.as_str() {
+                    "ra" | "ra_reg" => "ra",
+                    "rb" | "rb_reg" => "rb",
+                    "target" | "imm" => "imm",
+                    o => o,
+                };
+                if !used.insert(slot) {
+                    fail(format!("isa.{n}.{}: two operands use field {slot}", op.mnemonic));
+                }
+            }
+        }
+        let udf_op = (enc.udf_word >> fw("opcode").lsb) & (opcode_space - 1);
+        if ops.iter().any(|o| o.code == udf_op) {
+            fail(format!("isa.{n}: opcode {udf_op} is used, but encoding.udf_word must be illegal"));
+        }
+        w!("");
+        w!("/// Opcode table of ISA {n}, sorted by code.");
+        w!("pub static {up}_OPCODES: [OpcodeInfo; {}] = [", ops.len());
+        for op in &ops {
+            let kinds: Vec<String> = op
+                .operands
+                .iter()
+                .map(|k| format!("OperandKind::{}", KIND_VARIANTS.iter().find(|(kn, _)| kn == k).unwrap().1))
+                .collect();
+            w!(
+                "    OpcodeInfo {{ code: {}, mnemonic: {:?}, operands: &[{}], cycles: {}, latency: {}, unit: {:?}, semantics: {:?} }},",
+                op.code,
+                op.mnemonic,
+                kinds.join(", "),
+                op.cycles,
+                op.latency.unwrap_or(op.cycles),
+                op.unit,
+                op.semantics
+            );
+        }
+        w!("];");
+        let mut decode = vec!["NONE".to_string(); opcode_space as usize];
+        for (i, op) in ops.iter().enumerate() {
+            decode[op.code as usize] = i.to_string();
+        }
+        w!("/// Opcode field value -> index into {up}_OPCODES (NONE = illegal).");
+        w!("static {up}_DECODE: [u8; {opcode_space}] = [{}];", decode.join(", "));
+        let mut rom = vec![[0u32; 8]; g.const_slots as usize];
+        for c in &consts {
+            if c.index >= g.const_slots {
+                fail(format!("isa.{n}: constant index {} out of range", c.index));
+            }
+            rom[c.index as usize] = parse_u256(&c.value, &format!("isa.{n}.constants[{}]", c.index));
+        }
+        w!("/// Constant ROM of ISA {n}: 256-bit values as 8 u32 words, LSW first.");
+        w!("pub static {up}_CONST_ROM: [[u32; 8]; {}] = [", g.const_slots);
+        for v in &rom {
+            w!("    [{}],", v.iter().map(|x| format!("{x:#010x}")).collect::<Vec<_>>().join(", "));
+        }
+        w!("];");
+        w!("static {up}_CONST_INFO: [ConstantInfo; {}] = [", consts.len());
+        for c in &consts {
+            w!(
+                "    ConstantInfo {{ index: {}, name: {:?}, value_hex: {:?}, description: {:?} }},",
+                c.index,
+                c.name,
+                c.value,
+                c.description
+            );
+        }
+        w!("];");
+        writeln!(
+            infos,
+            "    IsaInfo {{ isa: Isa::{}, name: {:?}, title: {:?}, description: {:?}, inherits: {:?}, eng_clk_hz: {}, mul_clk_hz: {}, rf_clk_hz: {}, illegal_cycles: {}, cycle_derivation: {:?}, opcodes: &{up}_OPCODES, decode: &{up}_DECODE, const_rom: &{up}_CONST_ROM, constants: &{up}_CONST_INFO }},",
+            variant(n),
+            n,
+            isa.title,
+            isa.description,
+            isa.inherits,
+            isa.eng_clk_hz,
+            isa.mul_clk_hz,
+            isa.rf_clk_hz,
+            isa.illegal_cycles,
+            isa.cycle_derivation
+        )
+        .unwrap();
+    }
+    w!("");
+    w!("/// Per-ISA tables, in `Isa::ALL` order.");
+    w!("pub static ISA_INFO: [IsaInfo; {}] = [", names.len());
+    o.push_str(&infos);
+    w!("];");
+
+    // ---- examples
+    w!("");
+    w!("/// Golden encodings computed by hand in the spec (`[[examples]]`).");
+    w!("pub static EXAMPLES: &[Example] = &[");
+    for e in &spec.examples {
+        if !spec.isa.contains_key(&e.isa) {
+            fail(format!("examples: unknown isa {:?}", e.isa));
+        }
+        w!(
+            "    Example {{ isa: Isa::{}, asm: {:?}, word: {:#010x}, note: {:?} }},",
+            variant(&e.isa),
+            e.asm,
+            e.word,
+            e.note
+        );
+    }
+    w!("];");
+
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("isa_gen.rs");
+    std::fs::write(&out, o).unwrap();
+}
