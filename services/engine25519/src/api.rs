@@ -1,0 +1,231 @@
+//! Wire protocol of the engine25519 service (shared by the server and the client library).
+//!
+//! Every memory message is an rkyv 0.4 archive (via xous-ipc `Buffer`) of a *plain-data* struct:
+//! only integers and byte/word arrays, no enums, no pointers. Any bit pattern therefore decodes to
+//! a well-formed value, and the server only has to check the archive position/size (see
+//! `decode`) and then the field values (`magic`, lengths, windows, handles). Results and errors go
+//! back in the same struct (`status`, see [`Status`]). Blocking scalars answer `Scalar2(status,
+//! value)`. The protocol is documented in docs/engine-service.md.
+
+use num_derive::{FromPrimitive, ToPrimitive};
+use rkyv::{Archive, Deserialize, Serialize};
+
+/// Name registered with xous-names.
+pub const SERVER_NAME: &str = "_Engine25519 accelerator service_";
+/// Protocol version (answered by `Opcode::Version`).
+pub const API_VERSION: u32 = 1;
+/// Every request struct starts with this magic; anything else is rejected as `BadMessage`.
+pub const MAGIC: u32 = 0x4532_3551; // "E25Q"
+
+/// Register windows in the engine register file (16 x 32 x 256 bit).
+pub const NUM_WINDOWS: usize = 16;
+/// Registers per window.
+pub const NUM_REGS: usize = 32;
+/// Microcode RAM words.
+pub const UCODE_WORDS: usize = 1024;
+
+#[derive(Debug, Copy, Clone, PartialEq, Eq, FromPrimitive, ToPrimitive)]
+pub enum Opcode {
+    /// blocking scalar -> Scalar2(status, API_VERSION << 16 | backend id)
+    Version = 0,
+    /// lend_mut [`StatsMsg`]
+    Stats = 1,
+    /// lend_mut [`X25519Msg`]: one X25519 on the built-in ladder program
+    X25519 = 2,
+    /// lend_mut [`ProgramMsg`]: load (or find, by content) custom microcode; returns a handle
+    LoadProgram = 3,
+    /// lend_mut [`JobMsg`]: run a loaded program on a register window
+    RunJob = 4,
+    /// blocking scalar -> Scalar2(status, number of jobs parked): pause the engine at the next
+    /// instruction boundary and save the running job (as on a system suspend)
+    Suspend = 5,
+    /// blocking scalar -> Scalar2(status, 0): resume a suspended engine where it stopped
+    Resume = 6,
+}
+
+/// Status codes carried in `status` fields and as the first word of scalar replies.
+#[derive(Debug, Copy, Clone, PartialEq, Eq, FromPrimitive, ToPrimitive)]
+#[repr(u32)]
+pub enum Status {
+    Ok = 0,
+    /// the bounded queue (global or per-client) is full: try again later
+    Busy = 1,
+    /// archive position/size wrong, wrong magic, or wrong message kind for the opcode
+    BadMessage = 2,
+    /// opcode number not in [`Opcode`]
+    UnknownOpcode = 3,
+    /// the program hit an illegal instruction (opcode >= 13) or branched out of range
+    IllegalInstruction = 4,
+    /// the job exceeded its cycle budget (runaway program)
+    Runaway = 5,
+    /// window index out of range (>= 16)
+    BadWindow = 6,
+    /// program length 0 or > 1024 words, or no room in microcode RAM
+    BadProgram = 7,
+    /// program handle not (or no longer) loaded: load it again
+    UnknownProgram = 8,
+    /// no engine backend can run the job (e.g. `rtl` before the gateware exists)
+    EngineUnavailable = 9,
+    /// internal server error (a bug): reported, never hidden
+    Internal = 10,
+    /// request field out of range (e.g. mplen, reserved bits)
+    BadArgument = 11,
+    /// Suspend while already suspended / Resume while not suspended
+    BadState = 12,
+}
+
+impl Status {
+    pub fn from_u32(v: u32) -> Option<Status> {
+        num_traits::FromPrimitive::from_u32(v)
+    }
+    pub fn describe(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Busy => "engine queue full (busy), retry later",
+            Status::BadMessage => "malformed message (bad archive, size, magic or message kind)",
+            Status::UnknownOpcode => "unknown opcode",
+            Status::IllegalInstruction => "illegal instruction in microcode",
+            Status::Runaway => "job exceeded its cycle budget (runaway program)",
+            Status::BadWindow => "register window out of range (0..16)",
+            Status::BadProgram => "bad program (length 0, > 1024 words, or no room in microcode RAM)",
+            Status::UnknownProgram => "program handle not loaded",
+            Status::EngineUnavailable => "no engine backend available",
+            Status::Internal => "internal server error",
+            Status::BadArgument => "argument out of range",
+            Status::BadState => "operation not valid in the current engine state",
+        }
+    }
+}
+
+/// Backend identifiers (reported by Version and Stats).
+#[derive(Debug, Copy, Clone, PartialEq, Eq, FromPrimitive, ToPrimitive)]
+#[repr(u32)]
+pub enum BackendId {
+    /// cycle-exact model executing the real microcode (hosted default)
+    Model = 1,
+    /// the engine25519 hardware block (CSR + memory window), Xous target only
+    Hw = 2,
+    /// Verilated gateware (not available yet: reports EngineUnavailable)
+    Rtl = 3,
+    /// x25519-dalek in the server process: used only when no engine is available
+    Software = 4,
+}
+
+impl BackendId {
+    pub fn from_u32(v: u32) -> Option<BackendId> {
+        num_traits::FromPrimitive::from_u32(v)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendId::Model => "model",
+            BackendId::Hw => "hw",
+            BackendId::Rtl => "rtl",
+            BackendId::Software => "software",
+        }
+    }
+}
+
+/// Where the results of a message came from (`X25519Msg::backend`, `JobMsg::backend`).
+pub const WINDOW_ANY: u32 = 0xFFFF_FFFF;
+
+/// X25519 request/response.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy)]
+pub struct X25519Msg {
+    pub magic: u32,
+    /// response: [`Status`]
+    pub status: u32,
+    /// response: [`BackendId`] that computed the result
+    pub backend: u32,
+    /// response: engine window used
+    pub window: u32,
+    /// response: engine cycles (eng_clk) spent (0 for the software fallback)
+    pub cycles: u64,
+    /// request: scalar (clamped by the engine program as X25519 requires); zeroed in the reply
+    pub scalar: [u8; 32],
+    /// request: u coordinate
+    pub u: [u8; 32],
+    /// response: result u coordinate
+    pub result: [u8; 32],
+}
+
+impl X25519Msg {
+    pub fn new(scalar: [u8; 32], u: [u8; 32]) -> Self {
+        X25519Msg { magic: MAGIC, status: Status::Internal as u32, backend: 0, window: 0, cycles: 0, scalar, u, result: [0; 32] }
+    }
+}
+
+/// Load custom microcode. The server deduplicates by content.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy)]
+pub struct ProgramMsg {
+    pub magic: u32,
+    pub status: u32,
+    /// request: number of valid words in `words` (1..=1024)
+    pub len: u32,
+    /// response: handle for RunJob (slot << 16 | generation), 0 = none
+    pub handle: u32,
+    /// response: microcode RAM address the program was placed at
+    pub mpstart: u32,
+    pub words: [u32; UCODE_WORDS],
+}
+
+/// Run a loaded program on one register window.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy)]
+pub struct JobMsg {
+    pub magic: u32,
+    pub status: u32,
+    /// request: handle from LoadProgram
+    pub handle: u32,
+    /// request: window 0..16, or WINDOW_ANY; response: window used
+    pub window: u32,
+    /// request: cycle budget (0 = server default); exceeded -> Status::Runaway
+    pub max_cycles: u64,
+    /// response: engine cycles
+    pub cycles: u64,
+    /// response: backend that ran the job
+    pub backend: u32,
+    pub reserved: u32,
+    /// request: initial registers; response: registers after the job (32 x 256-bit LE)
+    pub regs: [[u8; 32]; NUM_REGS],
+}
+
+/// Service statistics.
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy, Default)]
+pub struct StatsMsg {
+    pub magic: u32,
+    pub status: u32,
+    pub api_version: u32,
+    /// configured backend ([`BackendId`])
+    pub backend: u32,
+    /// jobs completed successfully on an engine backend (X25519 + RunJob)
+    pub jobs: u64,
+    /// engine cycles spent on completed jobs
+    pub cycles: u64,
+    /// jobs computed by the software fallback (no engine available)
+    pub fallbacks: u64,
+    /// error replies (malformed messages, failed jobs, busy)
+    pub errors: u64,
+    /// of which: busy replies
+    pub busy: u64,
+    /// jobs queued or running right now
+    pub queue_depth: u32,
+    /// high-water mark of the queue
+    pub queue_max: u32,
+    /// times a running job was paused and later resumed (suspend/resume, preemption)
+    pub resumes: u64,
+    /// programs currently loaded in microcode RAM
+    pub programs: u32,
+    /// 1 if the engine is suspended
+    pub suspended: u32,
+    /// distinct clients seen
+    pub clients: u32,
+    /// pacing clock in Hz (0 = pacing off)
+    pub pacing_hz: u32,
+}
+
+/// Decode helpers shared by server and client: validate the archive position against the buffer
+/// before handing it to rkyv (rkyv 0.4 does no bounds checks of its own).
+pub fn archive_fits<T: Archive>(buf_len: usize, pos: usize) -> bool {
+    let size = core::mem::size_of::<rkyv::Archived<T>>();
+    let align = core::mem::align_of::<rkyv::Archived<T>>();
+    pos % align == 0 && pos.checked_add(size).map(|end| end <= buf_len).unwrap_or(false)
+}
