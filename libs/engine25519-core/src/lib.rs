@@ -2,3 +2,5 @@
 //! assembler, disassembler and (helper engine-model) the cycle-exact model.
 
 pub mod isa;
+pub mod asm;
+pub mod disasm;
