@@ -4,3 +4,4 @@
 pub mod isa;
 pub mod asm;
 pub mod disasm;
+pub mod docs;
