@@ -1,0 +1,140 @@
+//! Backends behind the server loop: the software pipeline (`hosted-os`, `model`) and the
+//! hardware register driver (`hw`, target_os = "xous"). The loop only decodes and dispatches.
+
+use trng::api::{self, ErrorStats, HealthStats, SourceStats, TrngError};
+use trng_core::conditioner::ConditionerConfig;
+use trng_core::engine::{Engine, EngineError, Feed, RawMode, WordSource, SLOTS, SLOT_EXT};
+
+pub trait Backend: Send {
+    fn name(&self) -> &'static str;
+    fn fill_conditioned(&mut self, out: &mut [u8]) -> Result<(), TrngError>;
+    fn fill_raw(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), TrngError>;
+    fn clear_errors(&mut self);
+    fn seed_user(&mut self, w: u32);
+    fn set_faults(&mut self, spec: &str) -> Result<(), TrngError>;
+    fn health_stats(&self) -> HealthStats;
+    fn error_stats(&self) -> ErrorStats;
+    /// True once per newly latched error.
+    fn take_new_error(&mut self) -> bool;
+}
+
+fn map_err(e: EngineError) -> TrngError {
+    match e {
+        EngineError::Health => TrngError::HealthFailure,
+        EngineError::NotSupported => TrngError::NotSupported,
+    }
+}
+
+/// OS entropy (getrandom), buffered.
+#[cfg(not(target_os = "xous"))]
+pub struct OsSource {
+    buf: [u8; 4096],
+    pos: usize,
+}
+
+#[cfg(not(target_os = "xous"))]
+impl OsSource {
+    pub fn new() -> Self {
+        OsSource { buf: [0; 4096], pos: 4096 }
+    }
+}
+
+#[cfg(not(target_os = "xous"))]
+impl WordSource for OsSource {
+    fn next_word(&mut self) -> Option<u32> {
+        if self.pos + 4 > self.buf.len() {
+            getrandom::getrandom(&mut self.buf).ok()?;
+            self.pos = 0;
+        }
+        let w = u32::from_le_bytes(self.buf[self.pos..self.pos + 4].try_into().unwrap());
+        // consumed bytes are not kept
+        self.buf[self.pos..self.pos + 4].fill(0);
+        self.pos += 4;
+        Some(w)
+    }
+}
+
+/// The software pipeline (trng-core Engine).
+pub struct SoftBackend {
+    engine: Engine,
+    name: &'static str,
+    ext_kind: u32,
+}
+
+impl SoftBackend {
+    pub fn new(feed: Feed, ext: Option<Box<dyn WordSource>>, ext_kind: u32, model_seed: [u8; 32], name: &'static str) -> Self {
+        SoftBackend { engine: Engine::new(feed, ext, model_seed, ConditionerConfig::default()), name, ext_kind }
+    }
+}
+
+impl Backend for SoftBackend {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn fill_conditioned(&mut self, out: &mut [u8]) -> Result<(), TrngError> {
+        self.engine.fill_conditioned(out).map_err(map_err)
+    }
+    fn fill_raw(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), TrngError> {
+        self.engine.fill_raw(mode, out).map_err(map_err)
+    }
+    fn clear_errors(&mut self) {
+        self.engine.clear_errors();
+    }
+    fn seed_user(&mut self, w: u32) {
+        self.engine.seed_user(w);
+    }
+    fn set_faults(&mut self, spec: &str) -> Result<(), TrngError> {
+        self.engine.set_faults(spec).map_err(|_| TrngError::BadConfig)
+    }
+    fn health_stats(&self) -> HealthStats {
+        let mut hs = HealthStats::default();
+        let kinds = [api::SOURCE_AV0, api::SOURCE_AV1, api::SOURCE_RO, self.ext_kind];
+        for slot in 0..SLOTS {
+            if slot == SLOT_EXT && self.engine.feed() != Feed::External {
+                continue;
+            }
+            let h = self.engine.health(slot);
+            let c = h.counters();
+            let p = h.params();
+            hs.sources[slot] = SourceStats {
+                kind: kinds[slot],
+                symbol_bits: p.symbol_bits,
+                min_entropy_milli: (p.min_entropy * 1000.0).round() as u32,
+                rct_cutoff: h.rct_cutoff(),
+                apt_cutoff: h.apt_cutoff(),
+                apt_window: p.apt_window,
+                samples: c.samples,
+                rct_max_run: c.rct_max_run,
+                apt_max_count: c.apt_max_count,
+                rct_failures: c.rct_failures,
+                apt_failures: c.apt_failures,
+                startup_passed: h.startup_done() && h.failure().is_none(),
+            };
+        }
+        let cs = self.engine.conditioner_stats();
+        hs.conditioner_valid = self.engine.conditioner_valid();
+        hs.blocks_out = cs.blocks_out;
+        hs.reseeds = cs.reseeds;
+        hs.rekeys = cs.rekeys;
+        hs.selfmix_blocks = cs.selfmix_blocks;
+        hs.full_seeds = cs.full_seeds;
+        hs
+    }
+    fn error_stats(&self) -> ErrorStats {
+        let e = self.engine.errors();
+        ErrorStats {
+            status: 0,
+            latched: e.latched,
+            error_bits: e.error_bits,
+            total_failures: e.total_failures,
+            startup_failures: e.startup_failures,
+            clears: e.clears,
+            refused_requests: e.refused_requests,
+            subscribers: 0,
+            notifications_sent: 0,
+        }
+    }
+    fn take_new_error(&mut self) -> bool {
+        self.engine.take_new_error()
+    }
+}

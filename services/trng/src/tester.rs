@@ -1,0 +1,202 @@
+//! Hosted tester transport (interface 5, docs/trng-tester-protocol.md section 2): serves
+//! 512 KiB buffers of conditioned or raw output on a loopback TCP port, ping-pong style.
+//!
+//! Threads here make no Xous calls (each Xous-calling thread costs a kernel slot for good): the
+//! acceptor logs through the `log` facade only when a listener starts; connection and filler
+//! threads report health failures through `notify` (a std channel drained by the server's
+//! notifier thread).
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use trng::api::TrngError;
+use trng_core::engine::RawMode;
+use trng_core::spec::tester as T;
+
+use crate::backend::Backend;
+
+/// Global phase counter: 1, 2, 3, ... over the server's lifetime.
+static SEQ: AtomicU64 = AtomicU64::new(1);
+static ACTIVE: AtomicUsize = AtomicUsize::new(0);
+/// At most this many concurrent tester connections (each holds two 512 KiB buffers and two threads).
+const MAX_CONNECTIONS: usize = 4;
+/// Buffers are filled in chunks so IPC clients are not blocked for a whole 512 KiB fill.
+const FILL_CHUNK: usize = 64 * 1024;
+
+fn header(seq: u64, mode: u32, len: u32, crc: u32, status: u32) -> [u8; 32] {
+    let mut h = [0u8; 32];
+    h[0..8].copy_from_slice(T::FRAME_MAGIC.as_bytes());
+    h[8..16].copy_from_slice(&seq.to_le_bytes());
+    h[16..20].copy_from_slice(&mode.to_le_bytes());
+    h[20..24].copy_from_slice(&len.to_le_bytes());
+    h[24..28].copy_from_slice(&crc.to_le_bytes());
+    h[28..32].copy_from_slice(&status.to_le_bytes());
+    h
+}
+
+fn next_seq() -> u64 {
+    SEQ.fetch_add(1, Ordering::SeqCst)
+}
+
+/// Parse a 16-byte request: Ok(mode) or Err(mode as received) for a bad request.
+pub fn parse_request(req: &[u8; 16]) -> Result<u32, u32> {
+    let mode = u32::from_le_bytes(req[8..12].try_into().unwrap());
+    let reserved = u32::from_le_bytes(req[12..16].try_into().unwrap());
+    if &req[0..8] != T::REQUEST_MAGIC.as_bytes() || reserved != 0 || mode > T::modes::BOTH as u32 {
+        return Err(mode);
+    }
+    Ok(mode)
+}
+
+fn fill(backend: &Mutex<Box<dyn Backend>>, mode: u32, buf: &mut [u8]) -> Result<(), TrngError> {
+    let raw = match mode as usize {
+        T::modes::CPRNG => None,
+        T::modes::AV => Some(RawMode::Av),
+        T::modes::RO => Some(RawMode::Ro),
+        T::modes::BOTH => Some(RawMode::Both),
+        _ => return Err(TrngError::UnknownMode),
+    };
+    for chunk in buf.chunks_mut(FILL_CHUNK) {
+        let mut b = backend.lock().map_err(|_| TrngError::Internal)?;
+        let r = match raw {
+            None => b.fill_conditioned(chunk),
+            Some(m) => b.fill_raw(m, chunk),
+        };
+        if let Err(e) = r {
+            drop(b);
+            buf.fill(0);
+            return Err(e);
+        }
+    }
+    Ok(())
+}
+
+fn serve(mut s: TcpStream, backend: Arc<Mutex<Box<dyn Backend>>>, notify: Sender<()>) {
+    let _ = s.set_nodelay(true);
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    let _ = s.set_write_timeout(Some(Duration::from_secs(60)));
+    let mut req = [0u8; 16];
+    if s.read_exact(&mut req).is_err() {
+        return; // closed early / timeout: drop silently
+    }
+    let mode = match parse_request(&req) {
+        Ok(m) => m,
+        Err(m) => {
+            let _ = s.write_all(&header(next_seq(), m, 0, 0, T::status::BAD_REQUEST as u32));
+            return;
+        }
+    };
+    let buffer_bytes = T::BUFFER_BYTES;
+    // ping-pong: the filler fills one buffer while this thread sends the other
+    let (empty_tx, empty_rx) = sync_channel::<Vec<u8>>(2);
+    let (full_tx, full_rx) = sync_channel::<(u64, u32, Vec<u8>)>(2);
+    empty_tx.send(vec![0u8; buffer_bytes]).unwrap();
+    empty_tx.send(vec![0u8; buffer_bytes]).unwrap();
+    let fb = backend.clone();
+    let filler = std::thread::spawn(move || {
+        for mut buf in empty_rx {
+            let status = match fill(&fb, mode, &mut buf) {
+                Ok(()) => T::status::DATA as u32,
+                Err(TrngError::HealthFailure) => T::status::HEALTH as u32,
+                Err(_) => T::status::INTERNAL as u32,
+            };
+            // seq assigned when the buffer is complete: frames leave in seq order
+            if full_tx.send((next_seq(), status, buf)).is_err() {
+                break;
+            }
+        }
+    });
+    for (seq, status, mut buf) in full_rx.iter() {
+        let ok = if status == T::status::DATA as u32 {
+            let crc = crc32fast::hash(&buf);
+            let h = header(seq, mode, buf.len() as u32, crc, status);
+            s.write_all(&h).and_then(|_| s.write_all(&buf)).is_ok()
+        } else {
+            if status == T::status::HEALTH as u32 {
+                let _ = notify.send(());
+            }
+            let _ = s.write_all(&header(seq, mode, 0, 0, status));
+            false // error frame, then close: the client reconnects (protocol section 2.5)
+        };
+        // sent bytes are not kept around
+        buf.fill(0);
+        if !ok || empty_tx.send(buf).is_err() {
+            break;
+        }
+    }
+    drop(empty_tx);
+    let _ = s.shutdown(std::net::Shutdown::Both);
+    let _ = filler.join();
+}
+
+/// Bind the listener (TRNG_TESTER_PORT, unset/0 = ephemeral), announce it and serve forever on
+/// a background thread. Returns the port.
+pub fn start(backend: Arc<Mutex<Box<dyn Backend>>>, notify: Sender<()>) -> std::io::Result<u16> {
+    let port: u16 = match std::env::var(T::PORT_ENV) {
+        Ok(s) if !s.trim().is_empty() => s.trim().parse().map_err(|_| std::io::Error::other(format!("bad {}: {s:?}", T::PORT_ENV)))?,
+        _ => 0,
+    };
+    let listener = TcpListener::bind(("127.0.0.1", port))?;
+    let port = listener.local_addr()?.port();
+    println!("{}{}", T::LISTEN_MARKER, port);
+    if let Ok(path) = std::env::var(T::PORTFILE_ENV) {
+        if !path.is_empty() {
+            let tmp = format!("{path}.tmp");
+            std::fs::write(&tmp, format!("{port}\n"))?;
+            std::fs::rename(&tmp, &path)?;
+        }
+    }
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(s) = conn else { continue };
+            if ACTIVE.load(Ordering::SeqCst) >= MAX_CONNECTIONS {
+                let mut s = s;
+                let _ = s.write_all(&header(next_seq(), 0, 0, 0, T::status::INTERNAL as u32));
+                continue;
+            }
+            ACTIVE.fetch_add(1, Ordering::SeqCst);
+            let b = backend.clone();
+            let n = notify.clone();
+            std::thread::spawn(move || {
+                serve(s, b, n);
+                ACTIVE.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
+    });
+    Ok(port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_parsing() {
+        let mut r = [0u8; 16];
+        r[..8].copy_from_slice(b"TRNGREQ1");
+        assert_eq!(parse_request(&r), Ok(0));
+        r[8] = 3;
+        assert_eq!(parse_request(&r), Ok(3));
+        r[8] = 4;
+        assert_eq!(parse_request(&r), Err(4));
+        r[8] = 1;
+        r[12] = 1;
+        assert_eq!(parse_request(&r), Err(1));
+        r[12] = 0;
+        r[0] = b'X';
+        assert_eq!(parse_request(&r), Err(1));
+    }
+
+    #[test]
+    fn header_layout() {
+        let h = header(7, 2, 524288, 0xDEADBEEF, 0);
+        assert_eq!(&h[..8], b"TRNGBUF1");
+        assert_eq!(u64::from_le_bytes(h[8..16].try_into().unwrap()), 7);
+        assert_eq!(u32::from_le_bytes(h[20..24].try_into().unwrap()), 524288);
+        assert_eq!(u32::from_le_bytes(h[24..28].try_into().unwrap()), 0xDEADBEEF);
+    }
+}
