@@ -70,6 +70,7 @@ class Isa:
     illegal_cycles: int
     opcodes: list[Opcode]
     const_rom: list[int]  # one int per slot, CONST_SLOTS long, unlisted slots 0
+    units: dict[str, int] = field(default_factory=dict)  # declared unit instance counts
     by_code: dict[int, Opcode] = field(default_factory=dict)
     by_mnemonic: dict[str, Opcode] = field(default_factory=dict)
 
@@ -145,6 +146,15 @@ class Spec:
             consts[cst["index"]] = cst
         return ops, consts
 
+    def _resolve_units(self, name: str, depth: int) -> dict[str, int]:
+        if depth > 8:
+            raise SpecError(f"isa.{name}: inheritance cycle")
+        spec = self.raw["isa"][name]
+        parent = spec.get("inherits")
+        units = dict(self._resolve_units(parent, depth + 1)) if parent in self.raw["isa"] else {}
+        units.update(spec.get("units", {}))
+        return units
+
     def _resolve(self, name: str, depth: int) -> Isa:
         spec = self.raw["isa"][name]
         ops, consts = self._resolve_tables(name, depth)
@@ -173,6 +183,7 @@ class Spec:
             opcodes,
             rom,
         )
+        isa.units = self._resolve_units(name, depth)
         isa.by_code = {o.code: o for o in opcodes}
         isa.by_mnemonic = {o.mnemonic: o for o in opcodes}
         return isa

@@ -59,10 +59,38 @@ def test_bad_input(spec):
 
 def test_inheritance_resolution(tmp_path):
     text = engine_isa.SPEC_PATH.read_text()
-    text += '\n[[isa.v2.opcodes]]\ncode = 7\nmnemonic = "mul"\noperands = ["wd", "ra", "rb"]\ncycles = 9\nsemantics = "x"\n'
+    text += """
+[isa.v9]
+title = "t"
+description = "d"
+inherits = "v1"
+eng_clk_hz = 1
+mul_clk_hz = 1
+rf_clk_hz = 1
+illegal_cycles = 1
+cycle_derivation = "x"
+[isa.v9.units]
+mul = 3
+[[isa.v9.opcodes]]
+code = 7
+mnemonic = "mul"
+operands = ["wd", "ra", "rb"]
+cycles = 9
+unit = "mul"
+semantics = "x"
+[[isa.v9.opcodes]]
+code = 20
+mnemonic = "new"
+operands = ["wd", "ra"]
+cycles = 4
+semantics = "x"
+"""
     p = tmp_path / "s.toml"
     p.write_text(text)
     s = engine_isa.load(p)
-    assert s.isas["v2"].by_mnemonic["mul"].cycles == 9
-    assert s.isas["v1"].by_mnemonic["mul"].cycles == 26
-    assert s.isas["v2"].by_mnemonic["add"].cycles == s.isas["v1"].by_mnemonic["add"].cycles
+    v9, v1 = s.isas["v9"], s.isas["v1"]
+    assert v9.by_mnemonic["mul"].cycles == 9 and v1.by_mnemonic["mul"].cycles == 26
+    assert v9.by_mnemonic["add"] == v1.by_mnemonic["add"]  # inherited unchanged
+    assert v9.by_code[20].mnemonic == "new" and 20 not in v1.by_code
+    assert v9.const_rom == v1.const_rom
+    assert v9.units == {"mul": 3} and v1.units == {}

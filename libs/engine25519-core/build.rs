@@ -109,6 +109,9 @@ struct IsaSpec {
     opcodes: Vec<OpcodeSpec>,
     #[serde(default)]
     constants: Vec<ConstSpec>,
+    /// Instance counts of execution units (e.g. `mul = 2`); inherited, overridable by name.
+    #[serde(default)]
+    units: BTreeMap<String, u32>,
 }
 #[derive(Deserialize, Clone)]
 struct OpcodeSpec {
@@ -191,6 +194,7 @@ fn resolve(name: &str, isas: &BTreeMap<String, IsaSpec>, depth: u32) -> (Vec<Opc
     if depth > 8 {
         fail(format!("isa.{name}: inheritance cycle"));
     }
+    // (units are resolved separately by `resolve_units`)
     let isa = &isas[name];
     let (mut ops, mut consts) = match &isa.inherits {
         Some(parent) => {
@@ -220,6 +224,22 @@ fn resolve(name: &str, isas: &BTreeMap<String, IsaSpec>, depth: u32) -> (Vec<Opc
     ops.sort_by_key(|o| o.code);
     consts.sort_by_key(|c| c.index);
     (ops, consts)
+}
+
+/// Resolved unit instance counts of one ISA (parent first, then overrides by name).
+fn resolve_units(name: &str, isas: &BTreeMap<String, IsaSpec>, depth: u32) -> BTreeMap<String, u32> {
+    if depth > 8 {
+        fail(format!("isa.{name}: inheritance cycle"));
+    }
+    let isa = &isas[name];
+    let mut units = match &isa.inherits {
+        Some(parent) if isas.contains_key(parent) => resolve_units(parent, isas, depth + 1),
+        _ => BTreeMap::new(),
+    };
+    for (u, &n) in &isa.units {
+        units.insert(u.clone(), n);
+    }
+    units
 }
 
 fn main() {
@@ -506,6 +526,15 @@ fn main() {
                 }
             }
         }
+        let units = resolve_units(n, &spec.isa, 0);
+        for (u, &count) in &units {
+            if count == 0 || !ident_ok(u) {
+                fail(format!("isa.{n}.units.{u}: count must be >= 1"));
+            }
+            if !ops.iter().any(|o| &o.unit == u) {
+                fail(format!("isa.{n}.units.{u}: no opcode uses this unit"));
+            }
+        }
         let udf_op = (enc.udf_word >> fw("opcode").lsb) & (opcode_space - 1);
         if ops.iter().any(|o| o.code == udf_op) {
             fail(format!("isa.{n}: opcode {udf_op} is used, but encoding.udf_word must be illegal"));
@@ -550,6 +579,8 @@ fn main() {
             w!("    [{}],", v.iter().map(|x| format!("{x:#010x}")).collect::<Vec<_>>().join(", "));
         }
         w!("];");
+        w!("static {up}_UNITS: [UnitCount; {}] = [{}];", units.len(),
+            units.iter().map(|(u, c)| format!("UnitCount {{ unit: {u:?}, count: {c} }}")).collect::<Vec<_>>().join(", "));
         w!("static {up}_CONST_INFO: [ConstantInfo; {}] = [", consts.len());
         for c in &consts {
             w!(
@@ -563,7 +594,7 @@ fn main() {
         w!("];");
         writeln!(
             infos,
-            "    IsaInfo {{ isa: Isa::{}, name: {:?}, title: {:?}, description: {:?}, inherits: {:?}, eng_clk_hz: {}, mul_clk_hz: {}, rf_clk_hz: {}, illegal_cycles: {}, cycle_derivation: {:?}, opcodes: &{up}_OPCODES, decode: &{up}_DECODE, const_rom: &{up}_CONST_ROM, constants: &{up}_CONST_INFO }},",
+            "    IsaInfo {{ isa: Isa::{}, name: {:?}, title: {:?}, description: {:?}, inherits: {:?}, eng_clk_hz: {}, mul_clk_hz: {}, rf_clk_hz: {}, illegal_cycles: {}, cycle_derivation: {:?}, opcodes: &{up}_OPCODES, decode: &{up}_DECODE, const_rom: &{up}_CONST_ROM, constants: &{up}_CONST_INFO, units: &{up}_UNITS }},",
             variant(n),
             n,
             isa.title,

@@ -138,6 +138,11 @@ pub fn isa_markdown() -> String {
             w!("| {} | `{}`{} | {} | {} | {} | {} | {} |",
                 op.code, op.mnemonic, mark, usage(op), op.cycles, op.latency, op.unit, cell(op.semantics));
         }
+        if !info.units.is_empty() {
+            w!("");
+            w!("Execution units with more than the implicit single instance: {}.",
+                info.units.iter().map(|u| format!("`{}` x {}", u.unit, u.count)).collect::<Vec<_>>().join(", "));
+        }
         let illegal: Vec<u32> = (0..=field::OPCODE.max()).filter(|&c| isa.opcode(c).is_none()).collect();
         w!("");
         w!("Illegal opcodes: {} ({} values); an illegal opcode costs {} cycles, then the engine halts",

@@ -128,6 +128,15 @@ pub struct IsaInfo {
     pub const_rom: &'static [[u32; 8]],
     /// The named (non-zero-by-default) constant ROM entries.
     pub constants: &'static [ConstantInfo],
+    /// Execution units with a declared instance count (`[isa.<name>.units]`, inherited).
+    pub units: &'static [UnitCount],
+}
+
+/// Number of instances of an execution unit (`OpcodeInfo::unit`) the hardware has.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UnitCount {
+    pub unit: &'static str,
+    pub count: u32,
 }
 
 /// A CSR field.
@@ -193,6 +202,10 @@ impl Isa {
     /// Constant ROM value of slot `index` (0 for unlisted or out-of-range slots).
     pub fn constant(self, index: usize) -> [u32; 8] {
         self.info().const_rom.get(index).copied().unwrap_or([0; 8])
+    }
+    /// Declared instance count of execution unit `unit` (`None` if the spec declares none).
+    pub fn unit_count(self, unit: &str) -> Option<u32> {
+        self.info().units.iter().find(|u| u.unit == unit).map(|u| u.count)
     }
     /// Cycle cost of executing `word` (the illegal-opcode cost if it is illegal).
     pub fn cycles_of(self, word: u32) -> u32 {
