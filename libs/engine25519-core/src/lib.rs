@@ -5,3 +5,6 @@ pub mod isa;
 pub mod asm;
 pub mod disasm;
 pub mod docs;
+pub mod model;
+pub mod model_field;
+pub mod programs;

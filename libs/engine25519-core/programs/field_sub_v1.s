@@ -1,0 +1,7 @@
+; Field subtraction (ISA v1): %31 = %0 - %1 mod p, for %0, %1 in [0, p). Clobbers %30.
+.isa v1
+sub %30, #3, %1         ; p - b (negation)
+add %31, %0, %30
+trd %30, %31
+sub %31, %31, %30
+fin

@@ -1,0 +1,189 @@
+//! The engine's microcode programs (assembly sources in `libs/engine25519-core/programs/*.s`),
+//! assembled once on first use, and convenience runners that execute them on the model.
+//!
+//! # Register conventions
+//! * X25519 (`x25519_v1.s`, `x25519_v2.s`): in `%31` = scalar (raw 32 bytes, clamped by the
+//!   microcode), `%24` = u-coordinate (raw 32 bytes: bit 255 ignored, non-canonical values
+//!   reduced); out `%31` = X25519(scalar, u). Every other register of the window is clobbered.
+//! * Field operations (`field_*.s`): in `%0` = a, `%1` = b, out `%31`; add/sub expect a, b in
+//!   [0, p) and may clobber `%30`; mul accepts any 256-bit operands (bit 255 ignored).
+
+use crate::asm;
+use crate::isa::Isa;
+use crate::model::{Engine, Job, ModelError, RunOutcome};
+use std::sync::OnceLock;
+
+/// Register holding the scalar on input and the result on output (X25519 programs).
+pub const X25519_SCALAR_REG: usize = 31;
+/// Register holding the u-coordinate on input (X25519 programs).
+pub const X25519_U_REG: usize = 24;
+/// Register holding the result (all programs).
+pub const RESULT_REG: usize = 31;
+/// Input registers of the field-operation programs (a, b).
+pub const FIELD_A_REG: usize = 0;
+pub const FIELD_B_REG: usize = 1;
+
+/// An assembled microcode program.
+#[derive(Debug)]
+pub struct MicroProgram {
+    /// Short name ("x25519", "field_mul", ...).
+    pub name: &'static str,
+    pub isa: Isa,
+    /// File name under `libs/engine25519-core/programs/`.
+    pub file: &'static str,
+    /// The assembly source.
+    pub source: &'static str,
+    /// Assembled words and labels.
+    pub program: asm::Program,
+    /// Input registers, in argument order.
+    pub inputs: &'static [usize],
+    /// Output register.
+    pub output: usize,
+}
+
+impl MicroProgram {
+    /// Instruction words (load anywhere: branches are PC-relative).
+    pub fn words(&self) -> &[u32] {
+        &self.program.words
+    }
+    /// Number of instruction words.
+    pub fn len(&self) -> usize {
+        self.program.words.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.program.words.is_empty()
+    }
+    /// Word address of a label within the program.
+    pub fn label(&self, name: &str) -> Option<usize> {
+        self.program.label(name)
+    }
+}
+
+struct Src {
+    name: &'static str,
+    file: &'static str,
+    isa: Isa,
+    source: &'static str,
+    inputs: &'static [usize],
+}
+
+const X25519_IN: &[usize] = &[X25519_SCALAR_REG, X25519_U_REG];
+const FIELD_IN: &[usize] = &[FIELD_A_REG, FIELD_B_REG];
+
+const SOURCES: &[Src] = &[
+    Src { name: "x25519", file: "x25519_v1.s", isa: Isa::V1, source: include_str!("../programs/x25519_v1.s"), inputs: X25519_IN },
+    Src { name: "x25519", file: "x25519_v2.s", isa: Isa::V2, source: include_str!("../programs/x25519_v2.s"), inputs: X25519_IN },
+    Src { name: "field_mul", file: "field_mul.s", isa: Isa::V1, source: include_str!("../programs/field_mul.s"), inputs: FIELD_IN },
+    Src { name: "field_mul", file: "field_mul.s", isa: Isa::V2, source: include_str!("../programs/field_mul.s"), inputs: FIELD_IN },
+    Src { name: "field_add", file: "field_add_v1.s", isa: Isa::V1, source: include_str!("../programs/field_add_v1.s"), inputs: FIELD_IN },
+    Src { name: "field_sub", file: "field_sub_v1.s", isa: Isa::V1, source: include_str!("../programs/field_sub_v1.s"), inputs: FIELD_IN },
+    Src { name: "field_add", file: "field_add_v2.s", isa: Isa::V2, source: include_str!("../programs/field_add_v2.s"), inputs: FIELD_IN },
+    Src { name: "field_sub", file: "field_sub_v2.s", isa: Isa::V2, source: include_str!("../programs/field_sub_v2.s"), inputs: FIELD_IN },
+];
+
+fn assembled() -> &'static [MicroProgram] {
+    static P: OnceLock<Vec<MicroProgram>> = OnceLock::new();
+    P.get_or_init(|| {
+        SOURCES
+            .iter()
+            .map(|s| {
+                let program = asm::assemble(s.source, s.isa)
+                    .unwrap_or_else(|e| panic!("programs/{} ({}): {e}", s.file, s.isa));
+                MicroProgram {
+                    name: s.name,
+                    isa: s.isa,
+                    file: s.file,
+                    source: s.source,
+                    program,
+                    inputs: s.inputs,
+                    output: RESULT_REG,
+                }
+            })
+            .collect()
+    })
+}
+
+/// Every program, for every ISA it is written for.
+pub fn all() -> &'static [MicroProgram] {
+    assembled()
+}
+
+/// Program `name` for `isa` ("x25519", "field_mul", "field_add", "field_sub").
+pub fn get(name: &str, isa: Isa) -> Option<&'static MicroProgram> {
+    assembled().iter().find(|p| p.name == name && p.isa == isa)
+}
+
+/// X25519 microcode for ISA v1 (Precursor-compatible).
+pub fn x25519_v1() -> &'static MicroProgram {
+    get("x25519", Isa::V1).unwrap()
+}
+
+/// X25519 microcode for ISA v2.
+pub fn x25519_v2() -> &'static MicroProgram {
+    get("x25519", Isa::V2).unwrap()
+}
+
+/// X25519 microcode for `isa`.
+pub fn x25519_program(isa: Isa) -> &'static MicroProgram {
+    get("x25519", isa).expect("an X25519 program exists for every ISA")
+}
+
+/// Default cycle budget of the convenience runners (far above any X25519).
+pub const DEFAULT_BUDGET: u64 = 10_000_000;
+
+/// An engine with one program preloaded at address 0 (what the service does: load once, run
+/// many jobs on window 0).
+#[derive(Clone, Debug)]
+pub struct Runner {
+    pub engine: Engine,
+    pub program: &'static MicroProgram,
+    pub window: usize,
+}
+
+impl Runner {
+    /// Load `program` into a fresh engine of its ISA.
+    pub fn new(program: &'static MicroProgram) -> Runner {
+        let mut engine = Engine::new(program.isa);
+        engine.load_program(program.words(), 0).expect("programs fit the microcode RAM");
+        Runner { engine, program, window: 0 }
+    }
+
+    /// The job that runs the preloaded program on this runner's window.
+    pub fn job(&self) -> Job {
+        Job { window: self.window, mpstart: 0, mplen: self.program.len(), cycle_budget: DEFAULT_BUDGET }
+    }
+
+    /// Write the inputs, run, return (output register, outcome).
+    pub fn run(&mut self, inputs: &[[u8; 32]]) -> Result<([u8; 32], RunOutcome), ModelError> {
+        assert_eq!(inputs.len(), self.program.inputs.len(), "{}: wrong number of inputs", self.program.name);
+        for (&reg, v) in self.program.inputs.iter().zip(inputs) {
+            self.engine.set_reg(self.window, reg, v)?;
+        }
+        let job = self.job();
+        let out = self.engine.run(&job)?;
+        Ok((self.engine.reg(self.window, self.program.output)?, out))
+    }
+}
+
+/// X25519(scalar, u) computed by running the real microcode of `isa` on the model.
+/// Returns the shared secret / public key bytes and the engine cycle count.
+pub fn x25519(isa: Isa, scalar: &[u8; 32], u: &[u8; 32]) -> ([u8; 32], u64) {
+    thread_local! {
+        static RUNNERS: std::cell::RefCell<Vec<Runner>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    RUNNERS.with(|r| {
+        let mut r = r.borrow_mut();
+        let idx = match r.iter().position(|x| x.program.isa == isa) {
+            Some(i) => i,
+            None => {
+                r.push(Runner::new(x25519_program(isa)));
+                r.len() - 1
+            }
+        };
+        let runner = &mut r[idx];
+        let (out, o) = runner.run(&[*scalar, *u]).expect("the X25519 microcode runs without error");
+        // do not leave the secret scalar's intermediates in the window
+        let _ = runner.engine.clear_window(runner.window);
+        (out, o.cycles)
+    })
+}
