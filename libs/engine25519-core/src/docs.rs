@@ -62,10 +62,22 @@ prints as assembly, with labels `L0000`.. at branch targets; anything else print
 `.word 0x........ ; reason` (illegal opcode, non-canonical fields, branch target outside the
 program). Reassembling the disassembly of any word sequence reproduces it bit for bit."#;
 
-const VECTORS: &str = r#"`cargo xtask engine-vectors --out DIR` writes test vectors for the gateware. Expected results
-and cycle counts come from the cycle-exact model (`engine25519_core::model`). `DIR/manifest.json`
-describes every file; see the `engine-vectors` section of `xtask/src/engine.rs` and the manifest's
-own `format` field for the exact layout."#;
+const VECTORS: &str = r#"`cargo xtask engine-vectors --out DIR [--count N] [--seed S]` writes, for every program in
+`libs/engine25519-core/programs/` and every ISA it is written for, the program image, inputs,
+expected outputs and cycle counts. Expected outputs and cycles come from the cycle-exact model;
+the RFC 7748 X25519 vectors are checked against the RFC's outputs before anything is written, and
+the command re-reads every file and re-runs every vector before it reports success.
+
+| file | content |
+|---|---|
+| `manifest.json` | `format` = `"engine25519-vectors/1"`, `spec_version`, `seed`, `programs`: per program `name`, `isa`, `source`, `words`, `hex`, `bin`, `vect` (file names), `window`, `mpstart`, `mplen`, `inputs` (register numbers in argument order), `output` (register), `constant_cycles`, `vectors`: `[{kind, inputs: [hex], expected: hex, cycles, instructions, stop_reason}]` |
+| `NAME_ISA.hex` | program image, one word per line, 8 hex digits (`$readmemh`) |
+| `NAME_ISA.bin` | program image, little-endian u32 words (the microcode RAM window's bytes) |
+| `NAME_ISA.vect` | upstream VECT layout, little-endian u32 words: `0x56454354` ("VECT"); `load_addr << 16 \| code_len`; `nargs << 27 \| window << 23 \| nvectors`; the microcode; zero words up to a multiple of 8 words; then per vector `nargs` x 8 words of arguments (argument i goes to register `inputs[i]` of the manifest) followed by 8 words of the expected output register |
+
+Register values in the manifest are 64 hex digits: the 32 little-endian bytes, byte 0 first
+(= the register file's 8 u32 words, least significant word first). `cycles` are engine cycles
+(eng_clk) from GO to the finished event; the gateware must match them exactly."#;
 
 /// The full Markdown text of `docs/engine-isa.md`.
 pub fn isa_markdown() -> String {
