@@ -1,1 +1,251 @@
-fn main() {}
+//! `cargo xtask`: the project's front door (see README.md and docs/hosted.md).
+#![allow(dead_code)] // hosted.rs / util.rs / bench.rs are a library for the area modules
+
+mod bench;
+mod hosted;
+mod kernel_test;
+mod setup;
+mod smoke;
+mod steps;
+mod util;
+mod xous;
+
+use anyhow::{bail, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+use steps::TestStep;
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "Build, run, test and benchmark the hosted Xous crypto subsystem", long_about = None)]
+struct Cli {
+    /// Show build output and every line of the hosted system's output.
+    #[arg(short, long, global = true)]
+    verbose: bool,
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Build (cached) the patched and stock xous-kernel 0.9.37, the base services (xous-names,
+    /// xous-ticktimer, xous-log) and our Xous programs; print where they are.
+    Build,
+    /// Start the hosted system (patched kernel, base services, our services, the ratchet demo)
+    /// in this terminal. Ctrl-C stops everything.
+    Run {
+        /// Use the unpatched kernel.
+        #[arg(long)]
+        stock: bool,
+        /// Extra programs (shell command lines) to start after ours.
+        #[arg(long = "program")]
+        programs: Vec<String>,
+    },
+    /// Non-interactive end-to-end test: the whole system plus a scripted client that calls every
+    /// server, then shuts down through the kernel's Shutdown syscall. Exits 0 only if every step
+    /// passed and every process exited, within its own time limit.
+    Smoke {
+        /// Overall time limit in seconds.
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+    },
+    /// The kernel-patch tests: each patch's behaviour checked on the stock kernel (must fail)
+    /// and the patched one (must pass).
+    KernelTest,
+    /// The whole test suite: cargo test --workspace --release, kernel-patch tests, pytest for
+    /// tools/, the hosted smoke test and every area's registered steps. Installs what it needs.
+    Test {
+        /// Run only the named steps (repeatable; see --list).
+        #[arg(long)]
+        only: Vec<String>,
+        /// Skip the named steps (repeatable).
+        #[arg(long)]
+        skip: Vec<String>,
+        /// List the steps and exit.
+        #[arg(long)]
+        list: bool,
+    },
+    /// Run every benchmark provider; print one table and optionally write flat JSON
+    /// (key -> number).
+    Bench {
+        /// Write the merged results as flat JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        /// Run only the named providers (repeatable).
+        #[arg(long)]
+        only: Vec<String>,
+    },
+}
+
+/// Shared context handed to test steps and bench providers.
+#[derive(Clone)]
+pub struct Ctx {
+    pub verbose: bool,
+    bins: Arc<OnceLock<xous::XousBins>>,
+    programs: Arc<OnceLock<PathBuf>>,
+}
+
+/// Our packages with Xous programs, built (release) before anything is launched.
+pub const PROGRAM_PACKAGES: &[&str] = &["engine25519", "trng", "hosted-tests", "ratchet-demo"];
+
+/// Our servers, started in every hosted system (binary names in target/release).
+pub const SERVER_BINS: &[&str] = &["engine25519", "trng"];
+
+impl Ctx {
+    pub fn new(verbose: bool) -> Self {
+        Ctx { verbose, bins: Arc::new(OnceLock::new()), programs: Arc::new(OnceLock::new()) }
+    }
+
+    /// Kernels and base services (built once, cached across runs).
+    pub fn xous(&self) -> Result<&xous::XousBins> {
+        if let Some(b) = self.bins.get() {
+            return Ok(b);
+        }
+        let b = xous::ensure_built(self.verbose)?;
+        Ok(self.bins.get_or_init(|| b))
+    }
+
+    /// Directory of our release Xous programs (built once per xtask run).
+    pub fn programs(&self) -> Result<&PathBuf> {
+        if let Some(p) = self.programs.get() {
+            return Ok(p);
+        }
+        let p = xous::build_programs(PROGRAM_PACKAGES, self.verbose)?;
+        Ok(self.programs.get_or_init(|| p))
+    }
+
+    /// Path of one of our programs.
+    pub fn program(&self, bin: &str) -> Result<PathBuf> {
+        let p = self.programs()?.join(bin);
+        if !p.is_file() {
+            bail!("program {} was not built", p.display());
+        }
+        Ok(p)
+    }
+
+    /// Shell command lines starting our servers.
+    pub fn server_programs(&self) -> Result<Vec<String>> {
+        SERVER_BINS.iter().map(|b| Ok(hosted::shell_quote(&self.program(b)?))).collect()
+    }
+}
+
+fn main() {
+    let cli = Cli::parse();
+    // Ctrl-C / SIGTERM: stop every process group we started, then exit.
+    let _ = ctrlc::set_handler(|| {
+        eprintln!("\nxtask: interrupted; stopping every process we started");
+        util::kill_all_groups();
+        std::process::exit(130);
+    });
+    util::become_subreaper();
+    let ctx = Ctx::new(cli.verbose);
+    let r = match cli.cmd {
+        Cmd::Build => cmd_build(&ctx),
+        Cmd::Run { stock, programs } => cmd_run(&ctx, stock, programs),
+        Cmd::Smoke { timeout } => smoke::smoke(&ctx, Duration::from_secs(timeout)),
+        Cmd::KernelTest => kernel_test::all(&ctx),
+        Cmd::Test { only, skip, list } => cmd_test(&ctx, only, skip, list),
+        Cmd::Bench { json, only } => bench::cmd_bench(&ctx, json, only),
+    };
+    util::kill_all_groups();
+    if let Err(e) = r {
+        eprintln!("xtask: error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn cmd_build(ctx: &Ctx) -> Result<()> {
+    let b = ctx.xous()?;
+    let dir = ctx.programs()?;
+    println!("kernel (patched): {}", b.kernel.display());
+    println!("kernel (stock):   {}", b.kernel_stock.display());
+    for s in &b.services {
+        println!("base service:     {}", s.display());
+    }
+    println!("our programs:     {}", dir.display());
+    Ok(())
+}
+
+fn cmd_run(ctx: &Ctx, stock: bool, extra: Vec<String>) -> Result<()> {
+    let bins = ctx.xous()?.clone();
+    let flavor = if stock { xous::Flavor::Stock } else { xous::Flavor::Patched };
+    let mut launch = hosted::Launch::new(&bins, flavor).echo(true);
+    for p in ctx.server_programs()? {
+        launch = launch.program(p);
+    }
+    launch = launch.program(hosted::shell_quote(&ctx.program("ratchet-demo")?));
+    for p in extra {
+        launch = launch.program(p);
+    }
+    eprintln!("xtask: starting hosted Xous ({} kernel): {} programs; Ctrl-C stops everything", flavor.name(), launch.programs.len());
+    let mut sys = launch.start()?;
+    // Runs until the kernel exits (Shutdown syscall) or Ctrl-C (the handler kills the group).
+    loop {
+        if let Some(st) = sys.try_status()? {
+            sys.stop();
+            eprintln!("xtask: kernel exited ({st})");
+            if !st.success() {
+                bail!("kernel exited with {st}");
+            }
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// The steps this module owns; areas add theirs in steps.rs.
+pub fn core_test_steps() -> Vec<TestStep> {
+    vec![
+        TestStep { name: "xous:build", timeout: Duration::from_secs(40 * 60), run: |c| c.xous().map(|_| ()) },
+        TestStep { name: "programs:build", timeout: Duration::from_secs(30 * 60), run: |c| c.programs().map(|_| ()) },
+        TestStep { name: "rust:cargo-test", timeout: Duration::from_secs(40 * 60), run: setup::cargo_test },
+        TestStep { name: "kernel:patches", timeout: Duration::from_secs(5 * 60), run: kernel_test::all },
+        TestStep { name: "python:pytest", timeout: Duration::from_secs(20 * 60), run: setup::pytest },
+        TestStep { name: "hosted:smoke", timeout: Duration::from_secs(5 * 60), run: |c| smoke::smoke(c, Duration::from_secs(120)) },
+    ]
+}
+
+fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> Result<()> {
+    let all = steps::all_test_steps();
+    if list {
+        for s in &all {
+            println!("{:<28} timeout {:>5} s", s.name, s.timeout.as_secs());
+        }
+        return Ok(());
+    }
+    for n in only.iter().chain(skip.iter()) {
+        if !all.iter().any(|s| s.name == n) {
+            bail!("unknown step {n:?} (see cargo xtask test --list)");
+        }
+    }
+    let selected: Vec<&TestStep> = all
+        .iter()
+        .filter(|s| (only.is_empty() || only.iter().any(|o| o == s.name)) && !skip.iter().any(|o| o == s.name))
+        .collect();
+    let mut results = Vec::new();
+    let t_all = Instant::now();
+    for s in selected {
+        eprintln!("\n=== xtask test: {} (timeout {} s)", s.name, s.timeout.as_secs());
+        let t0 = Instant::now();
+        let c = ctx.clone();
+        let run = s.run;
+        let r = steps::with_timeout(s.name, s.timeout, move || run(&c));
+        let secs = t0.elapsed().as_secs_f64();
+        match &r {
+            Ok(()) => eprintln!("=== {}: PASS ({secs:.1} s)", s.name),
+            Err(e) => eprintln!("=== {}: FAIL ({secs:.1} s): {e:#}", s.name),
+        }
+        results.push((s.name, r.is_ok(), secs));
+    }
+    eprintln!("\n{:<28} {:>6} {:>9}", "step", "result", "seconds");
+    for (n, ok, secs) in &results {
+        eprintln!("{:<28} {:>6} {:>9.1}", n, if *ok { "PASS" } else { "FAIL" }, secs);
+    }
+    let failed = results.iter().filter(|r| !r.1).count();
+    eprintln!("total {:.1} s; {} passed, {} failed", t_all.elapsed().as_secs_f64(), results.len() - failed, failed);
+    if failed > 0 {
+        bail!("{failed} test step(s) failed");
+    }
+    Ok(())
+}

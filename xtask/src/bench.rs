@@ -1,0 +1,168 @@
+//! `cargo xtask bench`: runs every provider (steps.rs registry), merges their flat results,
+//! prints one table and optionally writes flat JSON.
+
+use crate::hosted::{shell_quote, Hosted, Launch};
+use crate::steps::{BenchProvider, BenchResults};
+use crate::xous::Flavor;
+use crate::{util, Ctx};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+pub fn core_providers() -> Vec<BenchProvider> {
+    vec![
+        BenchProvider { name: "hosted-startup", timeout: Duration::from_secs(300), run: hosted_startup },
+        BenchProvider { name: "hosted-ipc", timeout: Duration::from_secs(300), run: hosted_ipc },
+    ]
+}
+
+/// Parse one line of flat JSON (key -> number) into results.
+pub fn parse_flat_json(text: &str) -> Result<BenchResults> {
+    let v: serde_json::Value = serde_json::from_str(text.trim()).with_context(|| format!("not JSON: {text:?}"))?;
+    let obj = v.as_object().context("bench output is not a JSON object")?;
+    let mut out = BenchResults::new();
+    for (k, v) in obj {
+        let n = v.as_f64().with_context(|| format!("bench key {k:?} is not a number: {v}"))?;
+        out.insert(k.clone(), n);
+    }
+    Ok(out)
+}
+
+/// A native provider: runs `cmd` (timeout), which prints ONE line of flat JSON on stdout (its
+/// table goes to stderr).
+pub fn native_provider(cmd: &mut Command, timeout: Duration, what: &str) -> Result<BenchResults> {
+    let out = util::run_capture(cmd, timeout, what)?;
+    let line = out.lines().rev().find(|l| l.trim_start().starts_with('{')).with_context(|| format!("{what}: no JSON line on stdout"))?;
+    parse_flat_json(line)
+}
+
+/// Collect `BENCH-JSON {...}` lines from a hosted system until `count` were seen.
+pub fn hosted_bench_json(sys: &mut Hosted, count: usize, timeout: Duration) -> Result<BenchResults> {
+    let mut out = BenchResults::new();
+    for _ in 0..count {
+        let line = sys.wait_marker("BENCH-JSON", timeout)?;
+        let json = line.text.split_once("BENCH-JSON").map(|x| x.1).unwrap_or("");
+        out.extend(parse_flat_json(json)?);
+    }
+    Ok(out)
+}
+
+fn suffix(flavor: Flavor) -> &'static str {
+    match flavor {
+        Flavor::Patched => "",
+        Flavor::Stock => "_stock",
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = v.len();
+    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
+}
+
+/// hosted_startup_ms: kernel launch until every one of our servers is registered with xous-names
+/// (the ready-probe has connected to each). Median of 5 launches, both kernels.
+fn hosted_startup(ctx: &Ctx) -> Result<BenchResults> {
+    let bins = ctx.xous()?.clone();
+    let probe = shell_quote(&ctx.program("ready-probe")?);
+    let mut out = BenchResults::new();
+    for flavor in [Flavor::Patched, Flavor::Stock] {
+        let mut samples = Vec::new();
+        for _ in 0..5 {
+            let mut l = Launch::new(&bins, flavor).echo(ctx.verbose);
+            for p in ctx.server_programs()? {
+                l = l.program(p);
+            }
+            let mut sys = l.program(probe.clone()).start()?;
+            let line = sys.wait_line(Duration::from_secs(30), "HOSTED-READY", |t| t.contains("HOSTED-READY"))?;
+            if line.text.contains("FAILED") {
+                bail!("ready-probe: {}", line.text);
+            }
+            samples.push(line.at.duration_since(sys.started).as_secs_f64() * 1e3);
+            sys.stop();
+        }
+        out.insert(format!("hosted_startup_ms{}", suffix(flavor)), median(samples));
+    }
+    Ok(out)
+}
+
+/// ipc_scalar_rtt_us_p50 / ipc_lend_4k_rtt_us_p50 from ipc-bench + echo-server, both kernels.
+fn hosted_ipc(ctx: &Ctx) -> Result<BenchResults> {
+    let bins = ctx.xous()?.clone();
+    let mut out = BenchResults::new();
+    for flavor in [Flavor::Patched, Flavor::Stock] {
+        let mut bench = shell_quote(&ctx.program("ipc-bench")?);
+        if flavor == Flavor::Patched {
+            bench.push_str(" --shutdown");
+        }
+        let mut sys = Launch::new(&bins, flavor)
+            .program(shell_quote(&ctx.program("echo-server")?))
+            .program(bench)
+            .echo(ctx.verbose)
+            .start()?;
+        let r = hosted_bench_json(&mut sys, 1, Duration::from_secs(120))?;
+        if flavor == Flavor::Patched {
+            let st = sys.wait_exit(Duration::from_secs(10))?;
+            if !st.success() {
+                bail!("patched kernel exited with {st} after the IPC bench");
+            }
+        } else {
+            sys.stop();
+        }
+        for (k, v) in r {
+            out.insert(format!("{k}{}", suffix(flavor)), v);
+        }
+    }
+    Ok(out)
+}
+
+pub fn cmd_bench(ctx: &Ctx, json: Option<PathBuf>, only: Vec<String>) -> Result<()> {
+    let providers = crate::steps::all_bench_providers();
+    for o in &only {
+        if !providers.iter().any(|p| p.name == o) {
+            bail!("unknown bench provider {o:?}; known: {:?}", providers.iter().map(|p| p.name).collect::<Vec<_>>());
+        }
+    }
+    // Build first, outside the providers' time limits.
+    ctx.xous()?;
+    ctx.programs()?;
+    let mut all = BenchResults::new();
+    let mut failed = Vec::new();
+    for p in providers.iter().filter(|p| only.is_empty() || only.iter().any(|o| o == p.name)) {
+        eprintln!("xtask bench: {} ...", p.name);
+        let c = ctx.clone();
+        let run = p.run;
+        match crate::steps::with_timeout(p.name, p.timeout, move || run(&c)) {
+            Ok(r) => {
+                for k in r.keys() {
+                    if all.contains_key(k) {
+                        eprintln!("xtask bench: warning: key {k} reported twice; keeping the later value");
+                    }
+                }
+                all.extend(r);
+            }
+            Err(e) => {
+                eprintln!("xtask bench: provider {} FAILED: {e:#}", p.name);
+                failed.push(p.name);
+            }
+        }
+    }
+    let w = all.keys().map(|k| k.len()).max().unwrap_or(10).max(10);
+    println!("{:<w$}  {:>14}", "key", "value");
+    println!("{}", "-".repeat(w + 16));
+    for (k, v) in &all {
+        println!("{:<w$}  {:>14.3}", k, v);
+    }
+    if let Some(path) = json {
+        let obj: serde_json::Map<String, serde_json::Value> =
+            all.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect();
+        std::fs::write(&path, serde_json::to_string_pretty(&serde_json::Value::Object(obj))? + "\n")
+            .with_context(|| format!("writing {}", path.display()))?;
+        eprintln!("xtask bench: wrote {}", path.display());
+    }
+    if !failed.is_empty() {
+        bail!("bench providers failed: {failed:?}");
+    }
+    Ok(())
+}

@@ -1,0 +1,299 @@
+//! Launcher for hosted Xous systems (interface 2 of the project brief; see docs/hosted.md).
+//!
+//! ```ignore
+//! let bins = xous::ensure_built(false)?;                // cached kernel + base services
+//! let dir = xous::build_programs(&["hosted-tests"], false)?;
+//! let mut sys = Launch::new(&bins, Flavor::Patched)
+//!     .program(dir.join("kernel-probe").display().to_string() + " ready")
+//!     .start()?;
+//! sys.wait_marker("PROBE-READY", Duration::from_secs(10))?;
+//! sys.stop();                                            // or Drop
+//! ```
+//!
+//! The kernel runs in its own process group (every program it spawns inherits it), with
+//! PR_SET_PDEATHSIG so it dies with xtask. Its stdout and stderr (shared by every program) are
+//! captured line by line; `wait_*` helpers consume them with a deadline. Dropping a `Hosted`
+//! kills the whole group and reaps it.
+
+use crate::util;
+use crate::xous::{Flavor, XousBins};
+use anyhow::{bail, Result};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Which pipe a line came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+/// One captured output line.
+#[derive(Clone, Debug)]
+pub struct Line {
+    pub stream: Stream,
+    pub text: String,
+    /// When xtask read it (relative to `Hosted::started`).
+    pub at: Instant,
+}
+
+/// What to launch. Programs are shell command lines handed to the kernel, which starts each
+/// with `sh -c` (so `VAR=x prog arg` works) in this order.
+#[derive(Clone, Debug)]
+pub struct Launch {
+    pub kernel: PathBuf,
+    pub programs: Vec<String>,
+    pub env: Vec<(String, String)>,
+    /// Copy every line to our own stdout/stderr as it arrives (interactive `run`, `--verbose`).
+    pub echo: bool,
+    /// Fixed kernel address (XOUS_LISTEN_ADDR); default: a random free port.
+    pub listen_addr: Option<String>,
+}
+
+impl Launch {
+    /// The given kernel flavour plus the base services (xous-log, xous-names, xous-ticktimer).
+    pub fn new(bins: &XousBins, flavor: Flavor) -> Self {
+        let mut l = Launch::bare(bins.kernel(flavor));
+        for s in &bins.services {
+            l.programs.push(shell_quote(s));
+        }
+        l
+    }
+
+    /// Only the kernel, no base services.
+    pub fn bare(kernel: &Path) -> Self {
+        Launch { kernel: kernel.to_path_buf(), programs: vec![], env: vec![], echo: false, listen_addr: None }
+    }
+
+    /// Add a program (a shell command line).
+    pub fn program(mut self, cmdline: impl Into<String>) -> Self {
+        self.programs.push(cmdline.into());
+        self
+    }
+
+    /// Add a program given as a path plus arguments (quoted for the shell).
+    pub fn program_args(self, bin: &Path, args: &[&str]) -> Self {
+        let mut s = shell_quote(bin);
+        for a in args {
+            s.push(' ');
+            s.push_str(&shell_quote(Path::new(a)));
+        }
+        self.program(s)
+    }
+
+    /// Environment variable for the kernel and (inherited) every program.
+    pub fn env(mut self, k: impl Into<String>, v: impl Into<String>) -> Self {
+        self.env.push((k.into(), v.into()));
+        self
+    }
+
+    pub fn echo(mut self, on: bool) -> Self {
+        self.echo = on;
+        self
+    }
+
+    pub fn start(self) -> Result<Hosted> {
+        util::become_subreaper();
+        let mut cmd = Command::new(&self.kernel);
+        cmd.args(&self.programs)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .current_dir(util::root());
+        if let Some(a) = &self.listen_addr {
+            cmd.env("XOUS_LISTEN_ADDR", a);
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        let started = Instant::now();
+        let mut child = util::spawn_grouped(&mut cmd)?;
+        let pgid = child.id() as i32;
+        let (tx, rx) = std::sync::mpsc::channel();
+        let all = Arc::new(Mutex::new(Vec::new()));
+        let out = child.stdout.take().unwrap();
+        let err = child.stderr.take().unwrap();
+        spawn_reader(out, Stream::Stdout, tx.clone(), all.clone(), self.echo);
+        spawn_reader(err, Stream::Stderr, tx, all.clone(), self.echo);
+        Ok(Hosted { child: Some(child), pgid, rx, all, started, status: None })
+    }
+}
+
+fn spawn_reader(
+    pipe: impl std::io::Read + Send + 'static,
+    stream: Stream,
+    tx: Sender<Line>,
+    all: Arc<Mutex<Vec<String>>>,
+    echo: bool,
+) {
+    std::thread::spawn(move || {
+        let mut r = std::io::BufReader::new(pipe);
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            match r.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let text = String::from_utf8_lossy(&buf).trim_end_matches(['\n', '\r']).to_string();
+            if echo {
+                match stream {
+                    Stream::Stdout => println!("{text}"),
+                    Stream::Stderr => eprintln!("{text}"),
+                }
+            }
+            all.lock().unwrap_or_else(|e| e.into_inner()).push(text.clone());
+            if tx.send(Line { stream, text, at: Instant::now() }).is_err() {
+                // Nobody listens any more; keep draining so programs never block on a full pipe.
+            }
+        }
+    });
+}
+
+/// Quote a path or argument for `sh -c`.
+pub fn shell_quote(p: &Path) -> String {
+    let s = p.to_string_lossy();
+    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-=:,+@%".contains(c)) {
+        s.into_owned()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// A running hosted system (kernel + the programs it spawned, one process group).
+pub struct Hosted {
+    child: Option<Child>,
+    pgid: i32,
+    rx: Receiver<Line>,
+    all: Arc<Mutex<Vec<String>>>,
+    /// When the kernel was spawned.
+    pub started: Instant,
+    status: Option<ExitStatus>,
+}
+
+impl Hosted {
+    /// Process group id (= kernel pid).
+    pub fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
+    /// Every line captured so far (both streams, arrival order).
+    pub fn lines(&self) -> Vec<String> {
+        self.all.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The last `n` captured lines, for failure reports.
+    pub fn tail(&self, n: usize) -> String {
+        let l = self.lines();
+        l[l.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// Wait for the next line satisfying `pred` (lines before it are consumed). Fails on timeout
+    /// or when the kernel's output ends first.
+    pub fn wait_line(&mut self, timeout: Duration, what: &str, mut pred: impl FnMut(&str) -> bool) -> Result<Line> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(line) if pred(&line.text) => return Ok(line),
+                Ok(_) => continue,
+                Err(RecvTimeoutError::Timeout) => bail!("timed out after {timeout:?} waiting for {what}"),
+                Err(RecvTimeoutError::Disconnected) => bail!("hosted system output ended while waiting for {what}"),
+            }
+        }
+    }
+
+    /// Wait for a line containing `marker`.
+    pub fn wait_marker(&mut self, marker: &str, timeout: Duration) -> Result<Line> {
+        let m = marker.to_string();
+        self.wait_line(timeout, &format!("{marker:?}"), move |l| l.contains(&m))
+    }
+
+    /// Wait until every marker has been seen (any order).
+    pub fn wait_all(&mut self, markers: &[&str], timeout: Duration) -> Result<()> {
+        let mut left: Vec<String> = markers.iter().map(|s| s.to_string()).collect();
+        let deadline = Instant::now() + timeout;
+        while !left.is_empty() {
+            let t = deadline.saturating_duration_since(Instant::now());
+            let what = format!("{left:?}");
+            let line = self.wait_line(t, &what, |l| left.iter().any(|m| l.contains(m.as_str())))?;
+            left.retain(|m| !line.text.contains(m.as_str()));
+        }
+        Ok(())
+    }
+
+    /// Non-blocking: has the kernel exited? (then its status)
+    pub fn try_status(&mut self) -> Result<Option<ExitStatus>> {
+        if self.status.is_none() {
+            if let Some(c) = self.child.as_mut() {
+                self.status = c.try_wait()?;
+            }
+        }
+        Ok(self.status)
+    }
+
+    /// Wait for the kernel to exit by itself (e.g. after a Shutdown syscall), then check that no
+    /// process of the group is left within the rest of `timeout`. On timeout everything is killed
+    /// and an error returned. Returns the kernel's exit status.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Result<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(st) = self.try_status()? {
+                break st;
+            }
+            if Instant::now() > deadline {
+                self.stop();
+                bail!("kernel did not exit within {timeout:?} (process group killed)");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        loop {
+            util::reap_group(self.pgid);
+            if !util::group_alive(self.pgid) {
+                break;
+            }
+            if Instant::now() > deadline {
+                self.stop();
+                bail!("kernel exited ({status}) but processes of its group were still alive after {timeout:?} (killed)");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        util::unregister_group(self.pgid);
+        Ok(status)
+    }
+
+    /// Stop everything: SIGTERM to the group, up to 2 s grace, SIGKILL, reap. Idempotent.
+    pub fn stop(&mut self) {
+        let pgid = self.pgid;
+        if util::group_alive(pgid) {
+            util::signal_group(pgid, libc::SIGTERM);
+            let t0 = Instant::now();
+            while t0.elapsed() < Duration::from_secs(2) {
+                let _ = self.try_status();
+                util::reap_group(pgid);
+                if !util::group_alive(pgid) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            util::signal_group(pgid, libc::SIGKILL);
+        }
+        if let Some(c) = self.child.as_mut() {
+            if self.status.is_none() {
+                self.status = c.wait().ok();
+            }
+        }
+        util::reap_group(pgid);
+        util::unregister_group(pgid);
+    }
+}
+
+impl Drop for Hosted {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

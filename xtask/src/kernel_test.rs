@@ -1,0 +1,116 @@
+//! Tests for kernel-patches/: each runs the behaviour on the stock kernel (where it must fail,
+//! proving the test can fail) and on the patched kernel (where it must pass).
+
+use crate::hosted::{shell_quote, Launch};
+use crate::xous::Flavor;
+use crate::Ctx;
+use anyhow::{bail, Result};
+use std::time::Duration;
+
+pub fn all(ctx: &Ctx) -> Result<()> {
+    let mut failed = Vec::new();
+    for (name, f) in [
+        ("shutdown", shutdown as fn(&Ctx) -> Result<()>),
+        ("randomness", randomness),
+        ("startup", startup),
+    ] {
+        match f(ctx) {
+            Ok(()) => eprintln!("kernel-test {name}: PASS"),
+            Err(e) => {
+                eprintln!("kernel-test {name}: FAIL: {e:#}");
+                failed.push(name);
+            }
+        }
+    }
+    if !failed.is_empty() {
+        bail!("kernel-patch tests failed: {failed:?}");
+    }
+    Ok(())
+}
+
+fn probe(ctx: &Ctx, mode: &str) -> Result<String> {
+    Ok(format!("{} {mode}", shell_quote(&ctx.program("kernel-probe")?)))
+}
+
+/// Does the system exit 0 by itself after a Shutdown syscall, leaving no process behind?
+fn shutdown_case(ctx: &Ctx, flavor: Flavor) -> Result<()> {
+    let bins = ctx.xous()?;
+    let mut sys = Launch::new(bins, flavor)
+        .program(probe(ctx, "idle")?)
+        .program(probe(ctx, "shutdown")?)
+        .echo(ctx.verbose)
+        .start()?;
+    sys.wait_marker("PROBE-IDLE", Duration::from_secs(10))?;
+    let st = sys.wait_exit(Duration::from_secs(8))?;
+    if !st.success() {
+        bail!("kernel exited with {st}");
+    }
+    Ok(())
+}
+
+fn shutdown(ctx: &Ctx) -> Result<()> {
+    if shutdown_case(ctx, Flavor::Stock).is_ok() {
+        bail!("the stock kernel already shuts down cleanly: this test cannot detect a missing patch");
+    }
+    shutdown_case(ctx, Flavor::Patched).map_err(|e| e.context("patched kernel: Shutdown"))
+}
+
+/// Server IDs of one run (two servers created by the probe).
+fn sids(ctx: &Ctx, flavor: Flavor, seed: Option<u64>) -> Result<Vec<String>> {
+    let bins = ctx.xous()?;
+    let mut l = Launch::bare(bins.kernel(flavor)).program(probe(ctx, "sid")?).echo(ctx.verbose);
+    if let Some(s) = seed {
+        l = l.env("XOUS_KERNEL_DETERMINISTIC_SEED", s.to_string());
+    }
+    let mut sys = l.start()?;
+    let mut out = Vec::new();
+    for _ in 0..2 {
+        let line = sys.wait_marker("PROBE-SID", Duration::from_secs(10))?;
+        out.push(line.text.split_whitespace().last().unwrap_or("").to_string());
+    }
+    sys.stop();
+    Ok(out)
+}
+
+fn randomness(ctx: &Ctx) -> Result<()> {
+    let (a, b) = (sids(ctx, Flavor::Stock, None)?, sids(ctx, Flavor::Stock, None)?);
+    if a != b {
+        bail!("stock kernel gave different SIDs on two runs ({a:?} vs {b:?}): this test cannot detect a missing patch");
+    }
+    let (a, b) = (sids(ctx, Flavor::Patched, None)?, sids(ctx, Flavor::Patched, None)?);
+    if a == b || a[0] == a[1] {
+        bail!("patched kernel: server IDs repeat across runs or within a run: {a:?} / {b:?}");
+    }
+    let (a, b) = (sids(ctx, Flavor::Patched, Some(42))?, sids(ctx, Flavor::Patched, Some(42))?);
+    if a != b {
+        bail!("patched kernel with XOUS_KERNEL_DETERMINISTIC_SEED=42: runs differ ({a:?} vs {b:?})");
+    }
+    Ok(())
+}
+
+/// Milliseconds from kernel launch until a probe process completed its first syscall (median of 3).
+pub fn first_syscall_ms(ctx: &Ctx, flavor: Flavor) -> Result<f64> {
+    let bins = ctx.xous()?;
+    let mut v = Vec::new();
+    for _ in 0..3 {
+        let mut sys = Launch::bare(bins.kernel(flavor)).program(probe(ctx, "ready")?).echo(ctx.verbose).start()?;
+        let line = sys.wait_marker("PROBE-READY", Duration::from_secs(10))?;
+        v.push(line.at.duration_since(sys.started).as_secs_f64() * 1e3);
+        sys.stop();
+    }
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    Ok(v[1])
+}
+
+fn startup(ctx: &Ctx) -> Result<()> {
+    let stock = first_syscall_ms(ctx, Flavor::Stock)?;
+    let patched = first_syscall_ms(ctx, Flavor::Patched)?;
+    eprintln!("kernel-test startup: first syscall after {stock:.1} ms (stock), {patched:.1} ms (patched)");
+    if stock < 400.0 {
+        bail!("stock kernel answered after {stock:.1} ms (< 400): this test cannot detect a missing patch");
+    }
+    if patched >= 100.0 {
+        bail!("patched kernel: first syscall after {patched:.1} ms (limit 100)");
+    }
+    Ok(())
+}

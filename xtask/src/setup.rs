@@ -1,0 +1,118 @@
+//! Installing what the test suite needs (Python venv, apt packages) and the generic steps
+//! (cargo test, pytest).
+
+use crate::{util, Ctx};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// `cargo test --workspace --release`.
+pub fn cargo_test(ctx: &Ctx) -> Result<()> {
+    let mut cmd = util::cargo();
+    cmd.args(["test", "--workspace", "--release"]);
+    if !ctx.verbose {
+        cmd.arg("--quiet");
+    }
+    util::run(&mut cmd, Duration::from_secs(40 * 60), "cargo test --workspace --release")
+}
+
+/// Ensure Debian packages are installed: installs them when root, otherwise fails printing the
+/// exact command to run. For area modules (e.g. `setup::require_apt(&["dieharder"])`).
+pub fn require_apt(packages: &[&str]) -> Result<()> {
+    let missing: Vec<&str> = packages
+        .iter()
+        .copied()
+        .filter(|p| {
+            !Command::new("dpkg-query")
+                .args(["-W", "-f=${Status}", p])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).contains("install ok installed"))
+                .unwrap_or(false)
+        })
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let cmd_text = format!("apt-get update && apt-get install -y --no-install-recommends {}", missing.join(" "));
+    if !util::is_root() {
+        bail!("missing Debian packages {missing:?}; run as root:\n    sudo sh -c '{cmd_text}'");
+    }
+    eprintln!("xtask: installing Debian packages {missing:?}");
+    std::fs::create_dir_all("/var/cache/apt/archives/partial").ok();
+    util::run(Command::new("apt-get").arg("update"), Duration::from_secs(600), "apt-get update")?;
+    util::run(
+        Command::new("apt-get")
+            .args(["install", "-y", "--no-install-recommends"])
+            .args(&missing)
+            .env("DEBIAN_FRONTEND", "noninteractive"),
+        Duration::from_secs(1200),
+        "apt-get install",
+    )
+}
+
+/// The project's Python venv (target/venv) with tools/requirements.txt installed (pinned);
+/// returns its python. Cached: reinstalled only when requirements.txt changes.
+pub fn venv() -> Result<PathBuf> {
+    let venv = util::target_dir().join("venv");
+    let py = venv.join("bin").join("python");
+    let req = util::root().join("tools").join("requirements.txt");
+    let key = if req.is_file() { util::sha256_hex(&std::fs::read(&req)?) } else { "none".into() };
+    let stamp = venv.join(".xtask-requirements.sha256");
+    if py.is_file() && std::fs::read_to_string(&stamp).map(|s| s.trim() == key).unwrap_or(false) {
+        return Ok(py);
+    }
+    if !py.is_file() {
+        let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
+        let made = util::run(
+            Command::new(&python).args(["-m", "venv"]).arg(&venv),
+            Duration::from_secs(300),
+            "python3 -m venv",
+        );
+        if made.is_err() {
+            // Debian splits venv/ensurepip out of python3.
+            std::fs::remove_dir_all(&venv).ok();
+            let minor = Command::new(&python)
+                .args(["-c", "import sys; print(f'{sys.version_info[0]}.{sys.version_info[1]}')"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+                .unwrap_or_default();
+            require_apt(&["python3-venv", &format!("python{minor}-venv")])
+                .context("creating the Python venv needs the venv module")?;
+            util::run(Command::new(&python).args(["-m", "venv"]).arg(&venv), Duration::from_secs(300), "python3 -m venv")?;
+        }
+    }
+    if req.is_file() {
+        util::run(
+            Command::new(&py).args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "-r"]).arg(&req),
+            Duration::from_secs(900),
+            "pip install -r tools/requirements.txt",
+        )?;
+    }
+    std::fs::write(&stamp, format!("{key}\n"))?;
+    Ok(py)
+}
+
+/// pytest over tools/ in the project venv (skipped when tools/ has no tests).
+pub fn pytest(ctx: &Ctx) -> Result<()> {
+    let tools = util::root().join("tools");
+    let has_tests = tools.join("tests").is_dir()
+        || std::fs::read_dir(&tools).map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("test_"))).unwrap_or(false);
+    if !has_tests {
+        eprintln!("xtask: tools/ has no Python tests; nothing to run");
+        return Ok(());
+    }
+    let py = venv()?;
+    // Hosted tests in tools/ may need our binaries and the kernel: build them and say where.
+    let bins = ctx.xous()?;
+    let progs = ctx.programs()?;
+    let mut cmd = Command::new(py);
+    cmd.args(["-m", "pytest", "-p", "no:cacheprovider"])
+        .arg(if ctx.verbose { "-v" } else { "-q" })
+        .arg(&tools)
+        .current_dir(util::root())
+        .env("XTASK_XOUS_KERNEL", &bins.kernel)
+        .env("XTASK_XOUS_SERVICES", bins.services.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":"))
+        .env("XTASK_PROGRAMS_DIR", progs);
+    util::run(&mut cmd, Duration::from_secs(20 * 60), "pytest tools/")
+}

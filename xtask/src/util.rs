@@ -1,0 +1,183 @@
+//! Small shared helpers: workspace paths, hashing, and running child processes in their own
+//! process group with a hard timeout (a hung child fails the caller instead of hanging CI).
+
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// Workspace root (the directory holding the root Cargo.toml).
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("xtask lives in the workspace").to_path_buf()
+}
+
+/// The project's target directory (honours CARGO_TARGET_DIR like cargo does).
+pub fn target_dir() -> PathBuf {
+    match std::env::var_os("CARGO_TARGET_DIR") {
+        Some(d) if !d.is_empty() => {
+            let p = PathBuf::from(d);
+            if p.is_absolute() { p } else { root().join(p) }
+        }
+        _ => root().join("target"),
+    }
+}
+
+/// The cargo binary to use for nested builds.
+pub fn cargo() -> Command {
+    let mut c = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    c.current_dir(root());
+    c
+}
+
+pub fn sha256_hex(data: &[u8]) -> String {
+    let d = Sha256::digest(data);
+    d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Process groups we started: killed on Ctrl-C / step timeout / exit.
+
+static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+pub fn register_group(pgid: i32) {
+    GROUPS.lock().unwrap_or_else(|e| e.into_inner()).push(pgid);
+}
+
+pub fn unregister_group(pgid: i32) {
+    GROUPS.lock().unwrap_or_else(|e| e.into_inner()).retain(|g| *g != pgid);
+}
+
+/// SIGTERM, short grace, then SIGKILL every process group still registered.
+pub fn kill_all_groups() {
+    let groups: Vec<i32> = GROUPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for g in &groups {
+        signal_group(*g, libc::SIGTERM);
+    }
+    if !groups.is_empty() {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    for g in &groups {
+        signal_group(*g, libc::SIGKILL);
+    }
+}
+
+pub fn signal_group(pgid: i32, sig: i32) {
+    if pgid > 1 {
+        unsafe {
+            libc::kill(-pgid, sig);
+        }
+    }
+}
+
+/// True while some process (possibly a zombie) is in the group.
+pub fn group_alive(pgid: i32) -> bool {
+    unsafe { libc::kill(-pgid, 0) == 0 }
+}
+
+/// Reap zombies of the group that were reparented to us (we are a child subreaper).
+pub fn reap_group(pgid: i32) {
+    loop {
+        let mut status = 0;
+        let r = unsafe { libc::waitpid(-pgid, &mut status, libc::WNOHANG) };
+        if r <= 0 {
+            break;
+        }
+    }
+}
+
+/// Make orphaned descendants (children of the hosted kernel after it exits) our children, so we
+/// can reap them and tell whether every process really exited.
+pub fn become_subreaper() {
+    unsafe {
+        libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+    }
+}
+
+/// Configure `cmd` to start in its own process group and to die if xtask dies.
+pub fn own_group(cmd: &mut Command) -> &mut Command {
+    cmd.process_group(0);
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// Spawn `cmd` in its own process group (registered for cleanup).
+pub fn spawn_grouped(cmd: &mut Command) -> Result<Child> {
+    own_group(cmd);
+    let child = cmd.spawn().with_context(|| format!("cannot start {:?}", cmd))?;
+    register_group(child.id() as i32);
+    Ok(child)
+}
+
+/// Wait for `child` (leader of its own group) up to `timeout`; on timeout kill the whole group
+/// and fail naming `what`.
+pub fn wait_timeout(child: &mut Child, timeout: Duration, what: &str) -> Result<ExitStatus> {
+    let pgid = child.id() as i32;
+    let t0 = Instant::now();
+    loop {
+        if let Some(st) = child.try_wait()? {
+            // Let any leftover group members finish, then make sure none remains.
+            signal_group(pgid, libc::SIGTERM);
+            reap_group(pgid);
+            unregister_group(pgid);
+            return Ok(st);
+        }
+        if t0.elapsed() > timeout {
+            signal_group(pgid, libc::SIGTERM);
+            std::thread::sleep(Duration::from_millis(300));
+            signal_group(pgid, libc::SIGKILL);
+            let _ = child.wait();
+            reap_group(pgid);
+            unregister_group(pgid);
+            bail!("{what}: timed out after {:?} (process group killed)", timeout);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Run a command to completion with a timeout, inheriting stdio. Fails on non-zero exit.
+pub fn run(cmd: &mut Command, timeout: Duration, what: &str) -> Result<()> {
+    let mut child = spawn_grouped(cmd)?;
+    let st = wait_timeout(&mut child, timeout, what)?;
+    if !st.success() {
+        bail!("{what}: failed ({st})");
+    }
+    Ok(())
+}
+
+/// Run a command with a timeout and capture its stdout (stderr inherited). Fails on non-zero exit.
+pub fn run_capture(cmd: &mut Command, timeout: Duration, what: &str) -> Result<String> {
+    use std::io::Read;
+    cmd.stdout(std::process::Stdio::piped());
+    let mut child = spawn_grouped(cmd)?;
+    let mut out = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = out.read_to_string(&mut s);
+        s
+    });
+    let st = wait_timeout(&mut child, timeout, what)?;
+    let text = reader.join().unwrap_or_default();
+    if !st.success() {
+        bail!("{what}: failed ({st})");
+    }
+    Ok(text)
+}
+
+/// Is `prog` on PATH?
+pub fn have(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+        .unwrap_or(false)
+}
+
+pub fn is_root() -> bool {
+    unsafe { libc::geteuid() == 0 }
+}

@@ -1,0 +1,297 @@
+//! Building the hosted Xous system: the xous-kernel from its crates.io source (stock and with
+//! kernel-patches/*.patch applied) and the base services (xous-names, xous-ticktimer, xous-log),
+//! all at pinned versions with `--locked`, into target/xous/. Cached with stamp files keyed by
+//! version + patch hashes, so a second run does not rebuild anything.
+//!
+//! Layout under target/xous/:
+//!   download/xous-kernel-0.9.37.crate   pristine crate (sha256 checked)
+//!   src/xous-kernel-0.9.37-{stock,patched}/   unpacked (+ patched) sources
+//!   build/{kernel-stock,kernel-patched,services}/   cargo target dirs
+//!   bin/xous-kernel, bin/xous-kernel-stock    the two kernels
+//!   services/bin/{xous-names,xous-ticktimer,xous-log}
+//!   stamps/*.stamp
+
+use crate::util;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+pub const KERNEL_CRATE: &str = "xous-kernel";
+pub const KERNEL_VERSION: &str = "0.9.37";
+/// sha256 of xous-kernel-0.9.37.crate as published in the crates.io index.
+pub const KERNEL_SHA256: &str = "413a43bcdfc94046405fd69bca1f338843ff4ba67fc176776c652c6b8f851d51";
+
+/// Base services: (crate, version, binary name).
+pub const SERVICES: &[(&str, &str, &str)] = &[
+    ("xous-log", "0.1.27", "xous-log"),
+    ("xous-names", "0.9.36", "xous-names"),
+    ("xous-ticktimer", "0.1.31", "xous-ticktimer"),
+];
+
+/// Bumped when the way we build changes (invalidates stamps).
+const BUILD_RECIPE: &str = "recipe-2";
+
+const BUILD_TIMEOUT: Duration = Duration::from_secs(40 * 60);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flavor {
+    /// xous-kernel 0.9.37 with kernel-patches/ applied.
+    Patched,
+    /// xous-kernel 0.9.37 exactly as published.
+    Stock,
+}
+
+impl Flavor {
+    pub fn name(self) -> &'static str {
+        match self {
+            Flavor::Patched => "patched",
+            Flavor::Stock => "stock",
+        }
+    }
+}
+
+/// Paths of the built hosted system.
+#[derive(Clone, Debug)]
+pub struct XousBins {
+    pub kernel: PathBuf,
+    pub kernel_stock: PathBuf,
+    /// In SERVICES order: xous-log, xous-names, xous-ticktimer.
+    pub services: Vec<PathBuf>,
+}
+
+impl XousBins {
+    pub fn kernel(&self, f: Flavor) -> &Path {
+        match f {
+            Flavor::Patched => &self.kernel,
+            Flavor::Stock => &self.kernel_stock,
+        }
+    }
+}
+
+pub fn xous_dir() -> PathBuf {
+    util::target_dir().join("xous")
+}
+
+pub fn patches_dir() -> PathBuf {
+    util::root().join("kernel-patches")
+}
+
+/// kernel-patches/*.patch in application order (file-name order).
+pub fn patch_files() -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(patches_dir())
+        .context("reading kernel-patches/")?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().map(|x| x == "patch").unwrap_or(false))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+fn stamp_path(name: &str) -> PathBuf {
+    xous_dir().join("stamps").join(format!("{name}.stamp"))
+}
+
+fn stamp_ok(name: &str, key: &str, outputs: &[&Path]) -> bool {
+    std::fs::read_to_string(stamp_path(name)).map(|s| s.trim() == key).unwrap_or(false)
+        && outputs.iter().all(|p| p.is_file())
+}
+
+fn write_stamp(name: &str, key: &str) -> Result<()> {
+    let p = stamp_path(name);
+    std::fs::create_dir_all(p.parent().unwrap())?;
+    std::fs::write(p, format!("{key}\n"))?;
+    Ok(())
+}
+
+fn kernel_key(flavor: Flavor) -> Result<String> {
+    let mut text = format!("{BUILD_RECIPE} {KERNEL_CRATE} {KERNEL_VERSION} {KERNEL_SHA256} {}\n", flavor.name());
+    if flavor == Flavor::Patched {
+        for p in patch_files()? {
+            let data = std::fs::read(&p)?;
+            text.push_str(&format!("{} {}\n", p.file_name().unwrap().to_string_lossy(), util::sha256_hex(&data)));
+        }
+    }
+    Ok(util::sha256_hex(text.as_bytes()))
+}
+
+/// Build (or reuse) both kernels and the base services.
+pub fn ensure_built(verbose: bool) -> Result<XousBins> {
+    let kernel = ensure_kernel(Flavor::Patched, verbose)?;
+    let kernel_stock = ensure_kernel(Flavor::Stock, verbose)?;
+    let services = ensure_services(verbose)?;
+    Ok(XousBins { kernel, kernel_stock, services })
+}
+
+pub fn kernel_bin(flavor: Flavor) -> PathBuf {
+    xous_dir().join("bin").join(match flavor {
+        Flavor::Patched => "xous-kernel",
+        Flavor::Stock => "xous-kernel-stock",
+    })
+}
+
+/// Download the pinned kernel crate (once) and verify its checksum.
+fn kernel_crate_file() -> Result<PathBuf> {
+    let path = xous_dir().join("download").join(format!("{KERNEL_CRATE}-{KERNEL_VERSION}.crate"));
+    if path.is_file() {
+        let data = std::fs::read(&path)?;
+        if util::sha256_hex(&data) == KERNEL_SHA256 {
+            return Ok(path);
+        }
+        eprintln!("xtask: {} has the wrong checksum; downloading again", path.display());
+    }
+    std::fs::create_dir_all(path.parent().unwrap())?;
+    let url = format!("https://static.crates.io/crates/{KERNEL_CRATE}/{KERNEL_CRATE}-{KERNEL_VERSION}.crate");
+    eprintln!("xtask: downloading {url}");
+    let resp = ureq::get(&url)
+        .timeout(Duration::from_secs(120))
+        .call()
+        .with_context(|| format!("downloading {url}"))?;
+    let mut data = Vec::new();
+    std::io::Read::read_to_end(&mut resp.into_reader(), &mut data)?;
+    let got = util::sha256_hex(&data);
+    if got != KERNEL_SHA256 {
+        bail!("{url}: sha256 {got} does not match the pinned {KERNEL_SHA256}");
+    }
+    let tmp = path.with_extension("crate.tmp");
+    std::fs::write(&tmp, &data)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(path)
+}
+
+/// Unpack a pristine copy of the kernel source into `dest` (replacing it).
+fn unpack_kernel(dest: &Path) -> Result<()> {
+    let crate_file = kernel_crate_file()?;
+    if dest.exists() {
+        std::fs::remove_dir_all(dest)?;
+    }
+    let tmp = dest.with_extension("unpack");
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp)?;
+    }
+    std::fs::create_dir_all(&tmp)?;
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(&crate_file)?);
+    let mut archive = tar::Archive::new(gz);
+    // Fresh mtimes: the crate's own (old) mtimes would make cargo treat a re-unpacked or
+    // re-patched tree as unchanged and reuse a stale binary.
+    archive.set_preserve_mtime(false);
+    archive.unpack(&tmp).context("unpacking the kernel crate")?;
+    std::fs::rename(tmp.join(format!("{KERNEL_CRATE}-{KERNEL_VERSION}")), dest)?;
+    std::fs::remove_dir_all(&tmp).ok();
+    Ok(())
+}
+
+/// Apply every patch in order to the source tree in `dir`; fail naming the patch that does not apply.
+pub fn apply_patches(dir: &Path) -> Result<()> {
+    for p in patch_files()? {
+        let name = p.file_name().unwrap().to_string_lossy().to_string();
+        // git apply outside any repository (GIT_CEILING_DIRECTORIES stops discovery of the
+        // project's own repository above target/), paths relative to `dir`.
+        let out = Command::new("git")
+            .args(["apply", "--whitespace=nowarn", "-p1"])
+            .arg(&p)
+            .current_dir(dir)
+            .env("GIT_CEILING_DIRECTORIES", dir.parent().unwrap())
+            .env_remove("GIT_DIR")
+            .env_remove("GIT_WORK_TREE")
+            .output()
+            .context("running git apply (is git installed?)")?;
+        if !out.status.success() {
+            bail!(
+                "kernel patch {name} does not apply to {KERNEL_CRATE} {KERNEL_VERSION}:\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        eprintln!("xtask: applied kernel-patches/{name}");
+    }
+    Ok(())
+}
+
+pub fn ensure_kernel(flavor: Flavor, verbose: bool) -> Result<PathBuf> {
+    let bin = kernel_bin(flavor);
+    let key = kernel_key(flavor)?;
+    let stamp = format!("kernel-{}", flavor.name());
+    if stamp_ok(&stamp, &key, &[&bin]) {
+        return Ok(bin);
+    }
+    let src = xous_dir().join("src").join(format!("{KERNEL_CRATE}-{KERNEL_VERSION}-{}", flavor.name()));
+    eprintln!("xtask: preparing {KERNEL_CRATE} {KERNEL_VERSION} ({}) in {}", flavor.name(), src.display());
+    unpack_kernel(&src)?;
+    if flavor == Flavor::Patched {
+        apply_patches(&src)?;
+    }
+    // The copy lives under our workspace's target/: make it its own workspace root so cargo does
+    // not attach it to ours.
+    let manifest = src.join("Cargo.toml");
+    let mut text = std::fs::read_to_string(&manifest)?;
+    text.push_str("\n[workspace]\n");
+    std::fs::write(&manifest, text)?;
+
+    // One target dir per flavour: both trees are the same package (name, version, relative
+    // paths), so sharing one would let cargo reuse the other flavour's binary.
+    let target = xous_dir().join("build").join(format!("kernel-{}", flavor.name()));
+    let mut cmd = util::cargo();
+    cmd.args(["build", "--release", "--locked"])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .env_remove("CARGO_TARGET_DIR");
+    if !verbose {
+        cmd.arg("--quiet");
+    }
+    eprintln!("xtask: building {KERNEL_CRATE} {KERNEL_VERSION} ({})", flavor.name());
+    util::run(&mut cmd, BUILD_TIMEOUT, &format!("building {KERNEL_CRATE} ({})", flavor.name()))?;
+    std::fs::create_dir_all(bin.parent().unwrap())?;
+    let tmp = bin.with_extension("tmp");
+    std::fs::copy(target.join("release").join(KERNEL_CRATE), &tmp)?;
+    std::fs::rename(&tmp, &bin)?;
+    write_stamp(&stamp, &key)?;
+    Ok(bin)
+}
+
+pub fn services_root() -> PathBuf {
+    xous_dir().join("services")
+}
+
+pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for (krate, version, binname) in SERVICES {
+        let bin = services_root().join("bin").join(binname);
+        let key = format!("{BUILD_RECIPE} {krate}@{version}");
+        let stamp = format!("service-{krate}");
+        if !stamp_ok(&stamp, &key, &[&bin]) {
+            eprintln!("xtask: building {krate} {version} (cargo install --locked)");
+            let mut cmd = util::cargo();
+            cmd.args(["install", "--locked", "--force"])
+                .arg("--root")
+                .arg(services_root())
+                .arg("--target-dir")
+                .arg(xous_dir().join("build").join("services"))
+                .arg(format!("{krate}@{version}"))
+                .env_remove("CARGO_TARGET_DIR")
+                .env_remove("CARGO_INSTALL_ROOT");
+            if !verbose {
+                cmd.arg("--quiet");
+            }
+            util::run(&mut cmd, BUILD_TIMEOUT, &format!("cargo install {krate}@{version}"))?;
+            write_stamp(&stamp, &key)?;
+        }
+        out.push(bin);
+    }
+    Ok(out)
+}
+
+/// Build our own Xous programs (release) and return the directory holding them.
+pub fn build_programs(packages: &[&str], verbose: bool) -> Result<PathBuf> {
+    let mut cmd = util::cargo();
+    cmd.args(["build", "--release"]);
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
+    if !verbose {
+        cmd.arg("--quiet");
+    }
+    util::run(&mut cmd, BUILD_TIMEOUT, &format!("cargo build --release {}", packages.join(" ")))?;
+    Ok(util::target_dir().join("release"))
+}
