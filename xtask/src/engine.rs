@@ -210,6 +210,43 @@ pub fn cmd_gen_docs(root: &Path, check: bool) -> Result<()> {
     Ok(())
 }
 
+/// Steps for `cargo xtask test` (registered in steps.rs): the generated ISA doc is current, the
+/// gateware's Python ISA reader passes its tests, and a vector export re-reads and re-checks.
+pub fn test_steps() -> Vec<crate::steps::TestStep> {
+    use crate::steps::TestStep;
+    use std::time::Duration;
+    vec![
+        TestStep {
+            name: "engine:docs-current",
+            timeout: Duration::from_secs(60),
+            run: |_| cmd_gen_docs(&crate::util::root(), true),
+        },
+        TestStep {
+            name: "engine:gateware-pytest",
+            timeout: Duration::from_secs(5 * 60),
+            run: |c| {
+                let py = crate::setup::venv()?;
+                let mut cmd = std::process::Command::new(py);
+                cmd.args(["-m", "pytest", "-p", "no:cacheprovider", if c.verbose { "-v" } else { "-q" }, "gateware/tests"])
+                    .current_dir(crate::util::root());
+                crate::util::run(&mut cmd, Duration::from_secs(5 * 60), "pytest gateware/tests")
+            },
+        },
+        TestStep {
+            name: "engine:vectors",
+            timeout: Duration::from_secs(10 * 60),
+            run: |_| {
+                let dir = crate::util::target_dir().join("engine-vectors-test");
+                let _ = std::fs::remove_dir_all(&dir);
+                vectors::export(&dir, 16, 0x25519)?;
+                let n = vectors::verify(&dir)?;
+                eprintln!("engine:vectors: {n} vectors exported to {} and re-checked", dir.display());
+                Ok(())
+            },
+        },
+    ]
+}
+
 /// Gateware test vectors. Layout of DIR (all multi-byte binary values little-endian):
 ///
 /// - `manifest.json`: `{"format": "engine25519-vectors/1", "spec_version", "seed", "programs": [...]}`;
