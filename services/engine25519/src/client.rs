@@ -1,12 +1,17 @@
 //! Client library: `Engine25519` talks to the engine25519 server over Xous IPC.
 
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use num_traits::ToPrimitive;
-use xous::{MemorySize, CID};
+use xous::CID;
 use xous_ipc::Buffer;
 
-use crate::api::{self, archive_fits, BackendId, Opcode, StatsMsg, Status, X25519Msg, MAGIC};
+use crate::api::{
+    self, archive_fits, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, NUM_WINDOWS,
+    UCODE_WORDS, WINDOW_ANY,
+};
 
 /// Errors returned by the client library.
 #[derive(Debug, PartialEq)]
@@ -58,6 +63,10 @@ pub(crate) struct Inner {
     pub(crate) conn: CID,
     /// reused one-page buffer for X25519 calls (a new Buffer per call costs ~30 us)
     xbuf: Mutex<Option<Buffer<'static>>>,
+    /// program content hash -> (words, server handle)
+    programs: Mutex<HashMap<u64, (Vec<u32>, u32)>>,
+    /// the async worker pool, started on first use
+    pool: OnceLock<AsyncPool>,
 }
 
 /// Handle to the engine25519 service. Cheap to clone; usable from several threads.
@@ -102,7 +111,9 @@ impl Engine25519 {
     pub fn new() -> Result<Self, Error> {
         let xns = xous_api_names::XousNames::new()?;
         let conn = xns.request_connection_blocking(api::SERVER_NAME)?;
-        Ok(Engine25519 { inner: Arc::new(Inner { conn, xbuf: Mutex::new(None) }) })
+        Ok(Engine25519 {
+            inner: Arc::new(Inner { conn, xbuf: Mutex::new(None), programs: Mutex::new(HashMap::new()), pool: OnceLock::new() }),
+        })
     }
 
     /// The connection id (for tests that want to send raw messages to the server).
@@ -172,7 +183,282 @@ pub struct X25519Reply {
     pub window: u32,
 }
 
-#[allow(dead_code)]
-pub(crate) fn memsize(v: usize) -> Option<MemorySize> {
-    MemorySize::new(v)
+/// Which register window a custom job should run in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Window {
+    /// any free window (recommended)
+    Any,
+    /// a specific window 0..16; the job waits until that window is free
+    Fixed(u8),
+}
+
+/// Result of a custom microcode job.
+#[derive(Clone)]
+pub struct JobResult {
+    /// the window's 32 registers after the job
+    pub regs: [[u8; 32]; NUM_REGS],
+    /// engine cycles
+    pub cycles: u64,
+    pub window: u32,
+    pub backend: Option<BackendId>,
+}
+
+impl Drop for JobResult {
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        for r in self.regs.iter_mut() {
+            r.zeroize();
+        }
+    }
+}
+
+impl Engine25519 {
+    /// Load `program` (microcode words) unless this client already loaded the same content.
+    /// Returns the server's handle. Called implicitly by [`Engine25519::run_job`].
+    pub fn load_program(&self, program: &[u32]) -> Result<u32, Error> {
+        let key = crate::ucode::content_hash(program);
+        if let Some((words, h)) = self.inner.programs.lock().unwrap().get(&key) {
+            if words == program {
+                return Ok(*h);
+            }
+        }
+        self.load_program_uncached(program, key)
+    }
+
+    fn load_program_uncached(&self, program: &[u32], key: u64) -> Result<u32, Error> {
+        if program.is_empty() || program.len() > UCODE_WORDS {
+            return Err(Error::Service(Status::BadProgram));
+        }
+        let mut msg = ProgramMsg { magic: MAGIC, status: 0, len: program.len() as u32, handle: 0, mpstart: 0, words: [0; UCODE_WORDS] };
+        msg.words[..program.len()].copy_from_slice(program);
+        let mut buf = Buffer::into_buf(msg).map_err(|_| Error::Protocol("serialize"))?;
+        let r: ProgramMsg = lend_mut_typed(self.inner.conn, &mut buf, Opcode::LoadProgram)?;
+        status_result(r.status)?;
+        self.inner.programs.lock().unwrap().insert(key, (program.to_vec(), r.handle));
+        Ok(r.handle)
+    }
+
+    /// Run custom microcode: `program` is loaded once (cached by content on both sides), the
+    /// registers are written to a window, the job runs to FIN / end of program, and the window's
+    /// registers come back with the cycle count. Blocks until done; `Busy` if the queue is full.
+    pub fn run_job(&self, program: &[u32], regs: &[[u8; 32]; NUM_REGS], window: Window) -> Result<JobResult, Error> {
+        self.run_job_budget(program, regs, window, 0)
+    }
+
+    /// [`Engine25519::run_job`] with an explicit cycle budget (0 = server default); a job
+    /// exceeding it fails with `Status::Runaway`.
+    pub fn run_job_budget(
+        &self,
+        program: &[u32],
+        regs: &[[u8; 32]; NUM_REGS],
+        window: Window,
+        max_cycles: u64,
+    ) -> Result<JobResult, Error> {
+        let window = match window {
+            Window::Any => WINDOW_ANY,
+            Window::Fixed(w) if (w as usize) < NUM_WINDOWS => w as u32,
+            Window::Fixed(_) => return Err(Error::Service(Status::BadWindow)),
+        };
+        let mut handle = self.load_program(program)?;
+        for attempt in 0..2 {
+            let msg = JobMsg { magic: MAGIC, status: 0, handle, window, max_cycles, cycles: 0, backend: 0, reserved: 0, regs: *regs };
+            let mut buf = Buffer::into_buf(msg).map_err(|_| Error::Protocol("serialize"))?;
+            let r: Result<JobMsg, Error> = lend_mut_typed(self.inner.conn, &mut buf, Opcode::RunJob);
+            buf.volatile_clear();
+            let r = r?;
+            match Status::from_u32(r.status) {
+                Some(Status::Ok) => {
+                    return Ok(JobResult { regs: r.regs, cycles: r.cycles, window: r.window, backend: BackendId::from_u32(r.backend) })
+                }
+                Some(Status::UnknownProgram) if attempt == 0 => {
+                    // evicted from microcode RAM by other clients' programs: load again
+                    let key = crate::ucode::content_hash(program);
+                    self.inner.programs.lock().unwrap().remove(&key);
+                    handle = self.load_program_uncached(program, key)?;
+                }
+                _ => status_result(r.status).map(|_| ())?,
+            }
+        }
+        Err(Error::Service(Status::UnknownProgram))
+    }
+
+    /// Suspend the engine (as the system does before sleep): the running job is paused at the
+    /// next instruction boundary and the engine state saved. Returns jobs in flight.
+    pub fn suspend(&self) -> Result<usize, Error> {
+        self.scalar(Opcode::Suspend)
+    }
+
+    /// Resume a suspended engine; paused jobs continue where they stopped.
+    pub fn resume(&self) -> Result<usize, Error> {
+        self.scalar(Opcode::Resume)
+    }
+
+    fn scalar(&self, op: Opcode) -> Result<usize, Error> {
+        let r = xous::send_message(self.inner.conn, xous::Message::new_blocking_scalar(op as usize, 0, 0, 0, 0))?;
+        match r {
+            xous::Result::Scalar2(status, v) => status_result(status as u32).map(|_| v),
+            _ => Err(Error::Protocol("unexpected reply kind")),
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// dalek types at the edges
+
+impl Engine25519 {
+    /// Public key of `secret` (X25519 with the base point), computed on the engine.
+    pub fn public_key(&self, secret: &x25519_dalek::StaticSecret) -> Result<x25519_dalek::PublicKey, Error> {
+        let k = zeroize::Zeroizing::new(secret.to_bytes());
+        self.x25519(&k, &x25519_dalek::X25519_BASEPOINT_BYTES).map(x25519_dalek::PublicKey::from)
+    }
+
+    /// Shared secret of `secret` and `their` public key, computed on the engine. Returned as
+    /// zeroizing bytes (x25519-dalek's `SharedSecret` cannot be built outside that crate).
+    pub fn diffie_hellman(
+        &self,
+        secret: &x25519_dalek::StaticSecret,
+        their: &x25519_dalek::PublicKey,
+    ) -> Result<zeroize::Zeroizing<[u8; 32]>, Error> {
+        let k = zeroize::Zeroizing::new(secret.to_bytes());
+        self.x25519(&k, their.as_bytes()).map(zeroize::Zeroizing::new)
+    }
+
+    /// X25519 on curve25519-dalek's Montgomery type: clamp(scalar) * point.
+    pub fn mul_clamped(
+        &self,
+        point: &curve25519_dalek::montgomery::MontgomeryPoint,
+        scalar: &[u8; 32],
+    ) -> Result<curve25519_dalek::montgomery::MontgomeryPoint, Error> {
+        self.x25519(scalar, point.as_bytes()).map(curve25519_dalek::montgomery::MontgomeryPoint)
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// asynchronous form
+
+/// Number of threads of the client-side async pool (each holds one Xous thread slot for good).
+pub const ASYNC_THREADS: usize = 2;
+/// How long the async pool retries a `Busy` answer before delivering it.
+pub const ASYNC_BUSY_DEADLINE: Duration = Duration::from_secs(30);
+
+type Callback = Box<dyn FnOnce(Result<[u8; 32], Error>) + Send>;
+
+struct AsyncReq {
+    scalar: zeroize::Zeroizing<[u8; 32]>,
+    u: [u8; 32],
+    done: Callback,
+}
+
+pub(crate) struct AsyncPool {
+    tx: Mutex<mpsc::Sender<AsyncReq>>,
+}
+
+struct Slot {
+    value: Mutex<Option<Result<[u8; 32], Error>>>,
+    cv: Condvar,
+}
+
+/// A pending asynchronous X25519: poll it with `try_take`, or wait (off the UI thread).
+pub struct PendingX25519 {
+    slot: Arc<Slot>,
+}
+
+impl PendingX25519 {
+    /// The result if it has arrived (then the handle is spent: later calls return None).
+    pub fn try_take(&self) -> Option<Result<[u8; 32], Error>> {
+        self.slot.value.lock().unwrap().take()
+    }
+    /// True once the result has arrived.
+    pub fn is_ready(&self) -> bool {
+        self.slot.value.lock().unwrap().is_some()
+    }
+    /// Block until the result arrives or `timeout` passes (None on timeout).
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<[u8; 32], Error>> {
+        let deadline = Instant::now() + timeout;
+        let mut g = self.slot.value.lock().unwrap();
+        loop {
+            if let Some(v) = g.take() {
+                return Some(v);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            g = self.slot.cv.wait_timeout(g, deadline - now).unwrap().0;
+        }
+    }
+    /// Block until the result arrives.
+    pub fn wait(self) -> Result<[u8; 32], Error> {
+        loop {
+            if let Some(v) = self.wait_timeout(Duration::from_secs(3600)) {
+                return v;
+            }
+        }
+    }
+}
+
+impl Engine25519 {
+    fn pool(&self) -> &AsyncPool {
+        self.inner.pool.get_or_init(|| {
+            let (tx, rx) = mpsc::channel::<AsyncReq>();
+            let rx = Arc::new(Mutex::new(rx));
+            for i in 0..ASYNC_THREADS {
+                let rx = rx.clone();
+                // each worker has its own connection handle and reply buffer
+                let me = Engine25519 {
+                    inner: Arc::new(Inner {
+                        conn: self.inner.conn,
+                        xbuf: Mutex::new(None),
+                        programs: Mutex::new(HashMap::new()),
+                        pool: OnceLock::new(),
+                    }),
+                };
+                std::thread::Builder::new()
+                    .name(format!("engine25519-async-{i}"))
+                    .spawn(move || loop {
+                        let req = match rx.lock().unwrap().recv() {
+                            Ok(r) => r,
+                            Err(_) => return, // every Engine25519 handle is gone
+                        };
+                        let deadline = Instant::now() + ASYNC_BUSY_DEADLINE;
+                        let mut backoff = Duration::from_micros(500);
+                        let r = loop {
+                            match me.x25519(&req.scalar, &req.u) {
+                                Err(Error::Service(Status::Busy)) if Instant::now() < deadline => {
+                                    std::thread::sleep(backoff);
+                                    backoff = (backoff * 2).min(Duration::from_millis(20));
+                                }
+                                other => break other,
+                            }
+                        };
+                        (req.done)(r);
+                    })
+                    .expect("spawn engine25519 async worker");
+            }
+            AsyncPool { tx: Mutex::new(tx) }
+        })
+    }
+
+    /// Asynchronous X25519 with a callback: returns at once; `done` runs on a client-library
+    /// worker thread when the result (or an error) arrives.
+    pub fn x25519_with<F>(&self, scalar: &[u8; 32], u: &[u8; 32], done: F)
+    where
+        F: FnOnce(Result<[u8; 32], Error>) + Send + 'static,
+    {
+        let req = AsyncReq { scalar: zeroize::Zeroizing::new(*scalar), u: *u, done: Box::new(done) };
+        if let Err(mpsc::SendError(req)) = self.pool().tx.lock().unwrap().send(req) {
+            (req.done)(Err(Error::Protocol("async pool stopped")));
+        }
+    }
+
+    /// Asynchronous X25519: returns a pollable handle at once.
+    pub fn x25519_async(&self, scalar: &[u8; 32], u: &[u8; 32]) -> PendingX25519 {
+        let slot = Arc::new(Slot { value: Mutex::new(None), cv: Condvar::new() });
+        let s2 = slot.clone();
+        self.x25519_with(scalar, u, move |r| {
+            *s2.value.lock().unwrap() = Some(r);
+            s2.cv.notify_all();
+        });
+        PendingX25519 { slot }
+    }
 }

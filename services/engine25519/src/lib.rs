@@ -4,6 +4,13 @@
 //! the `client` module (re-exported at the crate root) is what applications link.
 
 pub mod api;
+pub mod backend;
+pub mod engine;
+#[cfg(target_os = "xous")]
+pub mod hw;
+pub mod model_backend;
+pub mod scheduler;
+pub mod ucode;
 mod client;
 
 pub use api::{BackendId, Status};

@@ -1,20 +1,94 @@
-//! engine25519 server: decodes, dispatches and replies. (initial increment: Version, Stats and
-//! X25519 on the labelled software fallback; the engine backends follow.)
+//! engine25519 server. The loop only decodes, dispatches and replies; the work (queue, windows,
+//! microcode cache, backends) lives in `engine25519::engine` and friends.
+//!
+//! Options (argument or environment variable; arguments win):
+//!   --backend model|hw|rtl|software   ENGINE25519_BACKEND   (default: hw on Xous, model hosted)
+//!   --isa v1|v2                       ENGINE25519_ISA       (model only; default v1 = the hw map)
+//!   --pace[=HZ]                       ENGINE25519_PACE_HZ   (off by default; --pace = 50 MHz)
+//!   --quantum CYCLES                  ENGINE25519_QUANTUM
+//!   --queue N / --per-client N        ENGINE25519_QUEUE / ENGINE25519_PER_CLIENT
+//!   --no-fallback                     ENGINE25519_NO_FALLBACK=1
 
 use num_traits::FromPrimitive;
 use xous::{Message, MessageEnvelope};
 use xous_ipc::Buffer;
 
-use engine25519::api::{self, archive_fits, BackendId, Opcode, StatsMsg, Status, X25519Msg, MAGIC};
+use engine25519::api::{
+    self, archive_fits, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY,
+};
+use engine25519::engine::{Config, Executor, Outcome};
+use engine25519::scheduler::WindowReq;
 
-#[derive(Default)]
-struct Counters {
-    jobs: u64,
-    cycles: u64,
-    fallbacks: u64,
-    errors: u64,
+struct Options {
+    backend: String,
+    isa: engine25519_core::isa::Isa,
+    cfg: Config,
 }
 
+fn parse_u64(name: &str, v: &str) -> Result<u64, String> {
+    let v = v.replace('_', "");
+    let r = if let Some(h) = v.strip_prefix("0x") { u64::from_str_radix(h, 16) } else { v.parse() };
+    r.map_err(|_| format!("{}: '{}' is not a number", name, v))
+}
+
+fn parse_options() -> Result<Options, String> {
+    let mut o = Options {
+        backend: if cfg!(target_os = "xous") { "hw".into() } else { "model".into() },
+        isa: engine25519_core::isa::Isa::V1,
+        cfg: Config::default(),
+    };
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    if let Some(b) = env("ENGINE25519_BACKEND") {
+        o.backend = b;
+    }
+    let parse_isa = |v: &str| v.parse::<engine25519_core::isa::Isa>().map_err(|_| format!("unknown ISA '{}': expected v1 or v2", v));
+    if let Some(v) = env("ENGINE25519_ISA") {
+        o.isa = parse_isa(&v)?;
+    }
+    if let Some(v) = env("ENGINE25519_PACE_HZ") {
+        o.cfg.pace_hz = parse_u64("ENGINE25519_PACE_HZ", &v)?;
+    }
+    if let Some(v) = env("ENGINE25519_QUANTUM") {
+        o.cfg.quantum = parse_u64("ENGINE25519_QUANTUM", &v)?;
+    }
+    if let Some(v) = env("ENGINE25519_QUEUE") {
+        o.cfg.global_cap = parse_u64("ENGINE25519_QUEUE", &v)? as usize;
+    }
+    if let Some(v) = env("ENGINE25519_PER_CLIENT") {
+        o.cfg.per_client_cap = parse_u64("ENGINE25519_PER_CLIENT", &v)? as usize;
+    }
+    if env("ENGINE25519_NO_FALLBACK").as_deref() == Some("1") {
+        o.cfg.software_fallback = false;
+    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let value = |i: &mut usize| -> Result<String, String> {
+            *i += 1;
+            args.get(*i).cloned().ok_or_else(|| format!("{} needs a value", a))
+        };
+        match a {
+            "--backend" => o.backend = value(&mut i)?,
+            "--isa" => o.isa = parse_isa(&value(&mut i)?)?,
+            "--pace" => o.cfg.pace_hz = engine25519_core::isa::Isa::V1.info().eng_clk_hz,
+            "--quantum" => o.cfg.quantum = parse_u64(a, &value(&mut i)?)?,
+            "--queue" => o.cfg.global_cap = parse_u64(a, &value(&mut i)?)? as usize,
+            "--per-client" => o.cfg.per_client_cap = parse_u64(a, &value(&mut i)?)? as usize,
+            "--no-fallback" => o.cfg.software_fallback = false,
+            _ if a.starts_with("--pace=") => o.cfg.pace_hz = parse_u64("--pace", &a[7..])?,
+            _ if a.starts_with("--backend=") => o.backend = a[10..].to_string(),
+            _ => return Err(format!("unknown option '{}'", a)),
+        }
+        i += 1;
+    }
+    if o.cfg.quantum == 0 || o.cfg.global_cap == 0 || o.cfg.per_client_cap == 0 {
+        return Err("quantum, queue and per-client must be > 0".into());
+    }
+    Ok(o)
+}
+
+/// Decode a request archive after checking that it lies inside the lent buffer.
 fn decode<T>(mem: &xous::MemoryMessage) -> Result<T, Status>
 where
     T: rkyv::Archive,
@@ -28,63 +102,254 @@ where
     buf.to_original::<T, _>().map_err(|_| Status::BadMessage)
 }
 
-fn main() -> ! {
-    log_server_init();
-    let xns = xous_api_names::XousNames::new().unwrap();
-    let sid = xns.register_name(api::SERVER_NAME, None).expect("can't register server");
-    log::info!("engine25519: registered as '{}'", api::SERVER_NAME);
-    let mut c = Counters::default();
-    loop {
-        let mut env: MessageEnvelope = xous::receive_message(sid).unwrap();
-        let op = Opcode::from_usize(env.body.id());
-        match (&mut env.body, op) {
-            (Message::BlockingScalar(_), Some(Opcode::Version)) => {
-                xous::return_scalar2(env.sender, 0, ((api::API_VERSION << 16) | BackendId::Software as u32) as usize).ok();
+/// Write `msg` as the reply archive of a mutable lend (wiping the page first: it may hold a
+/// secret scalar) and release the caller.
+fn reply_mem<T>(mut env: MessageEnvelope, msg: T)
+where
+    T: for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
+{
+    if let Message::MutableBorrow(mem) = &mut env.body {
+        // the archive must fit at position 0 (checked on decode for the same type)
+        if archive_fits::<T>(mem.buf.len(), 0) {
+            let mut buf = unsafe { Buffer::from_memory_message_mut(mem) };
+            buf.volatile_clear();
+            let _ = buf.replace(msg);
+            drop(buf);
+            return; // dropping `env` returns the memory with the new offset
+        }
+    }
+    reply_status_in_valid(env, Status::BadMessage);
+}
+
+/// Error reply for a memory message that cannot carry a reply archive: the memory goes back
+/// with offset 0 and `valid` = status code (documented in docs/engine-service.md).
+fn reply_status_in_valid(env: MessageEnvelope, status: Status) {
+    match &env.body {
+        Message::MutableBorrow(mem) | Message::Borrow(mem) => {
+            let (buf, sender) = (mem.buf, env.sender);
+            let _ = env.take_message(); // we return the memory ourselves
+            let _ = xous::return_memory_offset_valid(sender, buf, None, xous::MemorySize::new(status as usize));
+        }
+        Message::BlockingScalar(_) => {
+            let _ = xous::return_scalar2(env.sender, status as usize, 0);
+        }
+        _ => {} // Move / Scalar: nothing to answer; dropping frees a moved page
+    }
+}
+
+fn x25519_reply(status: Status) -> X25519Msg {
+    let mut m = X25519Msg::new([0; 32], [0; 32]);
+    m.status = status as u32;
+    m
+}
+
+fn program_reply(status: Status) -> ProgramMsg {
+    ProgramMsg { magic: MAGIC, status: status as u32, len: 0, handle: 0, mpstart: 0, words: [0; api::UCODE_WORDS] }
+}
+
+fn job_reply(status: Status) -> JobMsg {
+    JobMsg {
+        magic: MAGIC,
+        status: status as u32,
+        handle: 0,
+        window: 0,
+        max_cycles: 0,
+        cycles: 0,
+        backend: 0,
+        reserved: 0,
+        regs: [[0; 32]; NUM_REGS],
+    }
+}
+
+/// Reply with an error archive of type T if the buffer can hold one, else via `valid`.
+fn reply_error<T>(env: MessageEnvelope, ex: &Executor, reply: T, status: Status)
+where
+    T: for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
+{
+    ex.count_error();
+    match &env.body {
+        Message::MutableBorrow(_) => reply_mem(env, reply),
+        _ => reply_status_in_valid(env, status),
+    }
+}
+
+fn dispatch(ex: &std::sync::Arc<Executor>, mut env: MessageEnvelope) {
+    let client = env.sender.pid().map(|p| p.get() as u32).unwrap_or(0);
+    let op = Opcode::from_usize(env.body.id());
+    let is_mut = matches!(env.body, Message::MutableBorrow(_));
+    let is_bscalar = matches!(env.body, Message::BlockingScalar(_));
+    match op {
+        None => {
+            ex.count_error();
+            reply_status_in_valid(env, Status::UnknownOpcode);
+        }
+        Some(Opcode::Version) if is_bscalar => {
+            let v = (api::API_VERSION << 16) | ex.stats().backend;
+            let _ = xous::return_scalar2(env.sender, Status::Ok as usize, v as usize);
+        }
+        Some(Opcode::Suspend) if is_bscalar => {
+            let sender = env.sender;
+            std::mem::forget(env); // scalar envelope: no memory to return
+            ex.suspend(Box::new(move |s, n| {
+                let _ = xous::return_scalar2(sender, s as usize, n);
+            }));
+        }
+        Some(Opcode::Resume) if is_bscalar => {
+            let sender = env.sender;
+            std::mem::forget(env);
+            ex.resume(Box::new(move |s, n| {
+                let _ = xous::return_scalar2(sender, s as usize, n);
+            }));
+        }
+        Some(Opcode::Stats) if is_mut => {
+            let Message::MutableBorrow(mem) = &env.body else { unreachable!() };
+            match decode::<StatsMsg>(mem) {
+                Ok(m) if m.magic == MAGIC => reply_mem(env, ex.stats()),
+                _ => reply_error(env, ex, StatsMsg { magic: MAGIC, status: Status::BadMessage as u32, ..Default::default() }, Status::BadMessage),
             }
-            (Message::BlockingScalar(_), _) => {
-                c.errors += 1;
-                xous::return_scalar2(env.sender, Status::UnknownOpcode as usize, 0).ok();
-            }
-            (Message::MutableBorrow(mem), Some(Opcode::Stats)) => {
-                let st = StatsMsg {
-                    magic: MAGIC,
-                    status: 0,
-                    api_version: api::API_VERSION,
-                    backend: BackendId::Software as u32,
-                    jobs: c.jobs,
-                    cycles: c.cycles,
-                    fallbacks: c.fallbacks,
-                    errors: c.errors,
-                    ..Default::default()
-                };
-                let mut buf = unsafe { Buffer::from_memory_message_mut(mem) };
-                buf.replace(st).ok();
-            }
-            (Message::MutableBorrow(mem), Some(Opcode::X25519)) => {
-                let mut m: X25519Msg = match decode(mem) {
-                    Ok(m) => m,
-                    Err(_) => {
-                        c.errors += 1;
-                        continue;
+        }
+        Some(Opcode::X25519) if is_mut => {
+            let Message::MutableBorrow(mem) = &mut env.body else { unreachable!() };
+            let mut m = match decode::<X25519Msg>(mem) {
+                Ok(m) if m.magic == MAGIC => m,
+                _ => return reply_error(env, ex, x25519_reply(Status::BadMessage), Status::BadMessage),
+            };
+            let (k, u) = (m.scalar, m.u);
+            zeroize::Zeroize::zeroize(&mut m.scalar);
+            let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(env)));
+            let s2 = slot.clone();
+            let r = ex.submit_x25519(
+                client,
+                &k,
+                &u,
+                Box::new(move |o: Outcome| {
+                    let mut m = x25519_reply(o.status);
+                    m.backend = o.backend as u32;
+                    m.window = o.window;
+                    m.cycles = o.cycles;
+                    m.result = o.result;
+                    if let Some(env) = s2.lock().unwrap().take() {
+                        reply_mem(env, m);
                     }
-                };
-                let s = x25519_dalek::StaticSecret::from(m.scalar);
-                m.result = s.diffie_hellman(&x25519_dalek::PublicKey::from(m.u)).to_bytes();
-                m.scalar = [0; 32];
-                m.status = Status::Ok as u32;
-                m.backend = BackendId::Software as u32;
-                c.fallbacks += 1;
-                let mut buf = unsafe { Buffer::from_memory_message_mut(mem) };
-                buf.replace(m).ok();
+                }),
+            );
+            if let Err(s) = r {
+                if let Some(env) = slot.lock().unwrap().take() {
+                    reply_mem(env, x25519_reply(s)); // counted by the executor
+                }
             }
-            _ => {
-                c.errors += 1;
+        }
+        Some(Opcode::LoadProgram) if is_mut => {
+            let Message::MutableBorrow(mem) = &env.body else { unreachable!() };
+            let m = match decode::<ProgramMsg>(mem) {
+                Ok(m) if m.magic == MAGIC => m,
+                _ => return reply_error(env, ex, program_reply(Status::BadMessage), Status::BadMessage),
+            };
+            if m.len == 0 || m.len as usize > api::UCODE_WORDS {
+                return reply_error(env, ex, program_reply(Status::BadProgram), Status::BadProgram);
             }
+            match ex.load_program(&m.words[..m.len as usize]) {
+                Ok((handle, start)) => {
+                    let mut r = program_reply(Status::Ok);
+                    r.len = m.len;
+                    r.handle = handle;
+                    r.mpstart = start as u32;
+                    reply_mem(env, r)
+                }
+                Err(s) => reply_mem(env, program_reply(s)), // counted by the executor
+            }
+        }
+        Some(Opcode::RunJob) if is_mut => {
+            let Message::MutableBorrow(mem) = &env.body else { unreachable!() };
+            let m = match decode::<JobMsg>(mem) {
+                Ok(m) if m.magic == MAGIC => m,
+                _ => return reply_error(env, ex, job_reply(Status::BadMessage), Status::BadMessage),
+            };
+            if m.reserved != 0 {
+                return reply_error(env, ex, job_reply(Status::BadArgument), Status::BadArgument);
+            }
+            let window = match m.window {
+                WINDOW_ANY => WindowReq::Any,
+                w if (w as usize) < api::NUM_WINDOWS => WindowReq::Fixed(w as usize),
+                _ => return reply_error(env, ex, job_reply(Status::BadWindow), Status::BadWindow),
+            };
+            let handle = m.handle;
+            let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(env)));
+            let s2 = slot.clone();
+            let r = ex.submit_job(
+                client,
+                handle,
+                window,
+                &m.regs,
+                m.max_cycles,
+                Box::new(move |o: Outcome| {
+                    let mut r = job_reply(o.status);
+                    r.handle = handle;
+                    r.window = o.window;
+                    r.cycles = o.cycles;
+                    r.backend = o.backend as u32;
+                    if let Some(regs) = o.regs {
+                        r.regs = *regs;
+                    }
+                    if let Some(env) = s2.lock().unwrap().take() {
+                        reply_mem(env, r);
+                    }
+                }),
+            );
+            if let Err(s) = r {
+                if let Some(env) = slot.lock().unwrap().take() {
+                    reply_mem(env, job_reply(s)); // counted by the executor
+                }
+            }
+        }
+        Some(_) => {
+            // known opcode, wrong message kind (e.g. X25519 as a scalar, Version as a lend)
+            ex.count_error();
+            reply_status_in_valid(env, Status::BadMessage);
         }
     }
 }
 
-fn log_server_init() {
+fn main() -> ! {
     xous_api_log::init_wait().unwrap();
     log::set_max_level(log::LevelFilter::Info);
+    let opts = match parse_options() {
+        Ok(o) => o,
+        Err(e) => {
+            log::error!("engine25519: bad options: {}", e);
+            println!("ENGINE25519 ERROR bad options: {}", e);
+            std::process::exit(2);
+        }
+    };
+    let engine = match engine25519::backend::create(&opts.backend, opts.isa) {
+        Ok(e) => e,
+        Err(e) => {
+            log::error!("engine25519: {}", e);
+            println!("ENGINE25519 ERROR {}", e);
+            std::process::exit(2);
+        }
+    };
+    let x25519 = engine25519::model_backend::x25519_program(opts.isa);
+    let ex = Executor::start(engine, x25519, opts.cfg.clone());
+    if let Some(why) = ex.unavailable_reason() {
+        log::warn!("engine25519: {}", why);
+    }
+    let xns = xous_api_names::XousNames::new().unwrap();
+    let sid = xns.register_name(api::SERVER_NAME, None).expect("can't register server");
+    log::info!(
+        "engine25519: registered as '{}', backend {} isa {} ({}), pacing {}",
+        api::SERVER_NAME,
+        opts.backend,
+        opts.isa,
+        if ex.unavailable_reason().is_some() {
+            if opts.cfg.software_fallback { "no engine: software fallback" } else { "no engine" }
+        } else {
+            "engine available"
+        },
+        if opts.cfg.pace_hz > 0 { format!("{} Hz", opts.cfg.pace_hz) } else { "off".into() }
+    );
+    loop {
+        let env = xous::receive_message(sid).unwrap();
+        dispatch(&ex, env);
+    }
 }

@@ -1,0 +1,194 @@
+//! Engine backends behind one trait. The trait mirrors the v1 hardware interface: microcode RAM,
+//! a windowed register file, and a sequencer that starts (MPSTART/MPLEN/WINDOW + GO), pauses at
+//! an instruction boundary (pause_req/pause_gnt) and resumes at a saved mpc (MPRESUME).
+//!
+//! * `model`: engine25519_core's cycle-exact model executing the real microcode (hosted default)
+//! * `hw`: the engine25519 block through its CSR page and memory window (Xous target only)
+//! * `rtl`: Verilated gateware; not available yet, says so (never fakes results)
+//!
+//! The `software` fallback (x25519-dalek) is not an engine: it only computes X25519 when no
+//! engine backend is available, and the server counts and labels it.
+
+use crate::api::{BackendId, NUM_REGS, NUM_WINDOWS, UCODE_WORDS};
+
+pub type Reg = [u8; 32];
+
+/// Where a job runs: the sequencer registers of the v1 map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Launch {
+    pub window: usize,
+    pub mpstart: usize,
+    pub mplen: usize,
+}
+
+/// How a `run` call ended. `cycles` are eng_clk cycles spent in this call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunEnd {
+    /// FIN, or mpc reached mpstart + mplen - 1
+    Finished { cycles: u64 },
+    /// illegal opcode or out-of-program branch: the engine halted
+    Illegal { cycles: u64, mpc: u32 },
+    /// the slice budget ran out: paused at the next instruction boundary; resume at `mpc`
+    Paused { cycles: u64, mpc: u32 },
+    /// the job's total cycle budget was exceeded (runaway program): the engine halted
+    Runaway { cycles: u64 },
+    /// the backend refused the job (bad launch parameters or inconsistent paused state)
+    Fault { cycles: u64, reason: String },
+}
+
+impl RunEnd {
+    pub fn cycles(&self) -> u64 {
+        match self {
+            RunEnd::Finished { cycles }
+            | RunEnd::Illegal { cycles, .. }
+            | RunEnd::Paused { cycles, .. }
+            | RunEnd::Runaway { cycles }
+            | RunEnd::Fault { cycles, .. } => *cycles,
+        }
+    }
+}
+
+/// Saved engine state (what a system suspend keeps in RAM): microcode RAM and register file.
+pub struct Snapshot {
+    pub ucode: Vec<u32>,
+    pub rf: Vec<[Reg; NUM_REGS]>,
+    /// model only: sequencer state of paused jobs per window (scoreboard; the hardware keeps
+    /// the equivalent in its CSRs)
+    pub model_paused: Vec<Option<engine25519_core::model::PausedJob>>,
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        use zeroize::Zeroize;
+        for w in self.rf.iter_mut() {
+            for r in w.iter_mut() {
+                r.zeroize();
+            }
+        }
+    }
+}
+
+pub trait Engine: Send {
+    fn id(&self) -> BackendId;
+    /// Ok if jobs can run; Err(reason) otherwise (the server then refuses jobs with
+    /// EngineUnavailable and serves X25519 from the labelled software fallback).
+    fn available(&self) -> Result<(), String>;
+    fn write_ucode(&mut self, start: usize, words: &[u32]);
+    fn read_ucode(&mut self, start: usize, out: &mut [u32]);
+    fn write_reg(&mut self, window: usize, reg: usize, value: &Reg);
+    fn read_reg(&mut self, window: usize, reg: usize) -> Reg;
+    /// Start the job (`resume_at` None) or resume it at `resume_at` (MPRESUME) and run until it
+    /// ends or about `slice` cycles have passed (then the engine pauses at the next instruction
+    /// boundary and returns `Paused`). `cycles_so_far + cycles` may not exceed `max_cycles`
+    /// (total for the job) or the job ends as `Runaway`. Returned cycles are those of this call.
+    fn run(&mut self, launch: Launch, resume_at: Option<u32>, slice: u64, max_cycles: u64) -> RunEnd;
+    /// Power-cycle: forget all state (microcode RAM and register file read as zero afterwards).
+    fn reset(&mut self);
+
+    fn write_window(&mut self, window: usize, regs: &[Reg; NUM_REGS]) {
+        for (r, v) in regs.iter().enumerate() {
+            self.write_reg(window, r, v);
+        }
+    }
+    fn read_window(&mut self, window: usize) -> [Reg; NUM_REGS] {
+        let mut out = [[0u8; 32]; NUM_REGS];
+        for (r, v) in out.iter_mut().enumerate() {
+            *v = self.read_reg(window, r);
+        }
+        out
+    }
+    fn clear_window(&mut self, window: usize) {
+        self.write_window(window, &[[0u8; 32]; NUM_REGS]);
+    }
+    fn snapshot(&mut self) -> Snapshot {
+        let mut ucode = vec![0u32; UCODE_WORDS];
+        self.read_ucode(0, &mut ucode);
+        let rf = (0..NUM_WINDOWS).map(|w| self.read_window(w)).collect();
+        Snapshot { ucode, rf, model_paused: Vec::new() }
+    }
+    fn restore(&mut self, s: &Snapshot) {
+        self.write_ucode(0, &s.ucode);
+        for (w, regs) in s.rf.iter().enumerate() {
+            self.write_window(w, regs);
+        }
+    }
+}
+
+/// `rtl`: runs jobs on the Verilated engine gateware once that exists. Until then it reports
+/// itself unavailable; it never produces results.
+pub struct Rtl;
+
+impl Engine for Rtl {
+    fn id(&self) -> BackendId {
+        BackendId::Rtl
+    }
+    fn available(&self) -> Result<(), String> {
+        Err("rtl backend: the Verilated engine gateware is not available yet (engine-gateware issue)".into())
+    }
+    fn write_ucode(&mut self, _: usize, _: &[u32]) {}
+    fn read_ucode(&mut self, _: usize, out: &mut [u32]) {
+        out.fill(0)
+    }
+    fn write_reg(&mut self, _: usize, _: usize, _: &Reg) {}
+    fn read_reg(&mut self, _: usize, _: usize) -> Reg {
+        [0; 32]
+    }
+    fn run(&mut self, _: Launch, _: Option<u32>, _: u64, _: u64) -> RunEnd {
+        unreachable!("rtl backend is unavailable; the executor never runs jobs on it")
+    }
+    fn reset(&mut self) {}
+}
+
+/// Software X25519 (x25519-dalek), the labelled fallback.
+pub fn software_x25519(scalar: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
+    x25519_dalek::x25519(*scalar, *u)
+}
+
+/// Create the backend named `name`.
+pub fn create(name: &str, isa: engine25519_core::isa::Isa) -> Result<Box<dyn Engine>, String> {
+    if isa != engine25519_core::isa::Isa::V1 && name != "model" {
+        return Err(format!("ISA {} exists only in the model backend (hw/rtl implement v1)", isa));
+    }
+    match name {
+        "model" => Ok(Box::new(crate::model_backend::ModelEngine::new(isa))),
+        "rtl" => Ok(Box::new(Rtl)),
+        "software" => Ok(Box::new(NoEngine)),
+        "hw" => hw_backend(),
+        other => Err(format!("unknown backend '{}': expected model, hw, rtl or software", other)),
+    }
+}
+
+#[cfg(target_os = "xous")]
+fn hw_backend() -> Result<Box<dyn Engine>, String> {
+    crate::hw::HwEngine::new().map(|e| Box::new(e) as Box<dyn Engine>)
+}
+
+#[cfg(not(target_os = "xous"))]
+fn hw_backend() -> Result<Box<dyn Engine>, String> {
+    Err("hw backend: the engine25519 hardware exists only on the Xous target (riscv32imac-unknown-xous-elf)".into())
+}
+
+/// `software`: no engine at all (selected explicitly). X25519 requests are served by the
+/// labelled x25519-dalek fallback; microcode jobs are refused with EngineUnavailable.
+pub struct NoEngine;
+
+impl Engine for NoEngine {
+    fn id(&self) -> BackendId {
+        BackendId::Software
+    }
+    fn available(&self) -> Result<(), String> {
+        Err("software backend selected: no engine; X25519 via x25519-dalek (counted as fallbacks)".into())
+    }
+    fn write_ucode(&mut self, _: usize, _: &[u32]) {}
+    fn read_ucode(&mut self, _: usize, out: &mut [u32]) {
+        out.fill(0)
+    }
+    fn write_reg(&mut self, _: usize, _: usize, _: &Reg) {}
+    fn read_reg(&mut self, _: usize, _: usize) -> Reg {
+        [0; 32]
+    }
+    fn run(&mut self, _: Launch, _: Option<u32>, _: u64, _: u64) -> RunEnd {
+        unreachable!("no engine; the executor never runs jobs without one")
+    }
+    fn reset(&mut self) {}
+}
