@@ -2,6 +2,7 @@
 #![allow(dead_code)] // hosted.rs / util.rs / bench.rs are a library for the area modules
 
 mod bench;
+mod engine;
 mod hosted;
 mod kernel_test;
 mod setup;
@@ -76,6 +77,8 @@ enum Cmd {
         #[arg(long)]
         only: Vec<String>,
     },
+    #[command(flatten)]
+    Engine(engine::EngineCmd),
 }
 
 /// Shared context handed to test steps and bench providers.
@@ -147,6 +150,7 @@ fn main() {
         Cmd::KernelTest => kernel_test::all(&ctx),
         Cmd::Test { only, skip, list } => cmd_test(&ctx, only, skip, list),
         Cmd::Bench { json, only } => bench::cmd_bench(&ctx, json, only),
+        Cmd::Engine(c) => engine::run(c),
     };
     util::kill_all_groups();
     if let Err(e) = r {

@@ -36,6 +36,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     let mut v = crate::core_test_steps();
     // Area modules: one line each, e.g.
     // v.extend(crate::engine::test_steps());
+    v.extend(crate::engine::test_steps());
     // v.extend(crate::trng::test_steps());
     v.extend(Vec::new());
     v
