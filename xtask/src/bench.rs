@@ -61,15 +61,17 @@ fn median(mut v: Vec<f64>) -> f64 {
     if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
 }
 
+/// Rounds per kernel; the two kernels alternate so machine-load drift hits both alike.
+const ROUNDS: usize = 5;
+
 /// hosted_startup_ms: kernel launch until every one of our servers is registered with xous-names
-/// (the ready-probe has connected to each). Median of 5 launches, both kernels.
+/// (the ready-probe has connected to each). Median of 5 launches per kernel, interleaved.
 fn hosted_startup(ctx: &Ctx) -> Result<BenchResults> {
     let bins = ctx.xous()?.clone();
     let probe = shell_quote(&ctx.program("ready-probe")?);
-    let mut out = BenchResults::new();
-    for flavor in [Flavor::Patched, Flavor::Stock] {
-        let mut samples = Vec::new();
-        for _ in 0..5 {
+    let mut samples: [Vec<f64>; 2] = [vec![], vec![]];
+    for _ in 0..ROUNDS {
+        for (i, flavor) in [Flavor::Patched, Flavor::Stock].into_iter().enumerate() {
             let mut l = Launch::new(&bins, flavor).echo(ctx.verbose);
             for p in ctx.server_programs()? {
                 l = l.program(p);
@@ -79,42 +81,48 @@ fn hosted_startup(ctx: &Ctx) -> Result<BenchResults> {
             if line.text.contains("FAILED") {
                 bail!("ready-probe: {}", line.text);
             }
-            samples.push(line.at.duration_since(sys.started).as_secs_f64() * 1e3);
+            samples[i].push(line.at.duration_since(sys.started).as_secs_f64() * 1e3);
             sys.stop();
         }
-        out.insert(format!("hosted_startup_ms{}", suffix(flavor)), median(samples));
+    }
+    let mut out = BenchResults::new();
+    for (i, flavor) in [Flavor::Patched, Flavor::Stock].into_iter().enumerate() {
+        out.insert(format!("hosted_startup_ms{}", suffix(flavor)), median(samples[i].clone()));
     }
     Ok(out)
 }
 
-/// ipc_scalar_rtt_us_p50 / ipc_lend_4k_rtt_us_p50 from ipc-bench + echo-server, both kernels.
+/// ipc_scalar_rtt_us_p50 / ipc_lend_4k_rtt_us_p50 from ipc-bench + echo-server: each run reports
+/// its medians; the result is the median over ROUNDS runs per kernel, the kernels interleaved.
 fn hosted_ipc(ctx: &Ctx) -> Result<BenchResults> {
     let bins = ctx.xous()?.clone();
-    let mut out = BenchResults::new();
-    for flavor in [Flavor::Patched, Flavor::Stock] {
-        let mut bench = shell_quote(&ctx.program("ipc-bench")?);
-        if flavor == Flavor::Patched {
-            bench.push_str(" --shutdown");
-        }
-        let mut sys = Launch::new(&bins, flavor)
-            .program(shell_quote(&ctx.program("echo-server")?))
-            .program(bench)
-            .echo(ctx.verbose)
-            .start()?;
-        let r = hosted_bench_json(&mut sys, 1, Duration::from_secs(120))?;
-        if flavor == Flavor::Patched {
-            let st = sys.wait_exit(Duration::from_secs(10))?;
-            if !st.success() {
-                bail!("patched kernel exited with {st} after the IPC bench");
+    let mut runs: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+    for _ in 0..ROUNDS {
+        for flavor in [Flavor::Patched, Flavor::Stock] {
+            let mut bench = shell_quote(&ctx.program("ipc-bench")?);
+            if flavor == Flavor::Patched {
+                bench.push_str(" --shutdown");
             }
-        } else {
-            sys.stop();
-        }
-        for (k, v) in r {
-            out.insert(format!("{k}{}", suffix(flavor)), v);
+            let mut sys = Launch::new(&bins, flavor)
+                .program(shell_quote(&ctx.program("echo-server")?))
+                .program(bench)
+                .echo(ctx.verbose)
+                .start()?;
+            let r = hosted_bench_json(&mut sys, 1, Duration::from_secs(120))?;
+            if flavor == Flavor::Patched {
+                let st = sys.wait_exit(Duration::from_secs(10))?;
+                if !st.success() {
+                    bail!("patched kernel exited with {st} after the IPC bench");
+                }
+            } else {
+                sys.stop();
+            }
+            for (k, v) in r {
+                runs.entry(format!("{k}{}", suffix(flavor))).or_default().push(v);
+            }
         }
     }
-    Ok(out)
+    Ok(runs.into_iter().map(|(k, v)| (k, median(v))).collect())
 }
 
 pub fn cmd_bench(ctx: &Ctx, json: Option<PathBuf>, only: Vec<String>) -> Result<()> {
