@@ -166,7 +166,6 @@ pub fn cmd_asm(a: &AsmArgs) -> Result<()> {
         return write_or_print(a.out.as_deref(), disassemble(&words, isa).as_bytes());
     }
     let p = assemble_file(&a.file, a.isa)?;
-    let static_cycles: u64 = p.words.iter().map(|&w| p.isa.cycles_of(w) as u64).sum();
     match &a.out {
         Some(out) => {
             let bytes = match format_for(out, a.format) {
@@ -181,12 +180,11 @@ pub fn cmd_asm(a: &AsmArgs) -> Result<()> {
         },
     }
     eprintln!(
-        "{}: {} words for ISA {} ({} labels; straight-line cycle sum {})",
+        "{}: {} words for ISA {} ({} labels)",
         a.file.display(),
         p.len(),
         p.isa,
-        p.labels.len(),
-        static_cycles
+        p.labels.len()
     );
     Ok(())
 }
