@@ -242,7 +242,8 @@ impl Executor {
                 self.cv.notify_all();
                 Ok(())
             }
-            Err((r, _job)) => {
+            Err((r, mut job)) => {
+                job.reply = None; // refused: the caller answers, the closure must not run
                 st.ucode.release(handle);
                 Err(self.refuse(&mut st, r))
             }
@@ -318,7 +319,8 @@ impl Executor {
                 self.cv.notify_all();
                 Ok(())
             }
-            Err((r, _)) => {
+            Err((r, mut job)) => {
+                job.reply = None;
                 st.ucode.release(handle);
                 Err(self.refuse(&mut st, r))
             }
@@ -533,5 +535,281 @@ impl Drop for Job {
         if let Some(reply) = self.reply.take() {
             reply(Outcome::error(Status::Internal, BackendId::Software));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model_backend::{x25519_program, ModelEngine};
+    use engine25519_core::isa::{Instr, Isa, UDF_WORD};
+    use std::sync::mpsc;
+
+    struct Rng(u64);
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            self.0
+        }
+        fn bytes(&mut self) -> [u8; 32] {
+            let mut b = [0u8; 32];
+            for c in b.chunks_mut(8) {
+                c.copy_from_slice(&self.next().to_le_bytes());
+            }
+            b
+        }
+    }
+
+    fn start(cfg: Config) -> Arc<Executor> {
+        Executor::start(Box::new(ModelEngine::new(Isa::V1)), x25519_program(Isa::V1), cfg)
+    }
+
+    fn chan() -> (ReplyFn, mpsc::Receiver<Outcome>) {
+        let (tx, rx) = mpsc::channel();
+        (Box::new(move |o| {
+            let _ = tx.send(o);
+        }), rx)
+    }
+
+    const T: Duration = Duration::from_secs(60);
+
+    /// brz #0 to itself: never ends.
+    fn spin_program() -> Vec<u32> {
+        vec![Instr { opcode: 9, ra: 0, ca: true, rb: 0, cb: false, wd: 0, imm: -1 }.encode()]
+    }
+
+    #[test]
+    fn x25519_matches_dalek_with_constant_cycles() {
+        let ex = start(Config::default());
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let mut cycles = HashSet::new();
+        for _ in 0..6 {
+            let (k, u) = (rng.bytes(), rng.bytes());
+            let (reply, rx) = chan();
+            ex.submit_x25519(7, &k, &u, reply).unwrap();
+            let o = rx.recv_timeout(T).unwrap();
+            assert_eq!(o.status, Status::Ok);
+            assert_eq!(o.backend, BackendId::Model);
+            assert_eq!(o.result, x25519_dalek::x25519(k, u), "engine result equals x25519-dalek");
+            cycles.insert(o.cycles);
+        }
+        assert_eq!(cycles.len(), 1, "X25519 cycle count must not depend on the inputs: {cycles:?}");
+        let s = ex.stats();
+        assert_eq!((s.jobs, s.errors, s.queue_depth), (6, 0, 0));
+    }
+
+    /// Pause at random instruction boundaries, save the engine state, power-cycle it, restore and
+    /// resume: same result and same total cycle count as an uninterrupted run.
+    #[test]
+    fn random_pause_points_resume_exactly() {
+        let prog = x25519_program(Isa::V1);
+        let mut rng = Rng(0xfeed_beef_0bad_cafe);
+        let reference = engine25519_core::programs::x25519(Isa::V1, &[9; 32], &[5; 32]);
+        for round in 0..4 {
+            let (k, u) = (rng.bytes(), rng.bytes());
+            let want = x25519_dalek::x25519(k, u);
+            let mut e = ModelEngine::new(Isa::V1);
+            e.write_ucode(100, &prog.words);
+            let w = (round * 5) % 16;
+            e.write_reg(w, prog.scalar_reg, &k);
+            e.write_reg(w, prog.u_reg, &u);
+            let l = Launch { window: w, mpstart: 100, mplen: prog.words.len() };
+            let (mut resume, mut total, mut pauses) = (None, 0u64, 0);
+            loop {
+                let slice = 1 + rng.next() % 3000;
+                match e.run(l, resume, slice, 1_000_000 - total) {
+                    RunEnd::Paused { cycles, mpc } => {
+                        total += cycles;
+                        pauses += 1;
+                        resume = Some(mpc);
+                        if rng.next() % 2 == 0 {
+                            let snap = e.snapshot();
+                            e.reset();
+                            assert_eq!(e.read_reg(w, prog.scalar_reg), [0; 32], "reset wipes the RF");
+                            e.restore(&snap);
+                        }
+                    }
+                    RunEnd::Finished { cycles } => {
+                        total += cycles;
+                        break;
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+            assert!(pauses > 30, "paused {pauses} times");
+            assert_eq!(e.read_reg(w, prog.out_reg), want);
+            assert_eq!(total, reference.1, "same cycle count as an uninterrupted run");
+        }
+    }
+
+    /// Suspend/Resume through the executor while jobs from several clients are in flight, with
+    /// tiny slices so the pause lands mid-job.
+    #[test]
+    fn suspend_resume_mid_job() {
+        let ex = start(Config { slice: 97, quantum: 5_000, ..Config::default() });
+        let mut rng = Rng(42);
+        let mut pending = vec![];
+        for c in 0..6u32 {
+            let (k, u) = (rng.bytes(), rng.bytes());
+            let (reply, rx) = chan();
+            ex.submit_x25519(c, &k, &u, reply).unwrap();
+            pending.push((x25519_dalek::x25519(k, u), rx));
+        }
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(3));
+            let (tx, rx) = mpsc::channel();
+            ex.suspend(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+            let (s, _) = rx.recv_timeout(T).unwrap();
+            assert_eq!(s, Status::Ok);
+            assert_eq!(ex.stats().suspended, 1);
+            let (tx2, rx2) = mpsc::channel();
+            ex.suspend(Box::new(move |s, n| tx2.send((s, n)).unwrap()));
+            assert_eq!(rx2.recv_timeout(T).unwrap().0, Status::BadState, "double suspend refused");
+            let (tx, rx) = mpsc::channel();
+            ex.resume(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+            assert_eq!(rx.recv_timeout(T).unwrap().0, Status::Ok);
+        }
+        let (tx, rx) = mpsc::channel();
+        ex.resume(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+        assert_eq!(rx.recv_timeout(T).unwrap().0, Status::BadState, "resume while running refused");
+        for (want, rx) in pending {
+            let o = rx.recv_timeout(T).unwrap();
+            assert_eq!(o.status, Status::Ok);
+            assert_eq!(o.result, want);
+            assert_eq!(o.cycles, 108_438);
+        }
+        assert!(ex.stats().resumes > 6, "jobs were preempted and resumed");
+    }
+
+    #[test]
+    fn runaway_and_illegal_programs_fail_cleanly_and_others_proceed() {
+        let ex = start(Config { quantum: 20_000, ..Config::default() });
+        let (spin, _) = ex.load_program(&spin_program()).unwrap();
+        let (ill, _) = ex.load_program(&[UDF_WORD]).unwrap();
+        let regs = [[0u8; 32]; NUM_REGS];
+        let (r1, spin_rx) = chan();
+        ex.submit_job(1, spin, WindowReq::Any, &regs, 3_000_000, r1).unwrap();
+        let (r2, ill_rx) = chan();
+        ex.submit_job(2, ill, WindowReq::Fixed(9), &regs, 0, r2).unwrap();
+        let (r3, x_rx) = chan();
+        ex.submit_x25519(3, &[1; 32], &[9; 32], r3).unwrap();
+        // the X25519 and the illegal job finish while the runaway program is still spinning
+        let x = x_rx.recv_timeout(T).unwrap();
+        assert_eq!(x.result, x25519_dalek::x25519([1; 32], [9; 32]));
+        let i = ill_rx.recv_timeout(T).unwrap();
+        assert_eq!((i.status, i.window), (Status::IllegalInstruction, 9));
+        assert!(spin_rx.try_recv().is_err(), "runaway job still running: no global lock-out");
+        let s = spin_rx.recv_timeout(T).unwrap();
+        assert_eq!(s.status, Status::Runaway);
+        assert!(s.cycles >= 3_000_000);
+        let st = ex.stats();
+        assert_eq!((st.jobs, st.errors, st.queue_depth), (1, 2, 0));
+    }
+
+    #[test]
+    fn custom_job_returns_registers_and_cycles() {
+        let ex = start(Config::default());
+        let mul = engine25519_core::programs::get("field_mul", Isa::V1).unwrap();
+        let (h, _) = ex.load_program(mul.words()).unwrap();
+        let (h2, _) = ex.load_program(mul.words()).unwrap();
+        assert_eq!(h, h2, "programs are cached by content");
+        let mut regs = [[0u8; 32]; NUM_REGS];
+        regs[0][0] = 7;
+        regs[1][0] = 6;
+        let (r, rx) = chan();
+        ex.submit_job(1, h, WindowReq::Fixed(15), &regs, 0, r).unwrap();
+        let o = rx.recv_timeout(T).unwrap();
+        assert_eq!(o.status, Status::Ok);
+        let out = o.regs.unwrap();
+        assert_eq!(out[31][0], 42);
+        assert_eq!(o.window, 15);
+        assert!(o.cycles > 0);
+    }
+
+    #[test]
+    fn bad_requests_are_refused() {
+        let ex = start(Config { global_cap: 3, per_client_cap: 2, ..Config::default() });
+        let regs = [[0u8; 32]; NUM_REGS];
+        assert_eq!(ex.load_program(&[]).unwrap_err(), Status::BadProgram);
+        assert_eq!(ex.load_program(&vec![0; 1025]).unwrap_err(), Status::BadProgram);
+        let (r, _) = chan();
+        assert_eq!(ex.submit_job(1, 0xdead_0001, WindowReq::Any, &regs, 0, r).unwrap_err(), Status::UnknownProgram);
+        let (h, _) = ex.load_program(&spin_program()).unwrap();
+        let (r, _) = chan();
+        assert_eq!(ex.submit_job(1, h, WindowReq::Fixed(16), &regs, 0, r).unwrap_err(), Status::BadWindow);
+        let (r, _) = chan();
+        assert_eq!(ex.submit_job(1, h, WindowReq::Any, &regs, u64::MAX, r).unwrap_err(), Status::BadArgument);
+        // fill the queue (engine suspended so nothing drains): per-client share, then global cap
+        let (tx, rx) = mpsc::channel();
+        ex.suspend(Box::new(move |s, _| tx.send(s).unwrap()));
+        assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+        let mut keep = vec![];
+        for _ in 0..2 {
+            let (r, rx) = chan();
+            ex.submit_job(1, h, WindowReq::Any, &regs, 100_000, r).unwrap();
+            keep.push(rx);
+        }
+        let (r, _) = chan();
+        assert_eq!(ex.submit_job(1, h, WindowReq::Any, &regs, 100_000, r).unwrap_err(), Status::Busy);
+        let (r, rx) = chan();
+        ex.submit_x25519(2, &[3; 32], &[9; 32], r).unwrap();
+        keep.push(rx);
+        let (r, _) = chan();
+        assert_eq!(ex.submit_x25519(3, &[3; 32], &[9; 32], r).unwrap_err(), Status::Busy);
+        assert_eq!(ex.stats().queue_depth, 3);
+        let (tx, rx) = mpsc::channel();
+        ex.resume(Box::new(move |s, _| tx.send(s).unwrap()));
+        assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+        for rx in keep {
+            let o = rx.recv_timeout(T).unwrap();
+            assert!(o.status == Status::Runaway || o.status == Status::Ok);
+        }
+        assert!(ex.stats().busy == 2);
+    }
+
+    #[test]
+    fn fair_round_robin_under_load() {
+        let ex = start(Config::default());
+        let (tx, rx) = mpsc::channel();
+        // client 1 queues 8 jobs first, then clients 2..=4 queue 2 each
+        let mut order = vec![];
+        for (c, n) in [(1u32, 8), (2, 2), (3, 2), (4, 2)] {
+            for _ in 0..n {
+                let tx = tx.clone();
+                ex.submit_x25519(c, &[c as u8; 32], &[9; 32], Box::new(move |o| tx.send((c, o.status)).unwrap()))
+                    .unwrap();
+            }
+        }
+        for _ in 0..14 {
+            let (c, s) = rx.recv_timeout(T).unwrap();
+            assert_eq!(s, Status::Ok);
+            order.push(c);
+        }
+        // within the first 8 completions every client has had its 2 turns
+        let first: HashSet<u32> = order[..8].iter().copied().collect();
+        assert_eq!(first.len(), 4, "order {order:?}");
+        assert_eq!(order[8..].iter().filter(|&&c| c == 1).count(), 6, "order {order:?}");
+    }
+
+    #[test]
+    fn software_fallback_is_labelled_and_counted() {
+        let ex = Executor::start(Box::new(crate::backend::Rtl), x25519_program(Isa::V1), Config::default());
+        assert!(ex.unavailable_reason().unwrap().contains("not available"));
+        let (r, rx) = chan();
+        ex.submit_x25519(1, &[5; 32], &[9; 32], r).unwrap();
+        let o = rx.recv_timeout(T).unwrap();
+        assert_eq!((o.status, o.backend), (Status::Ok, BackendId::Software));
+        assert_eq!(o.result, x25519_dalek::x25519([5; 32], [9; 32]));
+        assert_eq!(ex.stats().fallbacks, 1);
+        assert_eq!(ex.load_program(&[1]).unwrap_err(), Status::EngineUnavailable);
+        let strict = Executor::start(
+            Box::new(crate::backend::Rtl),
+            x25519_program(Isa::V1),
+            Config { software_fallback: false, ..Config::default() },
+        );
+        let (r, _) = chan();
+        assert_eq!(strict.submit_x25519(1, &[5; 32], &[9; 32], r).unwrap_err(), Status::EngineUnavailable);
     }
 }

@@ -304,17 +304,21 @@ mod tests {
         }
         held.sort();
         assert_eq!(held, (0..16).collect::<Vec<_>>());
-        // only jobs that hold windows can run now
-        for _ in 0..16 {
-            let e = s.next().unwrap();
-            assert!(e.dispatches == 2);
+        // while all 16 windows are held, only window holders can run; each completion frees
+        // a window that the next waiting client (front of the ring) takes
+        let e = s.next().unwrap();
+        assert_eq!(e.dispatches, 2, "a window holder runs first");
+        s.complete(&e);
+        let e2 = s.next().unwrap();
+        assert_eq!((e2.client, e2.dispatches), (16, 1), "the freed window goes to the waiting client");
+        s.complete(&e2);
+        let mut n = 2;
+        while let Some(e) = s.next() {
+            assert!(s.windows.in_use() <= 16);
             s.complete(&e);
+            n += 1;
         }
-        for _ in 0..4 {
-            let e = s.next().unwrap();
-            assert_eq!(e.dispatches, 1);
-            s.complete(&e);
-        }
+        assert_eq!(n, 20);
         assert!(s.next().is_none());
         assert_eq!(s.windows.in_use(), 0);
     }
