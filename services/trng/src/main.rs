@@ -145,6 +145,15 @@ impl Subscribers {
     }
 }
 
+/// The memory part of any memory message, including immutable lends (which
+/// `Message::memory_message_mut` leaves out; their offset/valid are still returned to the caller).
+fn mem_mut(body: &mut xous::Message) -> Option<&mut xous::MemoryMessage> {
+    match body {
+        xous::Message::MutableBorrow(m) | xous::Message::Borrow(m) | xous::Message::Move(m) => Some(m),
+        _ => None,
+    }
+}
+
 fn err_reply_mem(mem: &mut xous::MemoryMessage, e: TrngError) {
     mem.offset = xous::MemoryAddress::new(e.code());
     mem.valid = None;
@@ -153,7 +162,7 @@ fn err_reply_mem(mem: &mut xous::MemoryMessage, e: TrngError) {
 /// FillTrng / TestGetData: validate the lend, produce `valid` bytes into it.
 fn bulk(msg: &mut xous::MessageEnvelope, f: &mut dyn FnMut(&mut [u8]) -> Result<(), TrngError>) {
     let is_mut = matches!(msg.body, xous::Message::MutableBorrow(_));
-    match msg.body.memory_message_mut() {
+    match mem_mut(&mut msg.body) {
         Some(mem) => {
             if !is_mut {
                 return err_reply_mem(mem, TrngError::BadMessage);
@@ -185,7 +194,7 @@ fn bulk(msg: &mut xous::MessageEnvelope, f: &mut dyn FnMut(&mut [u8]) -> Result<
 
 /// A message of the wrong kind for its opcode: a clear error where a reply is possible.
 fn reply_bad_kind(msg: &mut xous::MessageEnvelope) {
-    if let Some(mem) = msg.body.memory_message_mut() {
+    if let Some(mem) = mem_mut(&mut msg.body) {
         err_reply_mem(mem, TrngError::BadMessage);
     } else if msg.body.is_blocking() {
         xous::return_scalar(msg.sender, TrngError::BadMessage.code()).ok();
@@ -409,16 +418,22 @@ fn main() {
                         _ => reply_bad_kind(&mut msg),
                     }
                 }
-                Some(Opcode::ErrorNotification) => {} // handled below
-                Some(Opcode::Quit) => {
-                    if scalar_args(&msg).is_some() {
-                        xous::return_scalar(msg.sender, 0).ok();
+                // internal, non-blocking only; the latched-error check below does the work
+                Some(Opcode::ErrorNotification) => {
+                    if !matches!(msg.body, xous::Message::Scalar(_)) {
+                        reply_bad_kind(&mut msg);
                     }
-                    quit = true;
                 }
+                Some(Opcode::Quit) => match scalar_args(&msg) {
+                    Some(_) => {
+                        xous::return_scalar(msg.sender, 0).ok();
+                        quit = true;
+                    }
+                    None => reply_bad_kind(&mut msg),
+                },
                 None => {
                     log::warn!("unknown opcode {}", msg.body.id());
-                    if let Some(mem) = msg.body.memory_message_mut() {
+                    if let Some(mem) = mem_mut(&mut msg.body) {
                         err_reply_mem(mem, TrngError::UnknownOpcode);
                     } else if msg.body.is_blocking() {
                         xous::return_scalar(msg.sender, TrngError::UnknownOpcode.code()).ok();
