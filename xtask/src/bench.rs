@@ -174,3 +174,35 @@ pub fn cmd_bench(ctx: &Ctx, json: Option<PathBuf>, only: Vec<String>) -> Result<
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flat_json_parses_numbers() {
+        let r = parse_flat_json(r#"{"a_ms": 1.5, "b": 2}"#).unwrap();
+        assert_eq!(r["a_ms"], 1.5);
+        assert_eq!(r["b"], 2.0);
+    }
+
+    #[test]
+    fn malformed_bench_output_is_rejected_with_a_reason() {
+        for (bad, why) in [
+            ("not json", "not JSON"),
+            ("[1, 2]", "not a JSON object"),
+            (r#"{"a": "fast"}"#, "is not a number"),
+            (r#"{"a": {"nested": 1}}"#, "is not a number"),
+            ("", "not JSON"),
+        ] {
+            let e = format!("{:#}", parse_flat_json(bad).unwrap_err());
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn median_of_even_and_odd_sets() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+    }
+}

@@ -297,3 +297,42 @@ impl Drop for Hosted {
         self.stop();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shell_quote_leaves_plain_paths_and_quotes_the_rest() {
+        assert_eq!(shell_quote(Path::new("/a/b-c_d.e")), "/a/b-c_d.e");
+        assert_eq!(shell_quote(Path::new("/a b")), "'/a b'");
+        assert_eq!(shell_quote(Path::new("it's")), "'it'\\''s'");
+        assert_eq!(shell_quote(Path::new("")), "''");
+        assert_eq!(shell_quote(Path::new("$(rm -rf /)")), "'$(rm -rf /)'");
+    }
+
+    #[test]
+    fn launcher_captures_lines_and_kills_the_group_on_timeout() {
+        // `sh` stands in for the kernel: it prints, starts a grandchild and hangs.
+        let mut sys = Launch::bare(Path::new("/bin/sh"))
+            .program("-c")
+            .program("echo hello; sleep 30 & echo started; sleep 30")
+            .start()
+            .unwrap();
+        assert!(sys.wait_marker("hello", Duration::from_secs(5)).is_ok());
+        assert!(sys.wait_marker("started", Duration::from_secs(5)).is_ok());
+        let e = sys.wait_marker("never printed", Duration::from_millis(200)).unwrap_err();
+        assert!(format!("{e}").contains("never printed"), "{e}");
+        let e = sys.wait_exit(Duration::from_millis(300)).unwrap_err();
+        assert!(format!("{e}").contains("did not exit"), "{e}");
+        assert!(!util::group_alive(sys.pgid()), "group left behind");
+    }
+
+    #[test]
+    fn wait_exit_reports_clean_exit() {
+        let mut sys = Launch::bare(Path::new("/bin/sh")).program("-c").program("echo bye").start().unwrap();
+        let st = sys.wait_exit(Duration::from_secs(5)).unwrap();
+        assert!(st.success());
+        assert!(sys.lines().iter().any(|l| l == "bye"));
+    }
+}

@@ -137,6 +137,7 @@ fn main() {
     let cli = Cli::parse();
     // Ctrl-C / SIGTERM: stop every process group we started, then exit.
     let _ = ctrlc::set_handler(|| {
+        util::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         eprintln!("\nxtask: interrupted; stopping every process we started");
         util::kill_all_groups();
         std::process::exit(130);
@@ -187,6 +188,10 @@ fn cmd_run(ctx: &Ctx, stock: bool, extra: Vec<String>) -> Result<()> {
     // Runs until the kernel exits (Shutdown syscall) or Ctrl-C (the handler kills the group).
     loop {
         if let Some(st) = sys.try_status()? {
+            if util::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                // The Ctrl-C handler is stopping everything and exits with 130.
+                std::thread::sleep(Duration::from_secs(10));
+            }
             sys.stop();
             eprintln!("xtask: kernel exited ({st})");
             if !st.success() {

@@ -19,9 +19,14 @@ pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
     let mut current: Option<String> = None;
     let mut passed = 0;
     let mut failures: Vec<String> = Vec::new();
+    // A panicking server leaves its caller blocked forever: after a panic line, give the
+    // current step only a few more seconds.
+    let mut deadline = deadline;
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
-        let line = match sys.wait_line(left, "the smoke client", |l| l.contains("SMOKE-")) {
+        let line = match sys.wait_line(left, "the smoke client", |l| {
+            l.contains("SMOKE-") || l.contains("panicked at") || l.contains("Panic Details")
+        }) {
             Ok(l) => l.text,
             Err(e) => {
                 let tail = sys.tail(30);
@@ -31,6 +36,11 @@ pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
             }
         };
         let rest = |m: &str| line.split_once(m).map(|x| x.1.trim().to_string()).unwrap_or_default();
+        if !line.contains("SMOKE-") {
+            eprintln!("smoke: panic in the hosted system: {line}");
+            deadline = deadline.min(Instant::now() + Duration::from_secs(5));
+            continue;
+        }
         if line.contains("SMOKE-BEGIN") {
             current = Some(rest("SMOKE-BEGIN"));
         } else if line.contains("SMOKE-PASS") {

@@ -42,6 +42,9 @@ pub fn sha256_hex(data: &[u8]) -> String {
 
 static GROUPS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
+/// Set by the Ctrl-C / SIGTERM handler.
+pub static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 pub fn register_group(pgid: i32) {
     GROUPS.lock().unwrap_or_else(|e| e.into_inner()).push(pgid);
 }

@@ -181,15 +181,20 @@ fn unpack_kernel(dest: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Apply every patch in order to the source tree in `dir`; fail naming the patch that does not apply.
+/// Apply every kernel patch in order to the source tree in `dir`; fail naming the patch that
+/// does not apply.
 pub fn apply_patches(dir: &Path) -> Result<()> {
-    for p in patch_files()? {
+    apply_patch_list(dir, &patch_files()?)
+}
+
+fn apply_patch_list(dir: &Path, patches: &[PathBuf]) -> Result<()> {
+    for p in patches {
         let name = p.file_name().unwrap().to_string_lossy().to_string();
         // git apply outside any repository (GIT_CEILING_DIRECTORIES stops discovery of the
         // project's own repository above target/), paths relative to `dir`.
         let out = Command::new("git")
             .args(["apply", "--whitespace=nowarn", "-p1"])
-            .arg(&p)
+            .arg(p)
             .current_dir(dir)
             .env("GIT_CEILING_DIRECTORIES", dir.parent().unwrap())
             .env_remove("GIT_DIR")
@@ -294,4 +299,56 @@ pub fn build_programs(packages: &[&str], verbose: bool) -> Result<PathBuf> {
     }
     util::run(&mut cmd, BUILD_TIMEOUT, &format!("cargo build --release {}", packages.join(" ")))?;
     Ok(util::target_dir().join("release"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = util::target_dir().join("xtask-test").join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(d.join("tree/src")).unwrap();
+        std::fs::write(d.join("tree/src/a.txt"), "one\ntwo\nthree\n").unwrap();
+        d
+    }
+
+    #[test]
+    fn patches_apply_in_order() {
+        let d = scratch("apply");
+        std::fs::write(d.join("0001-x.patch"), "Header: what and why.\n\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n").unwrap();
+        std::fs::write(d.join("0002-y.patch"), "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-TWO\n+2\n three\n").unwrap();
+        apply_patch_list(&d.join("tree"), &[d.join("0001-x.patch"), d.join("0002-y.patch")]).unwrap();
+        assert_eq!(std::fs::read_to_string(d.join("tree/src/a.txt")).unwrap(), "one\n2\nthree\n");
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    #[test]
+    fn a_patch_that_does_not_apply_is_named() {
+        let d = scratch("reject");
+        std::fs::write(d.join("0001-ok.patch"), "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n").unwrap();
+        // Expects the original line, which 0001 already changed.
+        std::fs::write(d.join("0002-stale.patch"), "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+deux\n three\n").unwrap();
+        let err = apply_patch_list(&d.join("tree"), &[d.join("0001-ok.patch"), d.join("0002-stale.patch")]).unwrap_err();
+        let msg = format!("{err:#}");
+        assert!(msg.contains("0002-stale.patch") && msg.contains("does not apply"), "{msg}");
+        std::fs::remove_dir_all(&d).ok();
+    }
+
+    #[test]
+    fn shipped_patches_are_ordered_and_have_headers() {
+        let patches = patch_files().unwrap();
+        assert!(patches.len() >= 3, "{patches:?}");
+        for p in &patches {
+            let text = std::fs::read_to_string(p).unwrap();
+            let first_diff = text.find("\n--- a/").expect("a unified diff");
+            let header = &text[..first_diff];
+            assert!(header.contains("What:") && header.contains("Why:") && header.contains("Test:"), "{}: header must say What/Why/Test", p.display());
+        }
+    }
+
+    #[test]
+    fn kernel_key_depends_on_patch_contents_only_for_patched() {
+        assert_ne!(kernel_key(Flavor::Patched).unwrap(), kernel_key(Flavor::Stock).unwrap());
+    }
 }
