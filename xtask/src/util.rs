@@ -65,6 +65,18 @@ pub fn kill_all_groups() {
     for g in &groups {
         signal_group(*g, libc::SIGKILL);
     }
+    // Reap them (we are their parent or, for orphans, their subreaper) so that no zombie is
+    // left for init to collect.
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_secs(2) {
+        for g in &groups {
+            reap_group(*g);
+        }
+        if !groups.iter().any(|g| group_alive(*g)) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
 
 pub fn signal_group(pgid: i32, sig: i32) {
