@@ -1,0 +1,289 @@
+//! engine25519 malformed-message client: sends `--count N` (default 10,000) random malformed
+//! messages to the server (every opcode and unknown ones, every message kind, short/oversized
+//! buffers, bad archive offsets, garbage archives, bad magic, out-of-range windows, lengths and
+//! handles, illegal and runaway microcode), checks that each one that can be answered gets an
+//! error answer (never success), then checks that valid X25519 calls still succeed.
+//! Prints `ENGINE-FUZZ sent=N answered=A bad_ok=B valid_after=V/20 kinds=...`.
+
+use engine25519::api::{self, JobMsg, Opcode, ProgramMsg, Status, X25519Msg, MAGIC, NUM_REGS, UCODE_WORDS};
+use xous::{Message, MemoryMessage, MemoryRange};
+use num_traits::FromPrimitive;
+use xous_ipc::Buffer;
+
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn fill(&mut self, b: &mut [u8]) {
+        for c in b.chunks_mut(8) {
+            let v = self.next().to_le_bytes();
+            c.copy_from_slice(&v[..c.len()]);
+        }
+    }
+}
+
+fn arg(name: &str) -> Option<u64> {
+    let a: Vec<String> = std::env::args().collect();
+    a.iter().position(|x| x == name).and_then(|i| a.get(i + 1)).and_then(|v| v.parse().ok())
+}
+
+#[derive(Default)]
+struct Tally {
+    sent: u64,
+    answered: u64,
+    bad_ok: u64,
+    first_bad: Option<String>,
+    kinds: std::collections::BTreeMap<&'static str, u64>,
+}
+
+impl Tally {
+    fn bad(&mut self, what: String) {
+        self.bad_ok += 1;
+        if self.first_bad.is_none() {
+            self.first_bad = Some(what);
+        }
+    }
+}
+
+/// Status carried by a memory reply to opcode `id`: in `valid` (offset None, value < 0x100,
+/// different from what we sent) or in the reply archive of the opcode's message type.
+fn memory_reply_status(id: usize, r: &xous::Result, page: &[u8], sent_valid: usize) -> Option<u32> {
+    match r {
+        xous::Result::MemoryReturned(offset, valid) => {
+            let v = valid.map(|v| v.get()).unwrap_or(0);
+            if offset.is_none() && v != sent_valid && v < 0x100 {
+                return Some(v as u32);
+            }
+            let pos = offset.map(|o| o.get()).unwrap_or(0);
+            macro_rules! status_of {
+                ($t:ty) => {{
+                    if !api::archive_fits::<$t>(page.len(), pos) {
+                        return None;
+                    }
+                    let a = unsafe { rkyv::archived_value::<$t>(page, pos) };
+                    if a.magic != MAGIC {
+                        return None;
+                    }
+                    Some(a.status)
+                }};
+            }
+            match Opcode::from_usize(id)? {
+                Opcode::Stats => status_of!(api::StatsMsg),
+                Opcode::X25519 => status_of!(X25519Msg),
+                Opcode::LoadProgram => status_of!(ProgramMsg),
+                Opcode::RunJob => status_of!(JobMsg),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
+fn main() {
+    xous_api_log::init_wait().expect("log server");
+    let count = arg("--count").unwrap_or(10_000);
+    let seed = arg("--seed").unwrap_or(0x5eed_f00d);
+    let e = engine25519::Engine25519::new().expect("connect to engine25519");
+    let conn = e.conn();
+    let mut rng = Rng(seed | 1);
+    let mut t = Tally::default();
+    // three reusable page-aligned buffers of 1, 2 and 3 pages
+    let pages: Vec<MemoryRange> = (1..=3)
+        .map(|n| xous::map_memory(None, None, n * 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).unwrap())
+        .collect();
+    let memory_ops = [Opcode::Stats, Opcode::X25519, Opcode::LoadProgram, Opcode::RunJob];
+    let illegal = engine25519_core::isa::UDF_WORD;
+
+    while t.sent < count {
+        let kind = rng.below(9);
+        match kind {
+            // blocking scalar to a memory opcode or an unknown opcode (Version/Suspend/Resume
+            // are valid as scalars and are left out)
+            0 => {
+                let id = match rng.below(3) {
+                    0 => memory_ops[rng.below(4) as usize] as usize,
+                    1 => 7 + rng.below(1000) as usize,
+                    _ => rng.next() as usize,
+                };
+                let m = Message::new_blocking_scalar(id, rng.next() as usize, rng.next() as usize, 0, rng.next() as usize);
+                t.sent += 1;
+                *t.kinds.entry("blocking-scalar").or_default() += 1;
+                match xous::send_message(conn, m) {
+                    Ok(xous::Result::Scalar2(s, _)) if s != 0 => t.answered += 1,
+                    other => t.bad(format!("blocking scalar id {id}: {other:?}")),
+                }
+            }
+            // mutable lend of random bytes / random offset / random size to any opcode
+            1 | 2 => {
+                let which = rng.below(3) as usize;
+                let range = pages[which];
+                let page = unsafe { core::slice::from_raw_parts_mut(range.as_mut_ptr(), range.len()) };
+                rng.fill(page);
+                let id = if rng.below(4) == 0 { rng.below(64) as usize } else { memory_ops[rng.below(4) as usize] as usize };
+                if id == Opcode::X25519 as usize || id == Opcode::Stats as usize || id == Opcode::LoadProgram as usize || id == Opcode::RunJob as usize {
+                    // never let random bytes carry the right magic at the archive position
+                    for w in page.chunks_mut(4) {
+                        if w.len() == 4 && u32::from_le_bytes(w.try_into().unwrap()) == MAGIC {
+                            w[0] ^= 1;
+                        }
+                    }
+                }
+                let offset = match rng.below(4) {
+                    0 => None,
+                    1 => xous::MemoryAddress::new(rng.below(range.len() as u64 * 2) as usize),
+                    2 => xous::MemoryAddress::new(usize::MAX - rng.below(64) as usize),
+                    _ => xous::MemoryAddress::new((rng.below(range.len() as u64 / 8) * 8) as usize),
+                };
+                // >= 0x100 so a status code returned in `valid` is never mistaken for what we sent
+                let valid = xous::MemorySize::new(0x100 + rng.below(range.len() as u64 - 0x100) as usize);
+                let sent_valid = valid.map(|v| v.get()).unwrap_or(0);
+                let mm = MemoryMessage { id, buf: range, offset, valid };
+                t.sent += 1;
+                *t.kinds.entry("lend-mut-garbage").or_default() += 1;
+                let r = xous::send_message(conn, Message::MutableBorrow(mm));
+                match r.as_ref().ok().and_then(|r| memory_reply_status(id, r, page, sent_valid)) {
+                    Some(s) if s != Status::Ok as u32 => t.answered += 1,
+                    other => t.bad(format!("lend_mut garbage id {id}: {r:?} status {other:?}")),
+                }
+            }
+            // immutable lend (wrong kind for every opcode)
+            3 => {
+                let range = pages[0];
+                let id = rng.below(10) as usize;
+                let mm = MemoryMessage { id, buf: range, offset: None, valid: xous::MemorySize::new(4096) };
+                t.sent += 1;
+                *t.kinds.entry("lend").or_default() += 1;
+                let r = xous::send_message(conn, Message::Borrow(mm));
+                match &r {
+                    Ok(xous::Result::MemoryReturned(None, Some(v))) if v.get() < 0x100 && v.get() != 0 => t.answered += 1,
+                    other => t.bad(format!("lend id {id}: {other:?}")),
+                }
+            }
+            // non-blocking scalar / moved memory: nothing to answer; the server must just survive
+            4 => {
+                t.sent += 1;
+                *t.kinds.entry("scalar-or-move").or_default() += 1;
+                if rng.below(2) == 0 {
+                    let m = Message::new_scalar(rng.below(20) as usize, 1, 2, 3, 4);
+                    let _ = xous::send_message(conn, m);
+                } else {
+                    let r = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).unwrap();
+                    let mm = MemoryMessage { id: rng.below(8) as usize, buf: r, offset: None, valid: None };
+                    let _ = xous::send_message(conn, Message::Move(mm));
+                }
+            }
+            // well-formed archives with bad fields: magic, window, reserved, handle, length
+            5 | 6 => {
+                t.sent += 1;
+                *t.kinds.entry("bad-fields").or_default() += 1;
+                let sub = rng.below(6);
+                let (status, what) = match sub {
+                    0 => {
+                        let mut m = X25519Msg::new([1; 32], [9; 32]);
+                        m.magic = rng.next() as u32 | 0x8000_0000;
+                        let mut b = Buffer::into_buf(m).unwrap();
+                        let r = b.lend_mut(conn, Opcode::X25519 as u32);
+                        (r.ok().and_then(|r| memory_reply_status(Opcode::X25519 as usize, &r, &b, b.len())), "x25519 bad magic")
+                    }
+                    1 | 2 => {
+                        let mut m = JobMsg {
+                            magic: MAGIC,
+                            status: 0,
+                            handle: rng.next() as u32,
+                            window: if sub == 1 { 16 + rng.below(1 << 20) as u32 } else { rng.below(16) as u32 },
+                            max_cycles: 0,
+                            cycles: 0,
+                            backend: 0,
+                            reserved: if rng.below(2) == 0 { 1 + rng.below(100) as u32 } else { 0 },
+                            regs: [[0; 32]; NUM_REGS],
+                        };
+                        if sub == 2 && m.reserved == 0 {
+                            m.handle |= 0x8000_0000; // slot >= 32768: never a valid handle
+                        }
+                        let mut b = Buffer::into_buf(m).unwrap();
+                        let r = b.lend_mut(conn, Opcode::RunJob as u32);
+                        (r.ok().and_then(|r| memory_reply_status(Opcode::RunJob as usize, &r, &b, b.len())), "runjob bad window/handle/reserved")
+                    }
+                    3 => {
+                        let len = if rng.below(2) == 0 { 0 } else { UCODE_WORDS as u32 + 1 + rng.below(1 << 30) as u32 };
+                        let m = ProgramMsg { magic: MAGIC, status: 0, len, handle: 0, mpstart: 0, words: [0; UCODE_WORDS] };
+                        let mut b = Buffer::into_buf(m).unwrap();
+                        let r = b.lend_mut(conn, Opcode::LoadProgram as u32);
+                        (r.ok().and_then(|r| memory_reply_status(Opcode::LoadProgram as usize, &r, &b, b.len())), "loadprogram bad length")
+                    }
+                    4 => {
+                        // archive of the wrong type for the opcode (too small to hold the reply)
+                        let m = X25519Msg::new([2; 32], [9; 32]);
+                        let mut b = Buffer::into_buf(m).unwrap();
+                        let r = b.lend_mut(conn, Opcode::LoadProgram as u32);
+                        (r.ok().and_then(|r| memory_reply_status(Opcode::LoadProgram as usize, &r, &b, b.len())), "loadprogram with an x25519 archive")
+                    }
+                    _ => {
+                        let m = api::StatsMsg { magic: MAGIC ^ 0xFF, ..Default::default() };
+                        let mut b = Buffer::into_buf(m).unwrap();
+                        let r = b.lend_mut(conn, Opcode::Stats as u32);
+                        (r.ok().and_then(|r| memory_reply_status(Opcode::Stats as usize, &r, &b, b.len())), "stats bad magic")
+                    }
+                };
+                match status {
+                    Some(s) if s != Status::Ok as u32 => t.answered += 1,
+                    other => t.bad(format!("{what}: status {other:?}")),
+                }
+            }
+            // illegal instructions and runaway programs through the client library
+            7 => {
+                t.sent += 1;
+                *t.kinds.entry("bad-microcode").or_default() += 1;
+                let regs = [[0u8; 32]; NUM_REGS];
+                let n = 1 + rng.below(8) as usize;
+                let mut prog: Vec<u32> = (0..n).map(|_| 0).collect(); // psa r0 <- r0
+                let runaway = rng.below(2) == 0;
+                if runaway {
+                    // brz #0 jumps back to the start forever
+                    let back = -(n as i16);
+                    prog.push(engine25519_core::isa::Instr { opcode: 9, ra: 0, ca: true, rb: 0, cb: false, wd: 0, imm: back }.encode());
+                } else {
+                    prog.push(illegal);
+                }
+                let r = e.run_job_budget(&prog, &regs, engine25519::Window::Any, 50_000);
+                let want = if runaway { Status::Runaway } else { Status::IllegalInstruction };
+                match r {
+                    Err(engine25519::Error::Service(s)) if s == want => t.answered += 1,
+                    Err(engine25519::Error::Service(Status::Busy)) => t.answered += 1,
+                    other => t.bad(format!("bad microcode (runaway {runaway}): {:?}", other.map(|r| r.cycles))),
+                }
+            }
+            // out-of-range window through the client library
+            _ => {
+                t.sent += 1;
+                *t.kinds.entry("bad-window").or_default() += 1;
+                let regs = [[0u8; 32]; NUM_REGS];
+                match e.run_job(&[0], &regs, engine25519::Window::Fixed(16 + rng.below(200) as u8)) {
+                    Err(engine25519::Error::Service(Status::BadWindow)) => t.answered += 1,
+                    other => t.bad(format!("bad window: {:?}", other.map(|r| r.window))),
+                }
+            }
+        }
+    }
+    // the server must still serve valid requests
+    let mut ok = 0;
+    for i in 0..20u8 {
+        let k = [i.wrapping_mul(37).wrapping_add(1); 32];
+        let u = x25519_dalek::X25519_BASEPOINT_BYTES;
+        if e.x25519(&k, &u).ok() == Some(x25519_dalek::x25519(k, u)) {
+            ok += 1;
+        }
+    }
+    let stats = e.stats().map(|s| format!("errors={} jobs={} busy={}", s.errors, s.jobs, s.busy)).unwrap_or_else(|e| e.to_string());
+    hosted_tests::marker(&format!(
+        "ENGINE-FUZZ sent={} answered={} bad_ok={} valid_after={}/20 kinds={:?} server_stats[{}] first_bad={:?}",
+        t.sent, t.answered, t.bad_ok, ok, t.kinds, stats, t.first_bad.unwrap_or_default()
+    ));
+}

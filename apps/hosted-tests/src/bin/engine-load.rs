@@ -1,0 +1,102 @@
+//! engine25519 load client (one of N concurrent processes).
+//!
+//! `engine-load --id N --calls C`: C X25519 calls with fresh keys (even calls blocking, odd calls
+//! through the asynchronous API), each checked against x25519-dalek computed here; prints
+//! `ENGINE-LOAD id=N done=C wrong=W errors=E first_error=...`.
+//! `engine-load --id N --start-at-ms T --window-ms W`: from unix time T, blocking calls for W ms;
+//! (Without `--sync` the process stays alive after its marker: see the note at the end of main.)
+//! prints `ENGINE-FAIR id=N completed=K wrong=W errors=E` (jobs completed inside the window).
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+fn arg(name: &str) -> Option<u64> {
+    let a: Vec<String> = std::env::args().collect();
+    a.iter().position(|x| x == name).and_then(|i| a.get(i + 1)).and_then(|v| v.parse().ok())
+}
+
+struct Rng(u64);
+impl Rng {
+    fn bytes(&mut self) -> [u8; 32] {
+        let mut b = [0u8; 32];
+        for c in b.chunks_mut(8) {
+            self.0 ^= self.0 << 13;
+            self.0 ^= self.0 >> 7;
+            self.0 ^= self.0 << 17;
+            c.copy_from_slice(&self.0.to_le_bytes());
+        }
+        b
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+fn main() {
+    xous_api_log::init_wait().expect("log server");
+    let id = arg("--id").unwrap_or(0);
+    let e = engine25519::Engine25519::new().expect("connect to engine25519");
+    let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (id + 1).wrapping_mul(0x1000_0000_01b3) ^ now_ms());
+    let (mut wrong, mut errors) = (0u64, 0u64);
+    let mut first_error = String::from("-");
+    if let (Some(start), Some(window)) = (arg("--start-at-ms"), arg("--window-ms")) {
+        let t = now_ms();
+        if start > t {
+            std::thread::sleep(Duration::from_millis(start - t));
+        }
+        let end = start + window;
+        let mut completed = 0u64;
+        loop {
+            let (k, u) = (rng.bytes(), rng.bytes());
+            let r = e.x25519(&k, &u);
+            if now_ms() > end {
+                break;
+            }
+            match r {
+                Ok(v) if v == x25519_dalek::x25519(k, u) => completed += 1,
+                Ok(_) => wrong += 1,
+                Err(err) => {
+                    errors += 1;
+                    first_error = err.to_string();
+                }
+            }
+        }
+        hosted_tests::marker(&format!(
+            "ENGINE-FAIR id={id} completed={completed} wrong={wrong} errors={errors} first_error={first_error:?}"
+        ));
+        return;
+    }
+    let calls = arg("--calls").unwrap_or(100);
+    let sync_only = std::env::args().any(|a| a == "--sync");
+    let mut done = 0u64;
+    for i in 0..calls {
+        let (k, u) = (rng.bytes(), rng.bytes());
+        let r = if sync_only || i % 2 == 0 {
+            e.x25519(&k, &u)
+        } else {
+            match e.x25519_async(&k, &u).wait_timeout(Duration::from_secs(60)) {
+                Some(r) => r,
+                None => Err(engine25519::Error::Protocol("async result did not arrive within 60 s")),
+            }
+        };
+        match r {
+            Ok(v) if v == x25519_dalek::x25519(k, u) => done += 1,
+            Ok(_) => wrong += 1,
+            Err(err) => {
+                errors += 1;
+                first_error = err.to_string();
+            }
+        }
+    }
+    hosted_tests::marker(&format!(
+        "ENGINE-LOAD id={id} done={done} wrong={wrong} errors={errors} first_error={first_error:?}"
+    ));
+    if !sync_only {
+        // Hosted kernel 0.9.37 panics (process.rs:400, write to a closed connection) when a
+        // process whose extra threads made Xous calls (the async pool) exits: stay alive until
+        // the harness stops the system.
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+}
