@@ -8,6 +8,7 @@ mod kernel_test;
 mod setup;
 mod smoke;
 mod steps;
+mod trng;
 mod util;
 mod xous;
 
@@ -79,6 +80,8 @@ enum Cmd {
     },
     #[command(flatten)]
     Engine(engine::EngineCmd),
+    #[command(flatten)]
+    Trng(trng::TrngCmd),
 }
 
 /// Shared context handed to test steps and bench providers.
@@ -152,6 +155,7 @@ fn main() {
         Cmd::Test { only, skip, list } => cmd_test(&ctx, only, skip, list),
         Cmd::Bench { json, only } => bench::cmd_bench(&ctx, json, only),
         Cmd::Engine(c) => engine::run(c),
+        Cmd::Trng(c) => trng::run(&ctx, c),
     };
     util::kill_all_groups();
     if let Err(e) = r {

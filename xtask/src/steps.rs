@@ -37,8 +37,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     // Area modules: one line each, e.g.
     // v.extend(crate::engine::test_steps());
     v.extend(crate::engine::test_steps());
-    // v.extend(crate::trng::test_steps());
-    v.extend(Vec::new());
+    v.extend(crate::trng::test_steps());
     v
 }
 
@@ -46,8 +45,7 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     let mut v = crate::bench::core_providers();
     // Area modules: one line each, e.g.
     // v.extend(crate::engine::bench_providers());
-    // v.extend(crate::trng::bench_providers());
-    v.extend(Vec::new());
+    v.extend(crate::trng::bench_providers());
     v
 }
 

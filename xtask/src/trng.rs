@@ -8,9 +8,13 @@
 //!     -> dieharder -g 200 -Y 1 -d N [-n M]                    (stdin, closes it when done)
 //! The tool exits 0 when dieharder closes the pipe; its --stats-json says how many bytes went in.
 
+use crate::bench;
 use crate::hosted::{shell_quote, Hosted, Launch};
+use crate::setup;
+use crate::steps::{BenchProvider, BenchResults, TestStep};
 use crate::util;
-use crate::xous::{self, Flavor};
+use crate::xous::Flavor;
+use crate::Ctx;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::fs::File;
@@ -50,6 +54,20 @@ pub enum Level {
     Full,
 }
 
+/// The `cargo xtask` subcommands of this module (flattened into main.rs's Cmd).
+#[derive(clap::Subcommand, Debug)]
+pub enum TrngCmd {
+    /// Stream the TRNG server's tester (hosted) through tools/trng_test.py into dieharder
+    /// (--dieharder quick|ci|full) or rngtest + ent, and write a report (docs/trng-tester-protocol.md).
+    TrngTest(TrngTestArgs),
+}
+
+pub fn run(ctx: &Ctx, c: TrngCmd) -> Result<()> {
+    match c {
+        TrngCmd::TrngTest(a) => trng_test(ctx, &a),
+    }
+}
+
 #[derive(clap::Args, Debug, Clone)]
 pub struct TrngTestArgs {
     /// Tester source: conditioned output or a raw source model.
@@ -75,9 +93,9 @@ pub struct TrngTestArgs {
     /// Time limit for each dieharder process, seconds.
     #[arg(long, default_value_t = 900)]
     pub test_timeout: u64,
-    /// Show build output and the hosted system's log.
-    #[arg(long)]
-    pub verbose: bool,
+    /// What feeds the server's conditioner (its --source): hosted-os or model.
+    #[arg(long, default_value = "hosted-os", value_parser = ["hosted-os", "model"])]
+    pub feed: String,
 }
 
 /// "512", "64K", "256M", "1G", "1GiB" -> bytes.
@@ -194,30 +212,10 @@ pub fn count(lines: &[DhLine]) -> Counts {
 // ------------------------------------------------------------------------------------------
 // external tools
 
-/// dieharder, rngtest (rng-tools5) and ent from Debian; installed when missing (root), else
-/// the exact command is printed and we fail.
+/// dieharder, rngtest (rng-tools5) and ent from Debian: installed when missing (as root),
+/// otherwise the exact apt-get command is printed and we fail.
 pub fn ensure_tools() -> Result<()> {
-    let missing: Vec<&str> = ["dieharder", "rngtest", "ent"].into_iter().filter(|p| !util::have(p)).collect();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let cmd = "mkdir -p /var/cache/apt/archives/partial && apt-get update && apt-get install -y dieharder rng-tools5 ent";
-    if !util::is_root() {
-        bail!("missing {}: install them with\n  sudo sh -c '{cmd}'", missing.join(", "));
-    }
-    eprintln!("xtask: installing {} (apt)", missing.join(", "));
-    std::fs::create_dir_all("/var/cache/apt/archives/partial").ok();
-    util::run(Command::new("apt-get").args(["update", "-qq"]), Duration::from_secs(600), "apt-get update")?;
-    util::run(
-        Command::new("apt-get").args(["install", "-y", "-qq", "dieharder", "rng-tools5", "ent"]).env("DEBIAN_FRONTEND", "noninteractive"),
-        Duration::from_secs(900),
-        "apt-get install dieharder rng-tools5 ent",
-    )?;
-    Ok(())
-}
-
-fn python() -> String {
-    std::env::var("PYTHON").unwrap_or_else(|_| "python3".into())
+    setup::require_apt(&["dieharder", "rng-tools5", "ent"])
 }
 
 fn tool_path() -> PathBuf {
@@ -231,21 +229,24 @@ fn tool_path() -> PathBuf {
 pub struct Tester {
     pub port: u16,
     pub hosted: Option<Hosted>,
+    /// The project's venv python (tools/requirements.txt) that runs the tool.
+    pub py: PathBuf,
 }
 
 impl Tester {
     /// Build and start the hosted system with the TRNG server; wait for its tester's port file.
-    pub fn start(work: &Path, verbose: bool) -> Result<Tester> {
-        let bins = xous::ensure_built(verbose)?;
-        let dir = xous::build_programs(&["trng"], verbose)?;
+    pub fn start(ctx: &Ctx, work: &Path, feed: &str) -> Result<Tester> {
+        let py = setup::venv()?;
+        let bins = ctx.xous()?;
+        let trng = ctx.program("trng")?;
         std::fs::create_dir_all(work)?;
         let portfile = work.join("tester.port");
         let _ = std::fs::remove_file(&portfile);
         let mut sys = Launch::new(&bins, Flavor::Patched)
             .env("TRNG_TESTER_PORT", "0")
             .env("TRNG_TESTER_PORTFILE", portfile.display().to_string())
-            .program(shell_quote(&dir.join("trng")))
-            .echo(verbose)
+            .program(format!("{} --source {}", shell_quote(&trng), shell_quote(Path::new(feed))))
+            .echo(ctx.verbose)
             .start()?;
         let deadline = Instant::now() + Duration::from_secs(60);
         let port = loop {
@@ -262,11 +263,11 @@ impl Tester {
             }
             std::thread::sleep(Duration::from_millis(50));
         };
-        Ok(Tester { port, hosted: Some(sys) })
+        Ok(Tester { port, hosted: Some(sys), py })
     }
 
-    pub fn external(port: u16) -> Tester {
-        Tester { port, hosted: None }
+    pub fn external(port: u16) -> Result<Tester> {
+        Ok(Tester { port, hosted: None, py: setup::venv()? })
     }
 
     /// Fails when the hosted system died meanwhile (then its output tail is in the error).
@@ -290,8 +291,8 @@ impl Tester {
 }
 
 /// The tool as a child process (own process group), stdout piped, stats to `stats`.
-fn spawn_tool(port: u16, source: Source, limit: Option<u64>, stats: &Path, stderr: File) -> Result<std::process::Child> {
-    let mut cmd = Command::new(python());
+fn spawn_tool(py: &Path, port: u16, source: Source, limit: Option<u64>, stats: &Path, stderr: File) -> Result<std::process::Child> {
+    let mut cmd = Command::new(py);
     cmd.arg(tool_path())
         .args(["--quiet", "--timeout", "30", "--retries", "5", "--source", source.name()])
         .args(["--port", &port.to_string()])
@@ -321,13 +322,13 @@ pub struct DhRun {
 }
 
 /// Run one dieharder process fed by its own tool stream.
-pub fn run_one(port: u16, source: Source, t: &DhTest, dir: &Path, timeout: Duration) -> DhRun {
+pub fn run_one(py: &Path, port: u16, source: Source, t: &DhTest, dir: &Path, timeout: Duration) -> DhRun {
     let t0 = Instant::now();
     let out_path = dir.join(format!("dieharder-{}.txt", t.label));
     let stats_path = dir.join(format!("tool-{}.json", t.label));
     let res = (|| -> Result<(Vec<DhLine>, Option<String>)> {
         let tool_log = File::create(dir.join(format!("tool-{}.log", t.label)))?;
-        let mut tool = spawn_tool(port, source, None, &stats_path, tool_log)?;
+        let mut tool = spawn_tool(py, port, source, None, &stats_path, tool_log)?;
         let pipe = tool.stdout.take().unwrap();
         let out = File::create(&out_path)?;
         let mut cmd = Command::new("dieharder");
@@ -379,9 +380,9 @@ pub fn run_dieharder(tester: &mut Tester, source: Source, tests: &[DhTest], min_
             .collect();
         for chunk in round_tests.chunks(jobs) {
             tester.check_alive()?;
-            let port = tester.port;
+            let (port, py) = (tester.port, tester.py.as_path());
             let results: Vec<DhRun> = std::thread::scope(|s| {
-                let hs: Vec<_> = chunk.iter().map(|t| s.spawn(move || run_one(port, source, t, dir, timeout))).collect();
+                let hs: Vec<_> = chunk.iter().map(|t| s.spawn(move || run_one(py, port, source, t, dir, timeout))).collect();
                 hs.into_iter().map(|h| h.join().expect("dieharder runner panicked")).collect()
             });
             for r in results {
@@ -443,11 +444,11 @@ pub fn parse_ent(text: &str) -> Option<(f64, f64, f64, f64, f64)> {
 }
 
 /// Stream `bytes` of `source` into rngtest and ent at once (tee), parse both.
-pub fn run_stats(port: u16, source: Source, bytes: u64, dir: &Path, timeout: Duration) -> Result<Stat> {
+pub fn run_stats(tester: &Tester, source: Source, bytes: u64, dir: &Path, timeout: Duration) -> Result<Stat> {
     let t0 = Instant::now();
     let tag = source.name();
     let stats_path = dir.join(format!("tool-stats-{tag}.json"));
-    let mut tool = spawn_tool(port, source, Some(bytes), &stats_path, File::create(dir.join(format!("tool-stats-{tag}.log")))?)?;
+    let mut tool = spawn_tool(&tester.py, tester.port, source, Some(bytes), &stats_path, File::create(dir.join(format!("tool-stats-{tag}.log")))?)?;
     let mut src = tool.stdout.take().unwrap();
     let rng_out = dir.join(format!("rngtest-{tag}.txt"));
     let ent_out = dir.join(format!("ent-{tag}.txt"));
@@ -568,36 +569,45 @@ fn summarize(source: Source, level: Option<Level>, runs: &[DhRun], stat: Option<
 }
 
 /// `cargo xtask trng-test ...`
-pub fn trng_test(a: &TrngTestArgs) -> Result<()> {
+pub fn trng_test(ctx: &Ctx, a: &TrngTestArgs) -> Result<()> {
     ensure_tools()?;
     let dir = a.report.clone().unwrap_or_else(|| default_report(a.source));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating report dir {}", dir.display()))?;
     let t0 = Instant::now();
     let mut tester = match a.port {
-        Some(p) => Tester::external(p),
-        None => Tester::start(&dir, a.verbose)?,
+        Some(p) => Tester::external(p)?,
+        None => Tester::start(ctx, &dir, &a.feed)?,
     };
     let timeout = Duration::from_secs(a.test_timeout);
     let res = (|| -> Result<(Vec<DhRun>, Option<Stat>)> {
         match a.dieharder {
             Some(level) => Ok((run_dieharder(&mut tester, a.source, &tests_for(level), a.bytes, a.jobs as usize, &dir, timeout)?, None)),
-            None => Ok((vec![], Some(run_stats(tester.port, a.source, a.bytes, &dir, timeout)?))),
+            None => Ok((vec![], Some(run_stats(&tester, a.source, a.bytes, &dir, timeout)?))),
         }
     })();
     tester.stop(Some(&dir.join("hosted.log")));
     let (runs, stat) = res?;
-    let (summary, ok) = summarize(a.source, a.dieharder, &runs, stat.as_ref(), t0.elapsed().as_secs_f64());
-    let dh_text: String = runs
-        .iter()
-        .map(|r| std::fs::read_to_string(dir.join(format!("dieharder-{}.txt", r.test.label))).unwrap_or_default())
-        .collect();
+    let ok = write_report(&dir, a.source, a.dieharder, &runs, stat.as_ref(), t0.elapsed().as_secs_f64())?;
+    if !ok {
+        bail!("trng-test {} failed: see {}", a.source.name(), dir.join("summary.json").display());
+    }
+    Ok(())
+}
+
+/// dieharder.txt (all processes' output) + summary.json; prints the one-line verdict.
+fn write_report(dir: &Path, source: Source, level: Option<Level>, runs: &[DhRun], stat: Option<&Stat>, seconds: f64) -> Result<bool> {
+    let (summary, ok) = summarize(source, level, runs, stat, seconds);
     if !runs.is_empty() {
-        std::fs::write(dir.join("dieharder.txt"), dh_text)?;
+        let text: String = runs
+            .iter()
+            .map(|r| std::fs::read_to_string(dir.join(format!("dieharder-{}.txt", r.test.label))).unwrap_or_default())
+            .collect();
+        std::fs::write(dir.join("dieharder.txt"), text)?;
     }
     std::fs::write(dir.join("summary.json"), serde_json::to_string_pretty(&summary)? + "\n")?;
     eprintln!(
         "xtask: trng-test {}: {} tests, PASSED {} WEAK {} FAILED {}, {:.1} MB in {:.1} s ({:.1} MB/s){} -> {}",
-        a.source.name(),
+        source.name(),
         summary["tests_run"],
         summary["passed"],
         summary["weak"],
@@ -608,35 +618,50 @@ pub fn trng_test(a: &TrngTestArgs) -> Result<()> {
         summary["stats"]["verdict"].as_str().map(|v| format!(", rngtest/ent: {v}")).unwrap_or_default(),
         dir.join("summary.json").display()
     );
-    if !ok {
-        bail!("trng-test {} failed: see {}", a.source.name(), dir.join("summary.json").display());
+    Ok(ok)
+}
+
+/// Steps of `cargo xtask test` (registered in steps.rs).
+pub fn test_steps() -> Vec<TestStep> {
+    vec![
+        TestStep { name: "trng:dieharder-ci", timeout: Duration::from_secs(40 * 60), run: ci_dieharder },
+        TestStep { name: "trng:raw-models", timeout: Duration::from_secs(15 * 60), run: ci_raw_models },
+        TestStep { name: "trng:hosted-scenarios", timeout: Duration::from_secs(10 * 60), run: ci_scenarios },
+    ]
+}
+
+/// The dieharder CI subset on the conditioned stream: 0 FAILED, at least 1 GiB consumed.
+fn ci_dieharder(ctx: &Ctx) -> Result<()> {
+    ensure_tools()?;
+    let dir = util::target_dir().join("trng-test").join("ci-cprng");
+    std::fs::create_dir_all(&dir)?;
+    let t0 = Instant::now();
+    let mut tester = Tester::start(ctx, &dir, "hosted-os")?;
+    let runs = run_dieharder(&mut tester, Source::Cprng, &tests_for(Level::Ci), 1 << 30, 1, &dir, Duration::from_secs(900));
+    tester.stop(Some(&dir.join("hosted.log")));
+    let runs = runs?;
+    if !write_report(&dir, Source::Cprng, Some(Level::Ci), &runs, None, t0.elapsed().as_secs_f64())? {
+        bail!("dieharder CI subset on the conditioned stream failed: see {}", dir.join("summary.json").display());
     }
     Ok(())
 }
 
-/// TRNG step of `cargo xtask test`: one hosted system; the dieharder CI subset on the
-/// conditioned stream (0 FAILED, >= 1 GiB), rngtest + ent on the raw source models.
-pub fn ci_step(verbose: bool) -> Result<()> {
+/// rngtest + ent over 64 MiB of each raw source model (av, ro) from the model-fed server.
+fn ci_raw_models(ctx: &Ctx) -> Result<()> {
     ensure_tools()?;
-    let dir = util::target_dir().join("trng-test").join("ci");
+    let dir = util::target_dir().join("trng-test").join("ci-raw");
     std::fs::create_dir_all(&dir)?;
-    let t0 = Instant::now();
-    let mut tester = Tester::start(&dir, verbose)?;
+    let mut tester = Tester::start(ctx, &dir, "model")?;
     let res = (|| -> Result<Vec<String>> {
         let mut failures = Vec::new();
-        let runs = run_dieharder(&mut tester, Source::Cprng, &tests_for(Level::Ci), 1 << 30, 1, &dir, Duration::from_secs(900))?;
-        let (summary, ok) = summarize(Source::Cprng, Some(Level::Ci), &runs, None, t0.elapsed().as_secs_f64());
-        std::fs::write(dir.join("summary-cprng.json"), serde_json::to_string_pretty(&summary)? + "\n")?;
-        if !ok {
-            failures.push(format!("dieharder CI subset on cprng: FAILED {} errors {}", summary["failed"], summary["errors"]));
-        }
         for src in [Source::Av, Source::Ro] {
-            let s = run_stats(tester.port, src, 64 << 20, &dir, Duration::from_secs(600))?;
+            let s = run_stats(&tester, src, 64 << 20, &dir, Duration::from_secs(600))?;
             std::fs::write(dir.join(format!("summary-{}.json", src.name())), serde_json::to_string_pretty(&stat_json(&s))? + "\n")?;
             eprintln!(
-                "xtask: {} raw model: {} MB, rngtest {}/{} blocks failed, ent {:.6} bits/byte",
+                "xtask: {} raw model: {} MiB in {:.1} s, rngtest {}/{} blocks failed, ent {:.6} bits/byte",
                 src.name(),
                 s.bytes >> 20,
+                s.seconds,
                 s.fips_failures,
                 s.fips_successes + s.fips_failures,
                 s.entropy
@@ -649,22 +674,51 @@ pub fn ci_step(verbose: bool) -> Result<()> {
     })();
     tester.stop(Some(&dir.join("hosted.log")));
     let failures = res?;
-    eprintln!("xtask: trng CI step took {:.1} s (report {})", t0.elapsed().as_secs_f64(), dir.display());
     if !failures.is_empty() {
-        bail!("trng CI step failed:\n  {}", failures.join("\n  "));
+        bail!("raw source models: {}", failures.join("; "));
     }
     Ok(())
 }
 
-/// Bench provider (interface 3): `trng_stream_mb_s` = tools/trng_test.py streaming 256 MiB of
-/// conditioned output from the hosted tester to stdout (/dev/null), timed by the tool.
-pub fn bench(verbose: bool) -> Result<Vec<(String, f64)>> {
+/// trng-service's hosted scenarios (apps/hosted-tests `trng-tests`: fill lengths, malformed
+/// input to every opcode, fault injection + subscriptions, test modes) against a model-fed server.
+fn ci_scenarios(ctx: &Ctx) -> Result<()> {
+    let bins = ctx.xous()?;
+    let mut sys = Launch::new(bins, Flavor::Patched)
+        .env("TRNG_TESTER", "0")
+        .program(format!("{} --source model", shell_quote(&ctx.program("trng")?)))
+        .program(shell_quote(&ctx.program("trng-tests")?))
+        .echo(ctx.verbose)
+        .start()?;
+    let line = sys.wait_marker("SMOKE-DONE", Duration::from_secs(480));
+    let failed: Vec<String> = sys.lines().into_iter().filter(|l| l.contains("SMOKE-FAIL") || l.contains("panicked")).collect();
+    let tail = sys.tail(30);
+    sys.stop();
+    let line = line.with_context(|| format!("trng-tests did not finish:\n{tail}"))?;
+    if !line.text.contains("fail=0") || !failed.is_empty() {
+        bail!("trng hosted scenarios failed: {}\n{}", line.text, failed.join("\n"));
+    }
+    eprintln!("xtask: {}", line.text.trim());
+    Ok(())
+}
+
+/// Bench providers (registered in steps.rs).
+pub fn bench_providers() -> Vec<BenchProvider> {
+    vec![
+        BenchProvider { name: "trng-stream", timeout: Duration::from_secs(600), run: bench_stream },
+        BenchProvider { name: "trng-ipc", timeout: Duration::from_secs(600), run: bench_ipc },
+    ]
+}
+
+/// `trng_stream_mb_s`: tools/trng_test.py streaming 256 MiB of conditioned output from the
+/// hosted tester to stdout (/dev/null); the tool times its own streaming loop.
+fn bench_stream(ctx: &Ctx) -> Result<BenchResults> {
     let dir = util::target_dir().join("trng-test").join("bench");
     std::fs::create_dir_all(&dir)?;
-    let mut tester = Tester::start(&dir, verbose)?;
+    let mut tester = Tester::start(ctx, &dir, "hosted-os")?;
     let res = (|| -> Result<f64> {
         let stats = dir.join("stream.json");
-        let mut cmd = Command::new(python());
+        let mut cmd = Command::new(&tester.py);
         cmd.arg(tool_path())
             .args(["--quiet", "--timeout", "30", "--source", "cprng", "--bytes", "256M", "--port", &tester.port.to_string()])
             .arg("--stats-json")
@@ -680,7 +734,23 @@ pub fn bench(verbose: bool) -> Result<Vec<(String, f64)>> {
         v["mb_s"].as_f64().context("no mb_s in the tool's stats")
     })();
     tester.stop(Some(&dir.join("hosted.log")));
-    Ok(vec![("trng_stream_mb_s".into(), res?)])
+    let mut out = BenchResults::new();
+    out.insert("trng_stream_mb_s".into(), res?);
+    Ok(out)
+}
+
+/// `trng_fill_mb_s`, `trng_u32_us_p50`: trng-service's hosted client (`trng-tests bench`).
+fn bench_ipc(ctx: &Ctx) -> Result<BenchResults> {
+    let bins = ctx.xous()?;
+    let mut sys = Launch::new(bins, Flavor::Patched)
+        .env("TRNG_TESTER", "0")
+        .program(shell_quote(&ctx.program("trng")?))
+        .program(format!("{} bench", shell_quote(&ctx.program("trng-tests")?)))
+        .echo(ctx.verbose)
+        .start()?;
+    let r = bench::hosted_bench_json(&mut sys, 1, Duration::from_secs(300));
+    sys.stop();
+    r
 }
 
 #[cfg(test)]
