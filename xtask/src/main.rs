@@ -3,6 +3,7 @@
 
 mod bench;
 mod engine;
+mod engine_service;
 mod hosted;
 mod kernel_test;
 mod setup;

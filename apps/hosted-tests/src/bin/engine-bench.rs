@@ -1,0 +1,133 @@
+//! engine25519 service benchmark (hosted client). Measures, in this one process:
+//! * blocking X25519 over IPC to the engine25519 server (model backend) -> service_x25519_us_p50
+//! * the same X25519 on the model in-process (engine25519_core::programs::x25519, v1)
+//!   -> service_model_inproc_us_p50 and service_overhead_ratio = service / in-process
+//! * a provider table in the style of seed 001: per backend, key generation (k * basepoint) and
+//!   shared secret (k * peer) time and engine cycles.
+//! Prints `ENGINE-BENCH-TABLE ...` lines and one `BENCH-JSON {...}` line.
+
+use engine25519_core::isa::Isa;
+use std::time::Instant;
+
+fn p50(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+fn key(i: u64) -> [u8; 32] {
+    let mut s = 0x9E37_79B9_7F4A_7C15u64 ^ i.wrapping_mul(0x2545_F491_4F6C_DD1D);
+    let mut b = [0u8; 32];
+    for c in b.chunks_mut(8) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        c.copy_from_slice(&s.to_le_bytes());
+    }
+    b
+}
+
+/// p50 in microseconds of `f(i)` over n calls after `warm` warm-up calls.
+fn time_us(n: u64, warm: u64, mut f: impl FnMut(u64)) -> f64 {
+    for i in 0..warm {
+        f(i);
+    }
+    p50((0..n).map(|i| {
+        let t = Instant::now();
+        f(warm + i);
+        t.elapsed().as_secs_f64() * 1e6
+    }).collect())
+}
+
+fn main() {
+    xous_api_log::init_wait().expect("log server");
+    let n = std::env::args().skip_while(|a| a != "--n").nth(1).and_then(|v| v.parse().ok()).unwrap_or(300u64);
+    let e = engine25519::Engine25519::new().expect("connect to engine25519");
+    let base = x25519_dalek::X25519_BASEPOINT_BYTES;
+    let peer = x25519_dalek::x25519(key(999_999), base);
+    let mut wrong = 0u64;
+    let mut svc_cycles = 0u64;
+
+    // interleave service and in-process rounds so machine noise hits both alike
+    let mut svc = Vec::new();
+    let mut inproc = Vec::new();
+    let mut inproc_cycles = 0;
+    for round in 0..3u64 {
+        svc.push(time_us(n / 3, 10, |i| {
+            let k = key(round * 1_000_000 + i);
+            let r = e.x25519_detailed(&k, &peer).expect("service x25519");
+            svc_cycles = r.cycles;
+            if r.result != x25519_dalek::x25519(k, peer) {
+                wrong += 1;
+            }
+        }));
+        inproc.push(time_us(n / 3, 10, |i| {
+            let k = key(round * 1_000_000 + i);
+            let (out, c) = engine25519_core::programs::x25519(Isa::V1, &k, &peer);
+            inproc_cycles = c;
+            assert_eq!(out, x25519_dalek::x25519(k, peer));
+        }));
+    }
+    let svc_p50 = p50(svc);
+    let inproc_p50 = p50(inproc);
+
+    // seed-001 style table
+    let m = n / 3;
+    let rows: Vec<(&str, f64, f64, u64)> = vec![
+        (
+            "model v1 via engine25519 service (IPC)",
+            time_us(m, 5, |i| { e.x25519(&key(i), &base).unwrap(); }),
+            time_us(m, 5, |i| { e.x25519(&key(i), &peer).unwrap(); }),
+            svc_cycles,
+        ),
+        (
+            "model v1 in-process",
+            time_us(m, 5, |i| { engine25519_core::programs::x25519(Isa::V1, &key(i), &base); }),
+            time_us(m, 5, |i| { engine25519_core::programs::x25519(Isa::V1, &key(i), &peer); }),
+            inproc_cycles,
+        ),
+        (
+            "model v2 in-process",
+            time_us(m, 5, |i| { engine25519_core::programs::x25519(Isa::V2, &key(i), &base); }),
+            time_us(m, 5, |i| { engine25519_core::programs::x25519(Isa::V2, &key(i), &peer); }),
+            engine25519_core::programs::x25519(Isa::V2, &key(1), &peer).1,
+        ),
+        (
+            "software x25519-dalek in-process",
+            time_us(m, 5, |i| { x25519_dalek::x25519(key(i), base); }),
+            time_us(m, 5, |i| { x25519_dalek::x25519(key(i), peer); }),
+            0,
+        ),
+    ];
+    hosted_tests::marker("ENGINE-BENCH-TABLE X25519 providers (hosted, host CPU time; engine cycles at 50 MHz = device time)");
+    hosted_tests::marker(&format!(
+        "ENGINE-BENCH-TABLE {:<42} {:>14} {:>16} {:>14} {:>12}",
+        "provider", "keygen (us)", "shared (us)", "engine cycles", "@50MHz (ms)"
+    ));
+    for (name, kg, sh, cyc) in &rows {
+        hosted_tests::marker(&format!(
+            "ENGINE-BENCH-TABLE {:<42} {:>14.1} {:>16.1} {:>14} {:>12}",
+            name,
+            kg,
+            sh,
+            if *cyc > 0 { cyc.to_string() } else { "-".into() },
+            if *cyc > 0 { format!("{:.3}", *cyc as f64 / 50e6 * 1e3) } else { "-".into() }
+        ));
+    }
+    let stats = e.stats().expect("stats");
+    hosted_tests::marker(&format!(
+        "BENCH-JSON {{\"service_x25519_us_p50\": {:.1}, \"service_model_inproc_us_p50\": {:.1}, \"service_overhead_ratio\": {:.3}, \
+\"service_keygen_us_model_ipc\": {:.1}, \"service_shared_us_model_ipc\": {:.1}, \"service_keygen_us_model_v2_inproc\": {:.1}, \
+\"service_keygen_us_software\": {:.1}, \"service_x25519_cycles_v1\": {}, \"service_x25519_cycles_v2\": {}, \"service_wrong_results\": {}, \"service_errors\": {}}}",
+        svc_p50,
+        inproc_p50,
+        svc_p50 / inproc_p50,
+        rows[0].1,
+        rows[0].2,
+        rows[2].1,
+        rows[3].1,
+        rows[0].3,
+        rows[2].3,
+        wrong,
+        stats.errors
+    ));
+}

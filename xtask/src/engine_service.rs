@@ -1,0 +1,156 @@
+//! engine25519 service: hosted test steps and bench providers (docs/engine-service.md).
+//!
+//! Test steps:
+//! * `engine-service:load-fuzz` — the hosted system with 8 `engine-load` processes x 100 X25519
+//!   (blocking + async, each checked against x25519-dalek in the client) running concurrently
+//!   with `engine-fuzz` (10,000 random malformed messages, each must get an error answer, then
+//!   valid X25519 calls must still succeed).
+//! * `engine-service:xous-target` — the server (hw backend) cross-compiles for
+//!   riscv32imac-unknown-xous-elf (nightly + rust-src, build-std).
+//!
+//! Bench provider `engine-service`: `engine-bench` (service_x25519_us_p50, overhead ratio,
+//! seed-001 style table) and a fairness run (8 clients, fixed window -> service_fairness_spread).
+
+use crate::bench;
+use crate::hosted::{shell_quote, Hosted, Launch};
+use crate::steps::{BenchProvider, BenchResults, TestStep};
+use crate::xous::Flavor;
+use crate::Ctx;
+use anyhow::{bail, Context, Result};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+pub fn test_steps() -> Vec<TestStep> {
+    vec![
+        TestStep { name: "engine-service:load-fuzz", timeout: Duration::from_secs(300), run: load_fuzz },
+        TestStep { name: "engine-service:xous-target", timeout: Duration::from_secs(2400), run: xous_target },
+    ]
+}
+
+pub fn bench_providers() -> Vec<BenchProvider> {
+    vec![BenchProvider { name: "engine-service", timeout: Duration::from_secs(300), run: bench_service }]
+}
+
+/// The exact device cross-build command (also documented in docs/engine-service.md).
+pub const XOUS_BUILD: &[&str] = &[
+    "+nightly",
+    "build",
+    "--release",
+    "--target",
+    "riscv32imac-unknown-xous-elf",
+    "-Zbuild-std=std,panic_abort",
+    "-p",
+    "engine25519",
+];
+
+fn system(ctx: &Ctx, clients: &[String]) -> Result<Hosted> {
+    let bins = ctx.xous()?.clone();
+    let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
+    for p in ctx.server_programs()? {
+        l = l.program(p);
+    }
+    for c in clients {
+        l = l.program(c.clone());
+    }
+    l.start()
+}
+
+/// `key=value` field of a marker line.
+fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace().find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+}
+
+fn num(line: &str, key: &str) -> Result<u64> {
+    field(line, key).and_then(|v| v.parse().ok()).with_context(|| format!("no {key}= in {line:?}"))
+}
+
+fn load_fuzz(ctx: &Ctx) -> Result<()> {
+    let load = shell_quote(&ctx.program("engine-load")?);
+    let fuzz = shell_quote(&ctx.program("engine-fuzz")?);
+    let mut clients: Vec<String> = (1..=8).map(|i| format!("{load} --id {i} --calls 100")).collect();
+    clients.push(format!("{fuzz} --count 10000"));
+    let mut sys = system(ctx, &clients)?;
+    let mut problems = Vec::new();
+    let mut seen = 0;
+    let mut fuzz_line = None;
+    while seen < 8 || fuzz_line.is_none() {
+        let l = match sys.wait_line(Duration::from_secs(180), "ENGINE-LOAD x8 and ENGINE-FUZZ markers", |l| {
+            l.contains("ENGINE-LOAD") || l.contains("ENGINE-FUZZ") || l.contains("panicked")
+        }) {
+            Ok(l) => l.text,
+            Err(e) => {
+                let tail = sys.tail(30);
+                sys.stop();
+                bail!("{e}\n--- last output ---\n{tail}");
+            }
+        };
+        if l.contains("panicked") {
+            problems.push(format!("panic: {l}"));
+        } else if l.contains("ENGINE-LOAD") {
+            seen += 1;
+            if num(&l, "done")? != 100 || num(&l, "wrong")? != 0 || num(&l, "errors")? != 0 {
+                problems.push(l.clone());
+            }
+            eprintln!("engine-service: {l}");
+        } else {
+            eprintln!("engine-service: {l}");
+            fuzz_line = Some(l);
+        }
+        if !problems.is_empty() {
+            break;
+        }
+    }
+    let tail = sys.tail(40);
+    sys.stop();
+    if let Some(f) = &fuzz_line {
+        if num(f, "sent")? < 10_000 || num(f, "bad_ok")? != 0 || field(f, "valid_after") != Some("20/20") {
+            problems.push(f.clone());
+        }
+    }
+    if !problems.is_empty() {
+        bail!("engine-service load/fuzz failed:\n{}\n--- last output ---\n{tail}", problems.join("\n"));
+    }
+    Ok(())
+}
+
+fn xous_target(_ctx: &Ctx) -> Result<()> {
+    let mut c = crate::util::cargo();
+    // std for Xous is built from source (rust-src); the device profile aborts on panic
+    c.args(XOUS_BUILD).env("CARGO_PROFILE_RELEASE_PANIC", "abort").env_remove("RUSTUP_TOOLCHAIN");
+    crate::util::run(&mut c, Duration::from_secs(2300), "engine25519 cross-build for riscv32imac-unknown-xous-elf")
+        .context("needs `rustup toolchain install nightly` and `rustup component add rust-src --toolchain nightly`")
+}
+
+fn bench_service(ctx: &Ctx) -> Result<BenchResults> {
+    // latency, overhead ratio and the provider table
+    let mut sys = system(ctx, &[shell_quote(&ctx.program("engine-bench")?)])?;
+    let mut out = bench::hosted_bench_json(&mut sys, 1, Duration::from_secs(180))?;
+    for l in sys.lines().iter().filter(|l| l.contains("ENGINE-BENCH-TABLE")) {
+        eprintln!("{}", l.split_once("ENGINE-BENCH-TABLE ").map(|x| x.1).unwrap_or(l));
+    }
+    sys.stop();
+
+    // fairness: 8 clients, blocking calls in the same fixed wall-clock window
+    let load = shell_quote(&ctx.program("engine-load")?);
+    let now_ms = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as u64;
+    let (start, window) = (now_ms + 3000, 4000);
+    let clients: Vec<String> =
+        (1..=8).map(|i| format!("{load} --sync --id {i} --start-at-ms {start} --window-ms {window}")).collect();
+    let mut sys = system(ctx, &clients)?;
+    let mut counts = Vec::new();
+    let mut bad = 0;
+    for _ in 0..8 {
+        let l = sys.wait_marker("ENGINE-FAIR", Duration::from_secs(60))?.text;
+        counts.push(num(&l, "completed")? as f64);
+        bad += num(&l, "wrong")? + num(&l, "errors")?;
+    }
+    sys.stop();
+    let (max, min) = counts.iter().fold((0f64, f64::MAX), |(a, b), &c| (a.max(c), b.min(c)));
+    if min == 0.0 {
+        bail!("a client completed no job in the fairness window: {counts:?}");
+    }
+    eprintln!("engine-service fairness: completed per client in {window} ms: {counts:?}");
+    out.insert("service_fairness_spread".into(), max / min);
+    out.insert("service_fairness_jobs_total".into(), counts.iter().sum());
+    out.insert("service_fairness_bad_results".into(), bad as f64);
+    Ok(out)
+}
