@@ -3,7 +3,7 @@
 //!
 //! Options (argument or environment variable; arguments win):
 //!   --backend model|hw|rtl|software   ENGINE25519_BACKEND   (default: hw on Xous, model hosted)
-//!   --isa v1|v2                       ENGINE25519_ISA       (model only; default v1 = the hw map)
+//!   --isa v1|v2                       ENGINE25519_ISA       (model only; default v2 hosted, v1 on the device)
 //!   --pace[=HZ]                       ENGINE25519_PACE_HZ   (off by default; --pace = 50 MHz)
 //!   --quantum CYCLES                  ENGINE25519_QUANTUM
 //!   --queue N / --per-client N        ENGINE25519_QUEUE / ENGINE25519_PER_CLIENT
@@ -34,7 +34,8 @@ fn parse_u64(name: &str, v: &str) -> Result<u64, String> {
 fn parse_options() -> Result<Options, String> {
     let mut o = Options {
         backend: if cfg!(target_os = "xous") { "hw".into() } else { "model".into() },
-        isa: engine25519_core::isa::Isa::V1,
+        // hosted: our v2 engine (what the gateware implements); device: Precursor's shipping v1
+        isa: if cfg!(target_os = "xous") { engine25519_core::isa::Isa::V1 } else { engine25519_core::isa::Isa::V2 },
         cfg: Config::default(),
     };
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
