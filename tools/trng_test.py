@@ -34,6 +34,8 @@ EXIT_USAGE = 2
 EXIT_NOTHING_LISTENING = 3
 EXIT_REJECTED = 4
 
+__test__ = False  # the file name matches pytest's *_test.py pattern; it is not a test module
+
 HEADER = struct.Struct("<8sQIIII")  # magic, seq, mode, len, crc, status
 REQUEST = struct.Struct("<8sII")  # magic, mode, reserved
 DEFAULT_SPEC = Path(__file__).resolve().parent.parent / "spec" / "trng.toml"
