@@ -757,6 +757,43 @@ fn bench_ipc(ctx: &Ctx) -> Result<BenchResults> {
 mod tests {
     use super::*;
 
+    #[derive(clap::Parser, Debug)]
+    struct Cli {
+        #[command(subcommand)]
+        cmd: TrngCmd,
+    }
+
+    fn parse(args: &[&str]) -> Result<TrngTestArgs, clap::Error> {
+        use clap::Parser;
+        let mut v = vec!["xtask", "trng-test"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v).map(|c| match c.cmd {
+            TrngCmd::TrngTest(a) => a,
+        })
+    }
+
+    #[test]
+    fn cli_flags() {
+        let a = parse(&["--source", "av", "--bytes", "1G", "--dieharder", "ci", "--jobs", "2"]).unwrap();
+        assert_eq!((a.source, a.bytes, a.dieharder, a.jobs), (Source::Av, 1 << 30, Some(Level::Ci), 2));
+        let d = parse(&[]).unwrap();
+        assert_eq!((d.source, d.bytes, d.dieharder, d.feed.as_str()), (Source::Cprng, 64 << 20, None, "hosted-os"));
+        for bad in [
+            &["--source", "xyz"][..],
+            &["--bytes", "lots"],
+            &["--bytes", "-1"],
+            &["--dieharder", "medium"],
+            &["--jobs", "0"],
+            &["--jobs", "9"],
+            &["--port", "70000"],
+            &["--feed", "hw"],
+            &["--test-timeout", "soon"],
+            &["--frobnicate"],
+        ] {
+            assert!(parse(bad).is_err(), "accepted {bad:?}");
+        }
+    }
+
     #[test]
     fn sizes() {
         assert_eq!(parse_size("1G"), Ok(1 << 30));
