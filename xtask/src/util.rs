@@ -186,6 +186,42 @@ pub fn run_capture(cmd: &mut Command, timeout: Duration, what: &str) -> Result<S
     Ok(text)
 }
 
+/// Run a command with a timeout, capturing stdout+stderr; the output is shown only if it fails
+/// (for noisy third-party builds). With `verbose` it behaves like `run`.
+pub fn run_quiet(cmd: &mut Command, timeout: Duration, what: &str, verbose: bool) -> Result<()> {
+    if verbose {
+        return run(cmd, timeout, what);
+    }
+    use std::io::Read;
+    cmd.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut child = spawn_grouped(cmd)?;
+    let mut readers = Vec::new();
+    for mut pipe in [
+        Box::new(child.stdout.take().unwrap()) as Box<dyn Read + Send>,
+        Box::new(child.stderr.take().unwrap()) as Box<dyn Read + Send>,
+    ] {
+        readers.push(std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = pipe.read_to_end(&mut v);
+            v
+        }));
+    }
+    let st = wait_timeout(&mut child, timeout, what);
+    let output: Vec<u8> = readers.into_iter().flat_map(|r| r.join().unwrap_or_default()).collect();
+    let failed = match &st {
+        Ok(s) => !s.success(),
+        Err(_) => true,
+    };
+    if failed {
+        eprintln!("{}", String::from_utf8_lossy(&output));
+    }
+    let st = st?;
+    if !st.success() {
+        bail!("{what}: failed ({st})");
+    }
+    Ok(())
+}
+
 /// Is `prog` on PATH?
 pub fn have(prog: &str) -> bool {
     std::env::var_os("PATH")

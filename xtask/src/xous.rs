@@ -242,11 +242,8 @@ pub fn ensure_kernel(flavor: Flavor, verbose: bool) -> Result<PathBuf> {
         .arg("--target-dir")
         .arg(&target)
         .env_remove("CARGO_TARGET_DIR");
-    if !verbose {
-        cmd.arg("--quiet");
-    }
     eprintln!("xtask: building {KERNEL_CRATE} {KERNEL_VERSION} ({})", flavor.name());
-    util::run(&mut cmd, BUILD_TIMEOUT, &format!("building {KERNEL_CRATE} ({})", flavor.name()))?;
+    util::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("building {KERNEL_CRATE} ({})", flavor.name()), verbose)?;
     std::fs::create_dir_all(bin.parent().unwrap())?;
     let tmp = bin.with_extension("tmp");
     std::fs::copy(target.join("release").join(KERNEL_CRATE), &tmp)?;
@@ -276,10 +273,7 @@ pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
                 .arg(format!("{krate}@{version}"))
                 .env_remove("CARGO_TARGET_DIR")
                 .env_remove("CARGO_INSTALL_ROOT");
-            if !verbose {
-                cmd.arg("--quiet");
-            }
-            util::run(&mut cmd, BUILD_TIMEOUT, &format!("cargo install {krate}@{version}"))?;
+            util::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("cargo install {krate}@{version}"), verbose)?;
             write_stamp(&stamp, &key)?;
         }
         out.push(bin);
