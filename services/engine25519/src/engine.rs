@@ -2,10 +2,15 @@
 //! single engine worker that runs jobs on the backend. No Xous dependency: replies are closures,
 //! so unit tests drive it directly and the server wraps Xous envelopes in them.
 //!
-//! Threads: the server's receive loop calls `submit_*`/`load_program`/`suspend`/`resume`/`stats`
-//! (short critical sections, never waits for the engine); one worker thread owns the backend.
-//! Long jobs run in slices (`slice` cycles); after `quantum` cycles a job is preempted at an
-//! instruction boundary if other clients are waiting and resumes later in its own window.
+//! Threads: `submit_*`/`load_program`/`suspend`/`resume`/`stats` are short critical sections that
+//! never wait for the engine. The backend is driven by whichever thread holds the engine token
+//! (`drive`): in `Driver::Thread` mode a dedicated worker thread, in `Driver::Callers` mode the
+//! server's receive threads themselves (a thread that queued a job runs it at once if the engine
+//! is idle, which saves a thread wake-up per request; while one thread holds the engine the other
+//! keeps receiving, so the server never stops answering other clients).
+//! A job runs in one backend call when nobody else waits; otherwise in slices (`slice` cycles)
+//! so that a Suspend lands quickly. After `quantum` cycles a job is preempted at an instruction
+//! boundary if other clients are waiting and resumes later in its own window.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex};
@@ -30,11 +35,24 @@ pub struct X25519Program {
     pub out_reg: usize,
 }
 
+/// Who runs jobs on the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Driver {
+    /// a dedicated worker thread started by `Executor::start`
+    Thread,
+    /// the threads that call `drive()` (after each submission); the server runs two receive
+    /// threads in this mode
+    Callers,
+}
+
 #[derive(Clone, Debug)]
 pub struct Config {
+    /// who runs jobs (see [`Driver`])
+    pub driver: Driver,
     /// engine cycles a job may run before it is preempted (if others wait)
     pub quantum: u64,
-    /// cycles per backend `run` call (granularity of suspend / preemption checks)
+    /// cycles per backend `run` call while other jobs wait or a Suspend is pending
+    /// (granularity of suspend / preemption checks); alone, a job runs up to `quantum` per call
     pub slice: u64,
     /// cycle budget of a custom job that does not give one
     pub default_max_cycles: u64,
@@ -53,6 +71,7 @@ pub struct Config {
 impl Default for Config {
     fn default() -> Self {
         Config {
+            driver: Driver::Thread,
             quantum: 500_000,
             slice: 65_536,
             default_max_cycles: 20_000_000,
@@ -122,14 +141,28 @@ struct State {
     suspend_req: Option<ScalarReplyFn>,
     resume_req: Option<ScalarReplyFn>,
     suspended: bool,
-    /// a job is out on the engine
-    running: bool,
+    /// a thread holds the engine token (it alone touches `Executor::engine`)
+    driving: bool,
+    /// bumped by every submission / request (wakes the `Driver::Thread` worker)
+    kicks: u64,
     x25519_handle: u32,
+}
+
+/// What the thread holding the engine token owns.
+struct EngineCtx {
+    engine: Box<dyn Engine>,
+    /// engine state saved by Suspend
+    saved: Option<Snapshot>,
+    /// pacing: when the modelled engine becomes idle
+    busy_until: Instant,
 }
 
 pub struct Executor {
     st: Mutex<State>,
+    /// wakes the `Driver::Thread` worker
     cv: Condvar,
+    /// locked only by the token holder (lock order: engine, then st)
+    engine: Mutex<EngineCtx>,
     cfg: Config,
     backend: BackendId,
     unavailable: Option<String>,
@@ -137,7 +170,8 @@ pub struct Executor {
 }
 
 impl Executor {
-    /// Create the executor for `engine` (whose availability is probed once) and start its worker.
+    /// Create the executor for `engine` (whose availability is probed once) and, in
+    /// `Driver::Thread` mode, start its worker.
     pub fn start(engine: Box<dyn Engine>, x25519: X25519Program, cfg: Config) -> Arc<Executor> {
         let unavailable = engine.available().err();
         let backend = engine.id();
@@ -158,20 +192,22 @@ impl Executor {
                 suspend_req: None,
                 resume_req: None,
                 suspended: false,
-                running: false,
+                driving: false,
+                kicks: 0,
                 x25519_handle,
             }),
             cv: Condvar::new(),
+            engine: Mutex::new(EngineCtx { engine, saved: None, busy_until: Instant::now() }),
             cfg,
             backend,
             unavailable,
             x25519,
         });
-        if ex.unavailable.is_none() {
+        if ex.unavailable.is_none() && ex.cfg.driver == Driver::Thread {
             let w = ex.clone();
             std::thread::Builder::new()
                 .name("engine-worker".into())
-                .spawn(move || w.worker(engine))
+                .spawn(move || w.worker())
                 .expect("spawn engine worker");
         }
         ex
@@ -238,8 +274,7 @@ impl Executor {
         };
         match st.sched.submit(client, WindowReq::Any, job) {
             Ok(()) => {
-                drop(st);
-                self.cv.notify_all();
+                self.kick(st);
                 Ok(())
             }
             Err((r, mut job)) => {
@@ -315,8 +350,7 @@ impl Executor {
         };
         match st.sched.submit(client, window, job) {
             Ok(()) => {
-                drop(st);
-                self.cv.notify_all();
+                self.kick(st);
                 Ok(())
             }
             Err((r, mut job)) => {
@@ -342,8 +376,7 @@ impl Executor {
             return reply(Status::BadState, 0);
         }
         st.suspend_req = Some(reply);
-        drop(st);
-        self.cv.notify_all();
+        self.kick(st);
     }
 
     /// Restore the saved engine state and continue where the engine stopped.
@@ -360,8 +393,7 @@ impl Executor {
             return reply(Status::BadState, 0);
         }
         st.resume_req = Some(reply);
-        drop(st);
-        self.cv.notify_all();
+        self.kick(st);
     }
 
     pub fn stats(&self) -> StatsMsg {
@@ -390,9 +422,63 @@ impl Executor {
         }
     }
 
-    fn worker(self: Arc<Self>, mut engine: Box<dyn Engine>) {
-        let mut saved: Option<Snapshot> = None;
-        let mut busy_until = Instant::now();
+    fn kick(&self, mut st: std::sync::MutexGuard<'_, State>) {
+        st.kicks = st.kicks.wrapping_add(1);
+        drop(st);
+        if self.cfg.driver == Driver::Thread {
+            self.cv.notify_all();
+        }
+    }
+
+    /// `Driver::Thread` worker: drive whenever something was submitted or requested.
+    fn worker(self: Arc<Self>) {
+        let mut seen = u64::MAX;
+        loop {
+            let mut st = self.st.lock().unwrap();
+            while st.kicks == seen {
+                st = self.cv.wait(st).unwrap();
+            }
+            seen = st.kicks;
+            drop(st);
+            self.drive();
+        }
+    }
+
+    /// Run queued work (jobs, suspend/resume requests, microcode writes) on the calling thread
+    /// until nothing is runnable, unless another thread holds the engine token (then return at
+    /// once: that thread picks the new work up before it lets the token go, since both sides
+    /// check under the state lock). In `Driver::Callers` mode every thread that submits work
+    /// calls this afterwards.
+    pub fn drive(&self) {
+        // the token is given back before each reply (a reply is an IPC round trip on Xous), so
+        // another thread can start the next job meanwhile; then try to take it again
+        while let Some((reply, out, deliver_at)) = self.drive_once() {
+            if let Some(t) = deliver_at {
+                let now = Instant::now();
+                if t > now {
+                    std::thread::sleep(t - now);
+                }
+            }
+            reply(out);
+        }
+    }
+
+    /// Hold the engine token and run work until a job finishes (returns its reply, to be
+    /// delivered at the pacing deadline, with the token already given back) or nothing is
+    /// runnable (None). Returns None at once if another thread holds the token.
+    fn drive_once(&self) -> Option<(ReplyFn, Outcome, Option<Instant>)> {
+        if self.unavailable.is_some() {
+            return None;
+        }
+        {
+            let mut st = self.st.lock().unwrap();
+            if st.driving {
+                return None;
+            }
+            st.driving = true;
+        }
+        let mut ctx = self.engine.lock().unwrap();
+        let EngineCtx { engine, saved, busy_until } = &mut *ctx;
         loop {
             // ---- pick work under the lock (engine idle: no job out) ----
             let mut st = self.st.lock().unwrap();
@@ -408,7 +494,7 @@ impl Executor {
                     continue;
                 }
                 if let Some(reply) = st.suspend_req.take() {
-                    saved = Some(engine.snapshot());
+                    *saved = Some(engine.snapshot());
                     engine.reset(); // the state now lives only in `saved`
                     st.suspended = true;
                     let n = st.sched.depth();
@@ -423,9 +509,13 @@ impl Executor {
                         break e;
                     }
                 }
-                st = self.cv.wait(st).unwrap();
+                // nothing runnable: give the token back (under the lock, so a submitter that
+                // saw `driving` set has already queued what we would have missed)
+                st.driving = false;
+                return None;
             };
-            st.running = true;
+            // alone on the engine: run the job in as few backend calls as possible
+            let mut contended = st.sched.depth() > 1 || st.suspend_req.is_some();
             drop(st);
 
             // ---- run one turn of this job ----
@@ -433,19 +523,21 @@ impl Executor {
             let job = &mut e.job;
             job.launch.window = window;
             if job.resume_at.is_none() {
-                self.load_operands(&mut *engine, window, &job.work);
+                self.load_operands(&mut **engine, window, &job.work);
             }
             let mut turn = 0u64;
             let end = loop {
                 let left = job.max_cycles.saturating_sub(job.cycles);
-                let budget = self.cfg.slice.min(self.cfg.quantum.saturating_sub(turn)).min(left).max(1);
+                let to_quantum = self.cfg.quantum.saturating_sub(turn);
+                let chunk = if contended { self.cfg.slice } else { to_quantum };
+                let budget = chunk.min(to_quantum).min(left).max(1);
                 let r = engine.run(job.launch, job.resume_at, budget, job.max_cycles - job.cycles);
                 let c = r.cycles();
                 job.cycles += c;
                 turn += c;
                 if self.cfg.pace_hz > 0 {
                     let now = Instant::now();
-                    busy_until = busy_until.max(now) + Duration::from_nanos(c.saturating_mul(1_000_000_000) / self.cfg.pace_hz);
+                    *busy_until = (*busy_until).max(now) + Duration::from_nanos(c.saturating_mul(1_000_000_000) / self.cfg.pace_hz);
                 }
                 match r {
                     RunEnd::Paused { mpc, .. } => {
@@ -458,6 +550,7 @@ impl Executor {
                         if st.suspend_req.is_some() || (turn >= self.cfg.quantum && others) {
                             break None; // park: requeue with its window
                         }
+                        contended = others;
                         if turn >= self.cfg.quantum {
                             turn = 0;
                         }
@@ -475,7 +568,6 @@ impl Executor {
             let Some(status) = end else {
                 let mut st = self.st.lock().unwrap();
                 st.c.resumes += 1;
-                st.running = false;
                 st.sched.requeue(e);
                 continue;
             };
@@ -496,21 +588,16 @@ impl Executor {
                 let mut st = self.st.lock().unwrap();
                 st.ucode.release(handle);
                 st.sched.complete(&e);
-                st.running = false;
                 if status == Status::Ok {
                     st.c.jobs += 1;
                     st.c.cycles += cycles;
                 } else {
                     st.c.errors += 1;
                 }
+                st.driving = false;
             }
-            if self.cfg.pace_hz > 0 {
-                let now = Instant::now();
-                if busy_until > now {
-                    std::thread::sleep(busy_until - now);
-                }
-            }
-            reply(out);
+            let deliver_at = (self.cfg.pace_hz > 0).then_some(*busy_until);
+            return Some((reply, out, deliver_at));
         }
     }
 
@@ -791,6 +878,79 @@ mod tests {
         let first: HashSet<u32> = order[..8].iter().copied().collect();
         assert_eq!(first.len(), 4, "order {order:?}");
         assert_eq!(order[8..].iter().filter(|&&c| c == 1).count(), 6, "order {order:?}");
+    }
+
+    /// `Driver::Callers` (the server's mode): 4 threads submit and drive concurrently, a fifth
+    /// suspends and resumes mid-job; every result is right, none is lost, and nothing else drives.
+    #[test]
+    fn callers_drive_concurrently_with_suspend() {
+        let ex = start(Config { driver: Driver::Callers, slice: 97, quantum: 3_000, ..Config::default() });
+        let mut threads = vec![];
+        for c in 0..4u32 {
+            let ex = ex.clone();
+            threads.push(std::thread::spawn(move || {
+                let mut rng = Rng(0x5eed + c as u64);
+                let mut pending = vec![];
+                for _ in 0..5 {
+                    let (k, u) = (rng.bytes(), rng.bytes());
+                    let (reply, rx) = chan();
+                    ex.submit_x25519(c, &k, &u, reply).unwrap();
+                    ex.drive();
+                    pending.push((x25519_dalek::x25519(k, u), rx));
+                }
+                for (want, rx) in pending {
+                    ex.drive(); // a thread keeps driving until its results are in (the server
+                                // calls drive after every message)
+                    let o = rx.recv_timeout(T).unwrap();
+                    assert_eq!((o.status, o.result), (Status::Ok, want));
+                }
+            }));
+        }
+        for _ in 0..3 {
+            std::thread::sleep(Duration::from_millis(2));
+            let (tx, rx) = mpsc::channel();
+            ex.suspend(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+            ex.drive();
+            let s = rx.recv_timeout(T).unwrap().0;
+            assert!(s == Status::Ok || s == Status::BadState, "{s:?}");
+            let (tx, rx) = mpsc::channel();
+            ex.resume(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+            ex.drive();
+            let r = rx.recv_timeout(T).unwrap().0;
+            assert!(r == Status::Ok || r == Status::BadState, "{r:?}");
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        let s = ex.stats();
+        assert_eq!((s.jobs, s.queue_depth, s.suspended), (20, 0, 0));
+    }
+
+    /// `Driver::Callers`: while one thread runs a long job, another thread's submit + drive
+    /// return at once (the receive loop never waits for the engine), and its job runs on the
+    /// driving thread after the long job's quantum.
+    #[test]
+    fn callers_drive_never_blocks_on_a_busy_engine() {
+        let ex = start(Config { driver: Driver::Callers, quantum: 50_000, ..Config::default() });
+        let (spin, _) = ex.load_program(&spin_program()).unwrap();
+        let regs = [[0u8; 32]; NUM_REGS];
+        let (r1, spin_rx) = chan();
+        ex.submit_job(1, spin, WindowReq::Any, &regs, 5_000_000, r1).unwrap();
+        let ex2 = ex.clone();
+        let driver = std::thread::spawn(move || ex2.drive());
+        while !ex.st.lock().unwrap().driving {
+            std::thread::yield_now();
+        }
+        let t = Instant::now();
+        let (r2, x_rx) = chan();
+        ex.submit_x25519(2, &[4; 32], &[9; 32], r2).unwrap();
+        ex.drive();
+        assert!(t.elapsed() < Duration::from_millis(5), "drive returned at once: {:?}", t.elapsed());
+        let x = x_rx.recv_timeout(T).unwrap();
+        assert_eq!(x.result, x25519_dalek::x25519([4; 32], [9; 32]));
+        assert!(spin_rx.try_recv().is_err(), "X25519 finished while the runaway job still runs");
+        assert_eq!(spin_rx.recv_timeout(T).unwrap().status, Status::Runaway);
+        driver.join().unwrap();
     }
 
     #[test]

@@ -1,5 +1,10 @@
-//! engine25519 server. The loop only decodes, dispatches and replies; the work (queue, windows,
+//! engine25519 server. The receive loop decodes, dispatches and replies; the work (queue, windows,
 //! microcode cache, backends) lives in `engine25519::engine` and friends.
+//!
+//! Two threads run the receive loop (`RECEIVERS`). After queueing a job a thread drives the
+//! engine itself if it is idle (`Executor::drive`, `Driver::Callers`): no hand-off to a worker
+//! thread per request. While one thread is busy on the engine the other keeps receiving, so other
+//! clients are always answered (queued, or refused with Busy) without waiting for the engine.
 //!
 //! Options (argument or environment variable; arguments win):
 //!   --backend model|hw|rtl|software   ENGINE25519_BACKEND   (default: hw on Xous, model hosted)
@@ -8,6 +13,8 @@
 //!   --quantum CYCLES                  ENGINE25519_QUANTUM
 //!   --queue N / --per-client N        ENGINE25519_QUEUE / ENGINE25519_PER_CLIENT
 //!   --no-fallback                     ENGINE25519_NO_FALLBACK=1
+//!   --driver callers|thread           ENGINE25519_DRIVER    (default callers; thread = the
+//!                                     receive loop hands every job to a worker thread)
 
 use num_traits::FromPrimitive;
 use xous::{Message, MessageEnvelope};
@@ -16,7 +23,7 @@ use xous_ipc::Buffer;
 use engine25519::api::{
     self, archive_fits, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY,
 };
-use engine25519::engine::{Config, Executor, Outcome};
+use engine25519::engine::{Config, Driver, Executor, Outcome};
 use engine25519::scheduler::WindowReq;
 
 struct Options {
@@ -36,7 +43,7 @@ fn parse_options() -> Result<Options, String> {
         backend: if cfg!(target_os = "xous") { "hw".into() } else { "model".into() },
         // hosted: our v2 engine (what the gateware implements); device: Precursor's shipping v1
         isa: if cfg!(target_os = "xous") { engine25519_core::isa::Isa::V1 } else { engine25519_core::isa::Isa::V2 },
-        cfg: Config::default(),
+        cfg: Config { driver: Driver::Callers, ..Config::default() },
     };
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     if let Some(b) = env("ENGINE25519_BACKEND") {
@@ -58,6 +65,14 @@ fn parse_options() -> Result<Options, String> {
     if let Some(v) = env("ENGINE25519_PER_CLIENT") {
         o.cfg.per_client_cap = parse_u64("ENGINE25519_PER_CLIENT", &v)? as usize;
     }
+    let parse_driver = |v: &str| match v {
+        "callers" => Ok(Driver::Callers),
+        "thread" => Ok(Driver::Thread),
+        _ => Err(format!("unknown driver '{}': expected callers or thread", v)),
+    };
+    if let Some(v) = env("ENGINE25519_DRIVER") {
+        o.cfg.driver = parse_driver(&v)?;
+    }
     if env("ENGINE25519_NO_FALLBACK").as_deref() == Some("1") {
         o.cfg.software_fallback = false;
     }
@@ -77,6 +92,7 @@ fn parse_options() -> Result<Options, String> {
             "--queue" => o.cfg.global_cap = parse_u64(a, &value(&mut i)?)? as usize,
             "--per-client" => o.cfg.per_client_cap = parse_u64(a, &value(&mut i)?)? as usize,
             "--no-fallback" => o.cfg.software_fallback = false,
+            "--driver" => o.cfg.driver = parse_driver(&value(&mut i)?)?,
             _ if a.starts_with("--pace=") => o.cfg.pace_hz = parse_u64("--pace", &a[7..])?,
             _ if a.starts_with("--backend=") => o.backend = a[10..].to_string(),
             _ => return Err(format!("unknown option '{}'", a)),
@@ -349,8 +365,27 @@ fn main() -> ! {
         },
         if opts.cfg.pace_hz > 0 { format!("{} Hz", opts.cfg.pace_hz) } else { "off".into() }
     );
+    let receivers = if opts.cfg.driver == Driver::Callers { RECEIVERS } else { 1 };
+    for i in 1..receivers {
+        let ex = ex.clone();
+        std::thread::Builder::new()
+            .name(format!("engine25519-rx{}", i))
+            .spawn(move || receive_loop(sid, &ex))
+            .expect("spawn receive thread");
+    }
+    receive_loop(sid, &ex)
+}
+
+/// Receive threads (a fixed number: the hosted kernel has ~30 thread slots per process).
+const RECEIVERS: usize = 2;
+
+fn receive_loop(sid: xous::SID, ex: &std::sync::Arc<Executor>) -> ! {
     loop {
         let env = xous::receive_message(sid).unwrap();
-        dispatch(&ex, env);
+        dispatch(ex, env);
+        if ex.config().driver == Driver::Callers {
+            // run what was queued if the engine is idle; returns at once if another thread has it
+            ex.drive();
+        }
     }
 }

@@ -6,6 +6,8 @@
 //! * a provider table in the style of seed 001: per backend, key generation (k * basepoint) and
 //!   shared secret (k * peer) time and engine cycles.
 //! Prints `ENGINE-BENCH-TABLE ...` lines and one `BENCH-JSON {...}` line.
+//! Timed regions hold only the operation: every result is checked against x25519-dalek after the
+//! timer stopped (wrong results are counted, never excluded).
 
 use engine25519_core::isa::Isa;
 use std::time::Instant;
@@ -28,15 +30,25 @@ fn key(i: u64) -> [u8; 32] {
 }
 
 /// p50 in microseconds of `f(i)` over n calls after `warm` warm-up calls.
-fn time_us(n: u64, warm: u64, mut f: impl FnMut(u64)) -> f64 {
+fn time_us<R>(n: u64, warm: u64, f: impl FnMut(u64) -> R) -> f64 {
+    time_check_us(n, warm, f, |_, _| {})
+}
+
+/// Like `time_us`, and `check(i, result)` is called on every result outside the timed region.
+fn time_check_us<R>(n: u64, warm: u64, mut f: impl FnMut(u64) -> R, mut check: impl FnMut(u64, R)) -> f64 {
     for i in 0..warm {
-        f(i);
+        let r = f(i);
+        check(i, r);
     }
-    p50((0..n).map(|i| {
-        let t = Instant::now();
-        f(warm + i);
-        t.elapsed().as_secs_f64() * 1e6
-    }).collect())
+    p50((0..n)
+        .map(|i| {
+            let t = Instant::now();
+            let r = std::hint::black_box(f(warm + i));
+            let us = t.elapsed().as_secs_f64() * 1e6;
+            check(warm + i, r);
+            us
+        })
+        .collect())
 }
 
 fn main() {
@@ -59,20 +71,26 @@ fn main() {
     let mut svc = Vec::new();
     let mut inproc = Vec::new();
     for round in 0..3u64 {
-        svc.push(time_us(n / 3, 10, |i| {
-            let k = key(round * 1_000_000 + i);
-            let r = e.x25519_detailed(&k, &peer).expect("service x25519");
-            svc_cycles = r.cycles;
-            if r.result != x25519_dalek::x25519(k, peer) {
-                wrong += 1;
-            }
-        }));
-        inproc.push(time_us(n / 3, 10, |i| {
-            let k = key(round * 1_000_000 + i);
-            let (out, c) = engine25519_core::programs::x25519(isa, &k, &peer);
-            assert_eq!(c, probe.cycles, "constant-time: same cycles for every input");
-            assert_eq!(out, x25519_dalek::x25519(k, peer));
-        }));
+        svc.push(time_check_us(
+            n / 3,
+            10,
+            |i| e.x25519_detailed(&key(round * 1_000_000 + i), &peer).expect("service x25519"),
+            |i, r| {
+                svc_cycles = r.cycles;
+                if r.result != x25519_dalek::x25519(key(round * 1_000_000 + i), peer) {
+                    wrong += 1;
+                }
+            },
+        ));
+        inproc.push(time_check_us(
+            n / 3,
+            10,
+            |i| engine25519_core::programs::x25519(isa, &key(round * 1_000_000 + i), &peer),
+            |i, (out, c)| {
+                assert_eq!(c, probe.cycles, "constant-time: same cycles for every input");
+                assert_eq!(out, x25519_dalek::x25519(key(round * 1_000_000 + i), peer));
+            },
+        ));
     }
     let svc_p50 = p50(svc);
     let inproc_p50 = p50(inproc);
@@ -82,26 +100,30 @@ fn main() {
     let rows: Vec<(&str, f64, f64, u64)> = vec![
         (
             if isa == Isa::V1 { "model v1 via engine25519 service (IPC)" } else { "model v2 via engine25519 service (IPC)" },
-            time_us(m, 5, |i| { e.x25519(&key(i), &base).unwrap(); }),
-            time_us(m, 5, |i| { e.x25519(&key(i), &peer).unwrap(); }),
+            time_check_us(m, 5, |i| e.x25519(&key(i), &base).expect("service x25519"), |i, r| {
+                wrong += (r != x25519_dalek::x25519(key(i), base)) as u64;
+            }),
+            time_check_us(m, 5, |i| e.x25519(&key(i), &peer).expect("service x25519"), |i, r| {
+                wrong += (r != x25519_dalek::x25519(key(i), peer)) as u64;
+            }),
             svc_cycles,
         ),
         (
             "model v1 in-process",
-            time_us(m, 5, |i| { engine25519_core::programs::x25519(Isa::V1, &key(i), &base); }),
-            time_us(m, 5, |i| { engine25519_core::programs::x25519(Isa::V1, &key(i), &peer); }),
+            time_us(m, 5, |i| engine25519_core::programs::x25519(Isa::V1, &key(i), &base)),
+            time_us(m, 5, |i| engine25519_core::programs::x25519(Isa::V1, &key(i), &peer)),
             engine25519_core::programs::x25519(Isa::V1, &key(1), &peer).1,
         ),
         (
             "model v2 in-process",
-            time_us(m, 5, |i| { engine25519_core::programs::x25519(Isa::V2, &key(i), &base); }),
-            time_us(m, 5, |i| { engine25519_core::programs::x25519(Isa::V2, &key(i), &peer); }),
+            time_us(m, 5, |i| engine25519_core::programs::x25519(Isa::V2, &key(i), &base)),
+            time_us(m, 5, |i| engine25519_core::programs::x25519(Isa::V2, &key(i), &peer)),
             engine25519_core::programs::x25519(Isa::V2, &key(1), &peer).1,
         ),
         (
             "software x25519-dalek in-process",
-            time_us(m, 5, |i| { x25519_dalek::x25519(key(i), base); }),
-            time_us(m, 5, |i| { x25519_dalek::x25519(key(i), peer); }),
+            time_us(m, 5, |i| x25519_dalek::x25519(key(i), base)),
+            time_us(m, 5, |i| x25519_dalek::x25519(key(i), peer)),
             0,
         ),
     ];
