@@ -32,6 +32,15 @@ pub fn cargo() -> Command {
     c
 }
 
+/// `cargo` of another rustup toolchain (e.g. "nightly"). Use this instead of `cargo +nightly`:
+/// under `cargo xtask`, PATH starts with the active toolchain's own cargo, which does not
+/// understand `+toolchain`.
+pub fn cargo_toolchain(toolchain: &str) -> Command {
+    let mut c = Command::new("rustup");
+    c.args(["run", toolchain, "cargo"]).current_dir(root());
+    c
+}
+
 pub fn sha256_hex(data: &[u8]) -> String {
     let d = Sha256::digest(data);
     d.iter().map(|b| format!("{b:02x}")).collect()

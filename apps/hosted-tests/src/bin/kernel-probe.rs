@@ -4,8 +4,12 @@
 //! - `sid`: create two servers and print `PROBE-SID <hex>` for each (the kernel's RNG makes
 //!   server IDs; with the stock kernel they are identical on every run).
 //! - `ready`: print `PROBE-READY <pid>` as soon as the first syscall returned (start-up latency).
-//! - `shutdown`: print `PROBE-SHUTDOWN-CALL`, then issue the Shutdown syscall.
-//! - `idle`: connect, then wait forever (a process the kernel must stop on Shutdown).
+//! - `shutdown`: wait until the `idle` probe's server is registered (so the system is fully up),
+//!   print `PROBE-SHUTDOWN-CALL`, then issue the Shutdown syscall.
+//! - `idle`: register a server with xous-names, then serve forever (a process the kernel must
+//!   stop on Shutdown).
+
+const IDLE_NAME: &str = "_kernel-probe idle_";
 
 fn main() {
     let mode = std::env::args().nth(1).unwrap_or_default();
@@ -25,7 +29,8 @@ fn main() {
             hosted_tests::marker(&format!("PROBE-READY {pid}"));
         }
         "shutdown" => {
-            let _ = xous::process::id();
+            let xns = xous_api_names::XousNames::new().expect("xous-names");
+            xns.request_connection_blocking(IDLE_NAME).expect("connect to the idle probe");
             hosted_tests::marker("PROBE-SHUTDOWN-CALL");
             match hosted_tests::shutdown_system() {
                 Ok(()) => hosted_tests::marker("PROBE-SHUTDOWN-OK"),
@@ -35,10 +40,12 @@ fn main() {
             std::thread::sleep(std::time::Duration::from_secs(30));
         }
         "idle" => {
-            let pid = xous::process::id();
-            hosted_tests::marker(&format!("PROBE-IDLE {pid}"));
+            let xns = xous_api_names::XousNames::new().expect("xous-names");
+            let sid = xns.register_name(IDLE_NAME, None).expect("register idle server");
+            hosted_tests::marker(&format!("PROBE-IDLE {}", xous::process::id()));
             loop {
-                std::thread::sleep(std::time::Duration::from_secs(3600));
+                // Serve (and drop) whatever arrives; blocking in the kernel like a real server.
+                let _ = xous::receive_message(sid);
             }
         }
         other => {
