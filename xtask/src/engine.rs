@@ -13,7 +13,7 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
-use engine25519_core::asm::{assemble, declared_isa};
+use engine25519_core::asm::{assemble_with, declared_isa, AsmErrorKind};
 use engine25519_core::disasm::disassemble;
 use engine25519_core::isa::{self, Isa};
 use std::path::{Path, PathBuf};
@@ -35,7 +35,8 @@ pub enum EngineCmd {
 
 #[derive(Args, Debug)]
 pub struct AsmArgs {
-    /// Source file (assembly; with --disasm a .hex or .bin program image).
+    /// Source file (assembly, `.include "NAME"` read relative to its directory; with --disasm a
+    /// .hex or .bin program image).
     pub file: PathBuf,
     /// ISA to assemble for. Default: the source's `.isa` directive, else v1.
     #[arg(long, value_parser = parse_isa)]
@@ -148,7 +149,9 @@ fn write_or_print(out: Option<&Path>, bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// Assemble the source file at `path`; errors are `FILE:LINE:COL: message`.
+/// Assemble the source file at `path`; errors are `FILE:LINE:COL: message`, where FILE is the
+/// included file when the error lies in one. `.include "NAME"` reads NAME relative to the
+/// directory of `path` (also for includes inside included files).
 pub fn assemble_file(path: &Path, isa: Option<Isa>) -> Result<engine25519_core::asm::Program> {
     let src = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let shown = path.display();
@@ -156,7 +159,25 @@ pub fn assemble_file(path: &Path, isa: Option<Isa>) -> Result<engine25519_core::
         Some(i) => i,
         None => declared_isa(&src).map_err(|e| anyhow!("{shown}:{e}"))?.unwrap_or(Isa::V1),
     };
-    assemble(&src, isa).map_err(|e| anyhow!("{shown}:{e}"))
+    let dir = path.parent().unwrap_or(Path::new(""));
+    // why the last include could not be read (the assembler's resolver only says "not found")
+    let failure = std::cell::RefCell::new(String::new());
+    let resolve = |name: &str| {
+        let file = dir.join(name);
+        std::fs::read_to_string(&file)
+            .map_err(|e| *failure.borrow_mut() = format!("reading {}: {e}", file.display()))
+            .ok()
+    };
+    assemble_with(&src, isa, &resolve).map_err(|e| {
+        let at = match &e.file {
+            Some(f) => format!("{}:{}:{}", dir.join(f).display(), e.line, e.col),
+            None => format!("{shown}:{}:{}", e.line, e.col),
+        };
+        match e.kind {
+            AsmErrorKind::IncludeNotFound => anyhow!("{at}: {} ({})", e.message, failure.borrow()),
+            _ => anyhow!("{at}: {}", e.message),
+        }
+    })
 }
 
 pub fn cmd_asm(a: &AsmArgs) -> Result<()> {
@@ -695,6 +716,47 @@ mod tests {
         std::fs::write(&bad, "fin\n").unwrap();
         let r = cmd_asm(&AsmArgs { file: bad.clone(), isa: None, out: Some(d.join("no/such/dir/o.hex")), format: None, disasm: false });
         assert!(r.is_err());
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn asm_includes_resolve_relative_to_the_file() {
+        let d = tmpdir("include");
+        std::fs::create_dir_all(d.join("src/lib")).unwrap();
+        let main = d.join("src/main.s");
+        std::fs::write(&main, ".isa v2\nstart: psa %1, #1\n.include \"lib/inc.s\"\n").unwrap();
+        // nested includes resolve relative to the main file's directory too
+        std::fs::write(d.join("src/lib/inc.s"), "brz start, #0\n.include \"lib/tail.s\"\n").unwrap();
+        std::fs::write(d.join("src/lib/tail.s"), "fin\n").unwrap();
+        let p = assemble_file(&main, None).unwrap();
+        assert_eq!(p.isa, Isa::V2);
+        assert_eq!(p.words, assemble_with(".isa v2\nstart: psa %1, #1\nbrz start, #0\nfin\n", Isa::V2, &|_: &str| None).unwrap().words);
+        let out = d.join("main.hex");
+        cmd_asm(&AsmArgs { file: main.clone(), isa: None, out: Some(out.clone()), format: None, disasm: false }).unwrap();
+        assert_eq!(read_image(&out, None).unwrap(), p.words);
+        // the built-in X25519 sources assemble from their directory to the programs' words
+        let programs = crate::util::root().join("libs/engine25519-core/programs");
+        for isa in [Isa::V1, Isa::V2] {
+            let mp = engine25519_core::programs::x25519_program(isa);
+            assert_eq!(assemble_file(&programs.join(mp.file), None).unwrap().words, mp.words(), "{isa}");
+        }
+        // an error inside an included file names that file (path as resolved)
+        std::fs::write(d.join("src/lib/tail.s"), "fin\n  frob %1\n").unwrap();
+        let e = assemble_file(&main, None).unwrap_err().to_string();
+        assert!(e.ends_with(&format!("{}:2:3: unknown mnemonic \"frob\" for ISA v2", d.join("src").join("lib/tail.s").display())), "{e}");
+        // a missing include file: where it is included, what was looked for
+        std::fs::remove_file(d.join("src/lib/tail.s")).unwrap();
+        let e = assemble_file(&main, None).unwrap_err().to_string();
+        let inc = d.join("src").join("lib/inc.s");
+        let want = d.join("src").join("lib/tail.s");
+        assert!(e.starts_with(&format!("{}:2:10: include file \"lib/tail.s\" not found", inc.display())), "{e}");
+        assert!(e.contains(&format!("reading {}", want.display())), "{e}");
+        let r = cmd_asm(&AsmArgs { file: main.clone(), isa: None, out: Some(d.join("x.hex")), format: None, disasm: false });
+        assert!(r.is_err() && !d.join("x.hex").exists());
+        // a cycle through files on disk
+        std::fs::write(d.join("src/lib/tail.s"), ".include \"lib/inc.s\"\n").unwrap();
+        let e = assemble_file(&main, None).unwrap_err().to_string();
+        assert!(e.contains("include cycle: lib/inc.s -> lib/tail.s -> lib/inc.s"), "{e}");
         let _ = std::fs::remove_dir_all(&d);
     }
 

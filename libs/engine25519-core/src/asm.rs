@@ -14,9 +14,16 @@
 //! done: fin
 //!     .word 0x0000003f    ; raw instruction word
 //!     udf                 ; the explicitly illegal word (encoding.udf_word)
+//!     .include "inv.s"    ; the text of another file, here (labels are shared across files)
 //! ```
 //!
-//! Errors carry the 1-based line and column of the offending token.
+//! `.include` needs a resolver from the caller ([`assemble_with`]): it maps the quoted name to
+//! the file's text (`programs.rs` uses a table of `include_str!`'d fragments, `cargo xtask asm`
+//! reads files relative to the main file's directory). Nested includes go through the same
+//! resolver; cycles and nesting deeper than [`MAX_INCLUDE_DEPTH`] are errors.
+//!
+//! Errors carry the 1-based line and column of the offending token, and the include name when
+//! the token is in an included file.
 
 use crate::isa::{self, field, Instr, Isa, OpcodeInfo, OperandKind};
 use std::collections::BTreeMap;
@@ -49,19 +56,42 @@ pub enum AsmErrorKind {
     ProgramTooLong,
     /// `.isa` directive disagrees with the requested ISA, or names an unknown ISA.
     IsaMismatch,
+    /// `.include` could not be followed: no resolver, include cycle, nesting too deep.
+    Include,
+    /// `.include` names a file the resolver does not know.
+    IncludeNotFound,
 }
 
-/// An assembly error at a 1-based line and column.
+/// Maximum nesting of `.include` (the main file is depth 0).
+pub const MAX_INCLUDE_DEPTH: usize = 16;
+
+/// An assembly error at a 1-based line and column of the main source (`file` = `None`) or of
+/// the included file `file` (the name as written in `.include`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AsmError {
+    pub file: Option<String>,
     pub line: usize,
     pub col: usize,
     pub kind: AsmErrorKind,
     pub message: String,
 }
 
+impl AsmError {
+    /// Attribute an error without a file to `file`.
+    fn in_file(mut self, file: Option<&str>) -> AsmError {
+        if self.file.is_none() {
+            self.file = file.map(str::to_string);
+        }
+        self
+    }
+}
+
+/// `line:col: message` for the main source, `file:line:col: message` for an included file.
 impl fmt::Display for AsmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{file}:")?;
+        }
         write!(f, "{}:{}: {}", self.line, self.col, self.message)
     }
 }
@@ -76,8 +106,10 @@ pub struct Program {
     pub words: Vec<u32>,
     /// Label name -> word address within the program.
     pub labels: BTreeMap<String, usize>,
-    /// 1-based source line of each word.
+    /// 1-based source line of each word (in the file named by `source_files`).
     pub source_lines: Vec<usize>,
+    /// Included file each word comes from (`None` = the main source).
+    pub source_files: Vec<Option<String>>,
 }
 
 impl Program {
@@ -99,7 +131,7 @@ impl Program {
 }
 
 fn err(line: usize, col: usize, kind: AsmErrorKind, message: impl Into<String>) -> AsmError {
-    AsmError { line, col, kind, message: message.into() }
+    AsmError { file: None, line, col, kind, message: message.into() }
 }
 
 /// A token with its 1-based column.
@@ -109,14 +141,17 @@ struct Tok<'a> {
     col: usize,
 }
 
-enum Stmt<'a> {
-    Insn { op: &'static OpcodeInfo, operands: Vec<Tok<'a>> },
+enum Stmt {
+    /// Operands as (text, column): owned, since included texts live only while they are read.
+    Insn { op: &'static OpcodeInfo, operands: Vec<(String, usize)> },
     Word(u32),
 }
 
-struct Item<'a> {
+struct Item {
+    /// Index into `Pass::files` (0 = the main source).
+    file: usize,
     line: usize,
-    stmt: Stmt<'a>,
+    stmt: Stmt,
 }
 
 fn is_ident_start(c: char) -> bool {
@@ -282,114 +317,231 @@ fn isa_directive(line: &Line, lineno: usize) -> Result<Isa, AsmError> {
     }
 }
 
-/// Assemble `src` for `isa`.
+/// Resolves an `.include` name to the included file's text (`None`: no such file).
+pub type IncludeResolver<'r> = dyn Fn(&str) -> Option<String> + 'r;
+
+/// Assemble `src` for `isa`. There is no include resolver: `.include` is an error (use
+/// [`assemble_with`]).
 pub fn assemble(src: &str, isa: Isa) -> Result<Program, AsmError> {
-    let mut items: Vec<Item> = Vec::new();
-    let mut labels: BTreeMap<String, usize> = BTreeMap::new();
-    let mut label_lines: BTreeMap<String, usize> = BTreeMap::new();
-    let mut seen_isa = false;
-    for (i, raw) in src.lines().enumerate() {
-        let lineno = i + 1;
-        let line = split_line(raw, lineno)?;
-        for l in &line.labels {
-            if let Some(prev) = label_lines.get(l.text) {
-                return Err(err(
-                    lineno,
-                    l.col,
-                    AsmErrorKind::DuplicateLabel,
-                    format!("label {:?} already defined on line {prev}", l.text),
-                ));
-            }
-            label_lines.insert(l.text.to_string(), lineno);
-            labels.insert(l.text.to_string(), items.len());
+    Pass::new(isa, None).run(src)
+}
+
+/// Assemble `src` for `isa`, reading `.include`d files through `resolve` (also for includes
+/// inside included files). Labels are shared by all files of the program.
+pub fn assemble_with(src: &str, isa: Isa, resolve: &IncludeResolver) -> Result<Program, AsmError> {
+    Pass::new(isa, Some(resolve)).run(src)
+}
+
+struct Pass<'r> {
+    isa: Isa,
+    resolve: Option<&'r IncludeResolver<'r>>,
+    items: Vec<Item>,
+    labels: BTreeMap<String, usize>,
+    /// Label -> (file index, line) of its definition.
+    label_sites: BTreeMap<String, (usize, usize)>,
+    /// File names by index: 0 is the main source (no name), then each included name.
+    files: Vec<Option<String>>,
+    /// Names of the included files being read, outermost first (cycle detection).
+    stack: Vec<String>,
+}
+
+impl<'r> Pass<'r> {
+    fn new(isa: Isa, resolve: Option<&'r IncludeResolver<'r>>) -> Pass<'r> {
+        Pass {
+            isa,
+            resolve,
+            items: Vec::new(),
+            labels: BTreeMap::new(),
+            label_sites: BTreeMap::new(),
+            files: vec![None],
+            stack: Vec::new(),
         }
-        let Some(head) = line.head.clone() else { continue };
-        let stmt = if head.text.eq_ignore_ascii_case(".isa") {
-            let declared = isa_directive(&line, lineno)?;
-            if seen_isa || !items.is_empty() {
-                return Err(err(lineno, head.col, AsmErrorKind::Syntax, ".isa must come once, before any instruction"));
-            }
-            seen_isa = true;
-            if declared != isa {
-                return Err(err(
-                    lineno,
-                    line.operands[0].col,
-                    AsmErrorKind::IsaMismatch,
-                    format!("source declares .isa {declared} but is being assembled for {isa}"),
-                ));
-            }
-            continue;
-        } else if head.text.eq_ignore_ascii_case(".word") {
-            let [t] = line.operands.as_slice() else {
-                return Err(err(lineno, head.col, AsmErrorKind::BadOperand, ".word takes exactly one value"));
+    }
+
+    fn run(mut self, src: &str) -> Result<Program, AsmError> {
+        self.read(src, 0, 0)?;
+        let len = self.items.len();
+        let mut words = Vec::with_capacity(len);
+        let mut source_lines = Vec::with_capacity(len);
+        let mut source_files = Vec::with_capacity(len);
+        for (pc, item) in self.items.iter().enumerate() {
+            let word = match &item.stmt {
+                Stmt::Word(w) => *w,
+                Stmt::Insn { op, operands } => {
+                    let toks: Vec<Tok> = operands.iter().map(|(text, col)| Tok { text, col: *col }).collect();
+                    encode_insn(op, &toks, pc, len, &self.labels, item.line)
+                        .map_err(|e| e.in_file(self.files[item.file].as_deref()))?
+                }
             };
-            match parse_int(t.text) {
-                Some(v) if (0..=u32::MAX as i64).contains(&v) => Stmt::Word(v as u32),
-                _ => {
+            words.push(word);
+            source_lines.push(item.line);
+            source_files.push(self.files[item.file].clone());
+        }
+        Ok(Program { isa: self.isa, words, labels: self.labels, source_lines, source_files })
+    }
+
+    /// Read the text of file `file` at include nesting `depth` (0 = the main source).
+    fn read(&mut self, src: &str, file: usize, depth: usize) -> Result<(), AsmError> {
+        let name = self.files[file].clone();
+        self.read_lines(src, file, depth).map_err(|e| e.in_file(name.as_deref()))
+    }
+
+    fn read_lines(&mut self, src: &str, file: usize, depth: usize) -> Result<(), AsmError> {
+        let isa = self.isa;
+        let first_item = self.items.len();
+        let mut seen_isa = false;
+        for (i, raw) in src.lines().enumerate() {
+            let lineno = i + 1;
+            let line = split_line(raw, lineno)?;
+            for l in &line.labels {
+                if let Some(&(prev_file, prev_line)) = self.label_sites.get(l.text) {
+                    let place = if prev_file == file {
+                        format!("on line {prev_line}")
+                    } else {
+                        match &self.files[prev_file] {
+                            Some(f) => format!("on line {prev_line} of {f}"),
+                            None => format!("on line {prev_line} of the main source"),
+                        }
+                    };
                     return Err(err(
                         lineno,
-                        t.col,
-                        AsmErrorKind::BadOperand,
-                        format!(".word value {:?} is not an integer in 0..=0xFFFFFFFF", t.text),
-                    ))
+                        l.col,
+                        AsmErrorKind::DuplicateLabel,
+                        format!("label {:?} already defined {place}", l.text),
+                    ));
                 }
+                self.label_sites.insert(l.text.to_string(), (file, lineno));
+                self.labels.insert(l.text.to_string(), self.items.len());
             }
-        } else if head.text.starts_with('.') {
-            return Err(err(lineno, head.col, AsmErrorKind::Syntax, format!("unknown directive {:?}", head.text)));
-        } else if head.text.eq_ignore_ascii_case("udf") {
-            if let Some(t) = line.operands.first() {
-                return Err(err(lineno, t.col, AsmErrorKind::BadOperand, "udf takes no operands"));
-            }
-            Stmt::Word(isa::UDF_WORD)
-        } else {
-            let Some(op) = isa.by_mnemonic(head.text) else {
+            let Some(head) = line.head.clone() else { continue };
+            let stmt = if head.text.eq_ignore_ascii_case(".isa") {
+                let declared = isa_directive(&line, lineno)?;
+                if seen_isa || self.items.len() != first_item {
+                    return Err(err(lineno, head.col, AsmErrorKind::Syntax, ".isa must come once, before any instruction"));
+                }
+                seen_isa = true;
+                if declared != isa {
+                    return Err(err(
+                        lineno,
+                        line.operands[0].col,
+                        AsmErrorKind::IsaMismatch,
+                        format!("source declares .isa {declared} but is being assembled for {isa}"),
+                    ));
+                }
+                continue;
+            } else if head.text.eq_ignore_ascii_case(".include") {
+                self.include(&line, lineno, depth)?;
+                continue;
+            } else if head.text.eq_ignore_ascii_case(".word") {
+                let [t] = line.operands.as_slice() else {
+                    return Err(err(lineno, head.col, AsmErrorKind::BadOperand, ".word takes exactly one value"));
+                };
+                match parse_int(t.text) {
+                    Some(v) if (0..=u32::MAX as i64).contains(&v) => Stmt::Word(v as u32),
+                    _ => {
+                        return Err(err(
+                            lineno,
+                            t.col,
+                            AsmErrorKind::BadOperand,
+                            format!(".word value {:?} is not an integer in 0..=0xFFFFFFFF", t.text),
+                        ))
+                    }
+                }
+            } else if head.text.starts_with('.') {
+                return Err(err(lineno, head.col, AsmErrorKind::Syntax, format!("unknown directive {:?}", head.text)));
+            } else if head.text.eq_ignore_ascii_case("udf") {
+                if let Some(t) = line.operands.first() {
+                    return Err(err(lineno, t.col, AsmErrorKind::BadOperand, "udf takes no operands"));
+                }
+                Stmt::Word(isa::UDF_WORD)
+            } else {
+                let Some(op) = isa.by_mnemonic(head.text) else {
+                    return Err(err(
+                        lineno,
+                        head.col,
+                        AsmErrorKind::UnknownMnemonic,
+                        format!("unknown mnemonic {:?} for ISA {isa}", head.text),
+                    ));
+                };
+                if line.operands.len() != op.operands.len() {
+                    let col = line.operands.get(op.operands.len()).map_or(head.col, |t| t.col);
+                    return Err(err(
+                        lineno,
+                        col,
+                        AsmErrorKind::BadOperand,
+                        format!(
+                            "{} takes {} operand(s) ({}), found {}",
+                            op.mnemonic,
+                            op.operands.len(),
+                            operand_usage(op),
+                            line.operands.len()
+                        ),
+                    ));
+                }
+                Stmt::Insn { op, operands: line.operands.iter().map(|t| (t.text.to_string(), t.col)).collect() }
+            };
+            if self.items.len() >= isa::UCODE_WORDS {
                 return Err(err(
                     lineno,
                     head.col,
-                    AsmErrorKind::UnknownMnemonic,
-                    format!("unknown mnemonic {:?} for ISA {isa}", head.text),
-                ));
-            };
-            if line.operands.len() != op.operands.len() {
-                let col = line.operands.get(op.operands.len()).map_or(head.col, |t| t.col);
-                return Err(err(
-                    lineno,
-                    col,
-                    AsmErrorKind::BadOperand,
-                    format!(
-                        "{} takes {} operand(s) ({}), found {}",
-                        op.mnemonic,
-                        op.operands.len(),
-                        operand_usage(op),
-                        line.operands.len()
-                    ),
+                    AsmErrorKind::ProgramTooLong,
+                    format!("program exceeds the microcode RAM ({} words)", isa::UCODE_WORDS),
                 ));
             }
-            Stmt::Insn { op, operands: line.operands }
-        };
-        if items.len() >= isa::UCODE_WORDS {
-            return Err(err(
-                lineno,
-                line.head.as_ref().unwrap().col,
-                AsmErrorKind::ProgramTooLong,
-                format!("program exceeds the microcode RAM ({} words)", isa::UCODE_WORDS),
-            ));
+            self.items.push(Item { file, line: lineno, stmt });
         }
-        items.push(Item { line: lineno, stmt });
+        Ok(())
     }
 
-    let len = items.len();
-    let mut words = Vec::with_capacity(len);
-    let mut source_lines = Vec::with_capacity(len);
-    for (pc, item) in items.iter().enumerate() {
-        let word = match &item.stmt {
-            Stmt::Word(w) => *w,
-            Stmt::Insn { op, operands } => encode_insn(op, operands, pc, len, &labels, item.line)?,
+    /// `.include "name"`: read the named file's text here.
+    fn include(&mut self, line: &Line, lineno: usize, depth: usize) -> Result<(), AsmError> {
+        let head = line.head.as_ref().unwrap();
+        let [t] = line.operands.as_slice() else {
+            return Err(err(lineno, head.col, AsmErrorKind::Syntax, ".include takes exactly one quoted file name"));
         };
-        words.push(word);
-        source_lines.push(item.line);
+        let name = t
+            .text
+            .strip_prefix('"')
+            .and_then(|s| s.strip_suffix('"'))
+            .filter(|n| !n.is_empty() && !n.contains('"'))
+            .ok_or_else(|| {
+                err(lineno, t.col, AsmErrorKind::Syntax, format!(".include takes a quoted file name, found {:?}", t.text))
+            })?;
+        let Some(resolve) = self.resolve else {
+            return Err(err(
+                lineno,
+                head.col,
+                AsmErrorKind::Include,
+                format!("cannot include {name:?}: no include resolver (assemble with assemble_with)"),
+            ));
+        };
+        if self.stack.iter().any(|n| n == name) {
+            let chain: Vec<&str> = self.stack.iter().map(String::as_str).chain(std::iter::once(name)).collect();
+            return Err(err(lineno, t.col, AsmErrorKind::Include, format!("include cycle: {}", chain.join(" -> "))));
+        }
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(err(
+                lineno,
+                t.col,
+                AsmErrorKind::Include,
+                format!("cannot include {name:?}: includes nested deeper than {MAX_INCLUDE_DEPTH} levels"),
+            ));
+        }
+        let Some(text) = resolve(name) else {
+            return Err(err(lineno, t.col, AsmErrorKind::IncludeNotFound, format!("include file {name:?} not found")));
+        };
+        let idx = match self.files.iter().position(|f| f.as_deref() == Some(name)) {
+            Some(i) => i,
+            None => {
+                self.files.push(Some(name.to_string()));
+                self.files.len() - 1
+            }
+        };
+        self.stack.push(name.to_string());
+        let r = self.read(&text, idx, depth + 1);
+        self.stack.pop();
+        r
     }
-    Ok(Program { isa, words, labels, source_lines })
 }
 
 /// Human-readable operand list of an opcode, e.g. `%wd, %ra|#c, %rb|#c`.

@@ -51,11 +51,21 @@ const SYNTAX: &str = r#"One statement per line. Everything after `;` or `//` is 
 | raw word | `.word value` | `value` in 0..=0xFFFFFFFF (decimal, `0x` hex or `0b` binary, `_` separators allowed) |
 | illegal word | `udf` | emits the explicitly illegal word (see below); never a legal instruction |
 | ISA declaration | `.isa v1` | optional, once, before any instruction; assembling the file for another ISA is an error (`cargo xtask asm` uses it as the default ISA) |
+| include | `.include "name.s"` | assembles the named file's text in place (name in double quotes, without whitespace, `,`, `;` or `//`); labels are shared by the including and included files; an included file may declare `.isa` (checked) before its own first instruction |
 
-Errors are reported as `line:column: message` for: unknown mnemonics and directives, wrong
-operand count or form, registers/constants out of range, bad integers, undefined or duplicate
-labels, branch offsets that do not fit the immediate, branch targets outside the program, and
-programs longer than the microcode RAM.
+`.include` names are resolved by the caller of the assembler: `cargo xtask asm FILE` reads them
+relative to FILE's directory (also for includes inside included files), and the built-in programs
+(`libs/engine25519-core/src/programs.rs`) take them from a table of fragments in
+`libs/engine25519-core/programs/`. The plain `asm::assemble` has no resolver (`.include` is an
+error there; use `asm::assemble_with`). Include cycles, nesting deeper than @MAX_INCLUDE_DEPTH@ levels and missing
+files are errors.
+
+Errors are reported as `line:column: message` in the main file, and as
+`file:line:column: message` in an included file (`cargo xtask asm` always prefixes the file), for:
+unknown mnemonics and directives, wrong operand count or form, registers/constants out of range,
+bad integers, undefined or duplicate labels (also across files), branch offsets that do not fit
+the immediate, branch targets outside the program, programs longer than the microcode RAM, and
+includes that cannot be followed.
 
 The disassembler is total: a canonical instruction (all fields its operands do not use are zero)
 prints as assembly, with labels `L0000`.. at branch targets; anything else prints as
@@ -64,9 +74,12 @@ program). Reassembling the disassembly of any word sequence reproduces it bit fo
 
 const VECTORS: &str = r#"`cargo xtask engine-vectors --out DIR [--count N] [--seed S]` writes, for every program in
 `libs/engine25519-core/programs/` and every ISA it is written for, the program image, inputs,
-expected outputs and cycle counts. Expected outputs and cycles come from the cycle-exact model;
-the RFC 7748 X25519 vectors are checked against the RFC's outputs before anything is written, and
-the command re-reads every file and re-runs every vector before it reports success.
+expected outputs and cycle counts. Include fragments in that directory (`x25519_invert.s`: the
+inversion and affine result shared by `x25519_v1.s` and `x25519_v2.s`) are assembled into the
+programs that `.include` them and are not programs of their own. Expected outputs and cycles come
+from the cycle-exact model; the RFC 7748 X25519 vectors are checked against the RFC's outputs
+before anything is written, and the command re-reads every file and re-runs every vector before
+it reports success.
 
 | file | content |
 |---|---|
@@ -122,7 +135,7 @@ pub fn isa_markdown() -> String {
     w!("");
     w!("## Assembly syntax");
     w!("");
-    w!("{SYNTAX}");
+    w!("{}", SYNTAX.replace("@MAX_INCLUDE_DEPTH@", &crate::asm::MAX_INCLUDE_DEPTH.to_string()));
     w!("");
     for isa in Isa::ALL {
         let info = isa.info();

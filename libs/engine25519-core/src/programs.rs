@@ -1,6 +1,11 @@
 //! The engine's microcode programs (assembly sources in `libs/engine25519-core/programs/*.s`),
 //! assembled once on first use, and convenience runners that execute them on the model.
 //!
+//! Code shared by several programs lives once, in an include fragment under the same directory
+//! ([`FRAGMENTS`]), pulled in with `.include "name.s"`: `x25519_invert.s` (the inversion
+//! z2^(p-2) and the affine result) is the common tail of `x25519_v1.s` and `x25519_v2.s`.
+//! Fragments are not programs themselves.
+//!
 //! # Register conventions
 //! * X25519 (`x25519_v1.s`, `x25519_v2.s`): in `%31` = scalar (raw 32 bytes, clamped by the
 //!   microcode), `%24` = u-coordinate (raw 32 bytes: bit 255 ignored, non-canonical values
@@ -31,7 +36,7 @@ pub struct MicroProgram {
     pub isa: Isa,
     /// File name under `libs/engine25519-core/programs/`.
     pub file: &'static str,
-    /// The assembly source.
+    /// The assembly source (its `.include`s resolve through [`resolve_fragment`]).
     pub source: &'static str,
     /// Assembled words and labels.
     pub program: asm::Program,
@@ -81,13 +86,22 @@ const SOURCES: &[Src] = &[
     Src { name: "field_sub", file: "field_sub_v2.s", isa: Isa::V2, source: include_str!("../programs/field_sub_v2.s"), inputs: FIELD_IN },
 ];
 
+/// Include fragments (`.include "name"` in the programs above): name -> text, each file under
+/// `libs/engine25519-core/programs/`.
+pub const FRAGMENTS: &[(&str, &str)] = &[("x25519_invert.s", include_str!("../programs/x25519_invert.s"))];
+
+/// The include resolver of the built-in programs: a lookup in [`FRAGMENTS`].
+pub fn resolve_fragment(name: &str) -> Option<String> {
+    FRAGMENTS.iter().find(|(n, _)| *n == name).map(|(_, text)| text.to_string())
+}
+
 fn assembled() -> &'static [MicroProgram] {
     static P: OnceLock<Vec<MicroProgram>> = OnceLock::new();
     P.get_or_init(|| {
         SOURCES
             .iter()
             .map(|s| {
-                let program = asm::assemble(s.source, s.isa)
+                let program = asm::assemble_with(s.source, s.isa, &resolve_fragment)
                     .unwrap_or_else(|e| panic!("programs/{} ({}): {e}", s.file, s.isa));
                 MicroProgram {
                     name: s.name,
