@@ -231,6 +231,18 @@ pub fn cmd_gen_docs(root: &Path, check: bool) -> Result<()> {
 
 /// Steps for `cargo xtask test` (registered in steps.rs): the generated ISA doc is current, the
 /// gateware's Python ISA reader passes its tests, and a vector export re-reads and re-checks.
+/// Bench provider `engine`: the native `engine-bench` binary of engine25519-core (cycle counts
+/// per ISA, ladder-step cycles, model vs x25519-dalek host time, per-program instruction counts).
+pub fn bench_providers() -> Vec<crate::steps::BenchProvider> {
+    vec![crate::steps::BenchProvider { name: "engine", timeout: std::time::Duration::from_secs(600), run: bench_engine }]
+}
+
+fn bench_engine(_ctx: &crate::Ctx) -> Result<crate::steps::BenchResults> {
+    let mut c = crate::util::cargo();
+    c.args(["run", "--quiet", "--release", "-p", "engine25519-core", "--bin", "engine-bench"]);
+    crate::bench::native_provider(&mut c, std::time::Duration::from_secs(580), "engine-bench")
+}
+
 pub fn test_steps() -> Vec<crate::steps::TestStep> {
     use crate::steps::TestStep;
     use std::time::Duration;

@@ -5,8 +5,8 @@
 //!   (blocking + async, each checked against x25519-dalek in the client) running concurrently
 //!   with `engine-fuzz` (10,000 random malformed messages, each must get an error answer, then
 //!   valid X25519 calls must still succeed).
-//! * `engine-service:xous-target` — the server (hw backend) cross-compiles for
-//!   riscv32imac-unknown-xous-elf (nightly + rust-src, build-std).
+//! (The device cross-build of the server's `hw` backend is the step `device:cross-build`,
+//! xtask/src/device.rs.)
 //!
 //! Bench provider `engine-service`: `engine-bench` (service_x25519_us_p50, overhead ratio,
 //! seed-001 style table) and a fairness run (8 clients, fixed window -> service_fairness_spread).
@@ -22,7 +22,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub fn test_steps() -> Vec<TestStep> {
     vec![
         TestStep { name: "engine-service:load-fuzz", timeout: Duration::from_secs(300), run: load_fuzz },
-        TestStep { name: "engine-service:xous-target", timeout: Duration::from_secs(2400), run: xous_target },
     ]
 }
 
@@ -30,17 +29,6 @@ pub fn bench_providers() -> Vec<BenchProvider> {
     vec![BenchProvider { name: "engine-service", timeout: Duration::from_secs(300), run: bench_service }]
 }
 
-/// The exact device cross-build command (also documented in docs/engine-service.md).
-pub const XOUS_BUILD: &[&str] = &[
-    "+nightly",
-    "build",
-    "--release",
-    "--target",
-    "riscv32imac-unknown-xous-elf",
-    "-Zbuild-std=std,panic_abort",
-    "-p",
-    "engine25519",
-];
 
 fn system(ctx: &Ctx, clients: &[String]) -> Result<Hosted> {
     system_env(ctx, clients, &[])
@@ -119,13 +107,6 @@ fn load_fuzz(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
-fn xous_target(_ctx: &Ctx) -> Result<()> {
-    let mut c = crate::util::cargo();
-    // std for Xous is built from source (rust-src); the device profile aborts on panic
-    c.args(XOUS_BUILD).env("CARGO_PROFILE_RELEASE_PANIC", "abort").env_remove("RUSTUP_TOOLCHAIN");
-    crate::util::run(&mut c, Duration::from_secs(2300), "engine25519 cross-build for riscv32imac-unknown-xous-elf")
-        .context("needs `rustup toolchain install nightly` and `rustup component add rust-src --toolchain nightly`")
-}
 
 fn bench_service(ctx: &Ctx) -> Result<BenchResults> {
     // latency, overhead ratio and the provider table

@@ -2,6 +2,8 @@
 #![allow(dead_code)] // hosted.rs / util.rs / bench.rs are a library for the area modules
 
 mod bench;
+mod demo;
+mod device;
 mod engine;
 mod engine_service;
 mod hosted;
@@ -79,6 +81,9 @@ enum Cmd {
         #[arg(long)]
         only: Vec<String>,
     },
+    /// Cross-compile our Xous servers for the device (riscv32imac-unknown-xous-elf: nightly,
+    /// rust-src and build-std, installed through rustup when missing).
+    DeviceBuild(device::DeviceBuildArgs),
     #[command(flatten)]
     Engine(engine::EngineCmd),
     #[command(flatten)]
@@ -155,6 +160,7 @@ fn main() {
         Cmd::KernelTest => kernel_test::all(&ctx),
         Cmd::Test { only, skip, list } => cmd_test(&ctx, only, skip, list),
         Cmd::Bench { json, only } => bench::cmd_bench(&ctx, json, only),
+        Cmd::DeviceBuild(a) => device::run(a),
         Cmd::Engine(c) => engine::run(c),
         Cmd::Trng(c) => trng::run(&ctx, c),
     };

@@ -39,6 +39,8 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(crate::engine::test_steps());
     v.extend(crate::trng::test_steps());
     v.extend(crate::engine_service::test_steps());
+    v.extend(crate::demo::test_steps());
+    v.extend(crate::device::test_steps());
     v
 }
 
@@ -46,6 +48,7 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     let mut v = crate::bench::core_providers();
     // Area modules: one line each, e.g.
     // v.extend(crate::engine::bench_providers());
+    v.extend(crate::engine::bench_providers());
     v.extend(crate::trng::bench_providers());
     v.extend(crate::engine_service::bench_providers());
     v

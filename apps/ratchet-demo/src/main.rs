@@ -25,9 +25,9 @@ struct Args {
     shutdown: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
+fn parse_args(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
     let mut a = Args { handshakes: None, fps: 30, shutdown: false };
-    let mut it = std::env::args().skip(1);
+    let mut it = args.into_iter();
     while let Some(arg) = it.next() {
         match arg.as_str() {
             "--handshakes" => {
@@ -77,7 +77,7 @@ const BASEPOINT: [u8; 32] = {
 };
 
 fn main() {
-    let args = match parse_args() {
+    let args = match parse_args(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("ratchet-demo: {e}");
@@ -195,6 +195,39 @@ fn main() {
             std::thread::sleep(next_frame - now);
         } else {
             next_frame = now; // fell behind: do not try to catch up with a burst
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_args;
+
+    fn p(v: &[&str]) -> Result<super::Args, String> {
+        parse_args(v.iter().map(|s| s.to_string()))
+    }
+
+    #[test]
+    fn good_flags() {
+        let a = p(&["--handshakes", "3", "--fps", "60", "--shutdown"]).unwrap();
+        assert_eq!((a.handshakes, a.fps, a.shutdown), (Some(3), 60, true));
+        let d = p(&[]).unwrap();
+        assert_eq!((d.handshakes, d.fps, d.shutdown), (None, 30, false));
+    }
+
+    #[test]
+    fn malformed_flags_are_refused_with_a_reason() {
+        for (args, want) in [
+            (&["--handshakes"][..], "needs a value"),
+            (&["--handshakes", "x"][..], "not a number"),
+            (&["--handshakes", "-1"][..], "not a number"),
+            (&["--fps", "0"][..], "1..=240"),
+            (&["--fps", "1000"][..], "1..=240"),
+            (&["--fps"][..], "needs a value"),
+            (&["--bogus"][..], "unknown argument"),
+        ] {
+            let e = p(args).err().unwrap_or_else(|| panic!("{args:?} accepted"));
+            assert!(e.contains(want), "{args:?}: {e}");
         }
     }
 }

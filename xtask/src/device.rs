@@ -1,0 +1,98 @@
+//! Device builds: our Xous servers cross-compiled for Precursor (riscv32imac-unknown-xous-elf).
+//!
+//! `cargo xtask device-build [-p PKG]...` builds them (default: every server) the way the device
+//! image needs them: nightly + rust-src, `-Zbuild-std=std,panic_abort`, panic = abort (see
+//! ../shared/docs/environment.md). It installs the nightly toolchain and rust-src through rustup
+//! when they are missing. The same build is the test step `device:cross-build`, which keeps the
+//! `hw` backends (engine25519 CSR/memory-window driver, TRNG register driver) compiling.
+//! A bootable image also needs the Xous loader and the SoC bitstream, which are not built here.
+
+use std::process::Command;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+
+use crate::steps::TestStep;
+use crate::Ctx;
+
+/// The device target triple.
+pub const TARGET: &str = "riscv32imac-unknown-xous-elf";
+/// The toolchain that can build std for it.
+pub const TOOLCHAIN: &str = "nightly";
+/// Our programs that run on the device (their `hw` backends only exist there).
+pub const DEVICE_PACKAGES: &[&str] = &["engine25519", "trng"];
+
+#[derive(Args, Debug)]
+pub struct DeviceBuildArgs {
+    /// Package to build (repeatable; default: every device program).
+    #[arg(short = 'p', long = "package")]
+    pub packages: Vec<String>,
+}
+
+/// Make sure the nightly toolchain with rust-src is installed (no-op when it is).
+pub fn ensure_toolchain() -> Result<()> {
+    let mut c = Command::new("rustup");
+    c.args(["toolchain", "install", TOOLCHAIN, "--profile", "minimal", "--component", "rust-src", "--no-self-update"]);
+    crate::util::run(&mut c, Duration::from_secs(900), "rustup toolchain install nightly + rust-src")
+        .context("the device build needs rustup (https://rustup.rs)")
+}
+
+/// The cross-build command for `packages`.
+pub fn build_command(packages: &[String]) -> Command {
+    let mut c = crate::util::cargo_toolchain(TOOLCHAIN);
+    c.args(["build", "--release", "--target", TARGET, "-Zbuild-std=std,panic_abort"]);
+    for p in packages {
+        c.args(["-p", p]);
+    }
+    // std for Xous is built from source; the device profile aborts on panic
+    c.env("CARGO_PROFILE_RELEASE_PANIC", "abort").env_remove("RUSTUP_TOOLCHAIN").env_remove("CARGO");
+    c
+}
+
+fn build(packages: &[String]) -> Result<()> {
+    for p in packages {
+        if !DEVICE_PACKAGES.contains(&p.as_str()) {
+            anyhow::bail!("device-build: unknown package '{p}' (device programs: {})", DEVICE_PACKAGES.join(", "));
+        }
+    }
+    ensure_toolchain()?;
+    crate::util::run(&mut build_command(packages), Duration::from_secs(2300), &format!("cross-build of {} for {TARGET}", packages.join(", ")))?;
+    for p in packages {
+        eprintln!("device-build: target/{TARGET}/release/{p}");
+    }
+    Ok(())
+}
+
+pub fn run(a: DeviceBuildArgs) -> Result<()> {
+    let packages = if a.packages.is_empty() { DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect() } else { a.packages };
+    build(&packages)
+}
+
+pub fn test_steps() -> Vec<TestStep> {
+    vec![TestStep { name: "device:cross-build", timeout: Duration::from_secs(2400), run: cross_build }]
+}
+
+fn cross_build(_ctx: &Ctx) -> Result<()> {
+    build(&DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_package_is_refused_before_building() {
+        let e = build(&["not-a-device-program".into()]).unwrap_err().to_string();
+        assert!(e.contains("unknown package 'not-a-device-program'"), "{e}");
+    }
+
+    #[test]
+    fn command_targets_the_device_with_build_std() {
+        let c = build_command(&["trng".into()]);
+        let args: Vec<String> = c.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(args.windows(2).any(|w| w == ["--target", TARGET]));
+        assert!(args.iter().any(|a| a == "-Zbuild-std=std,panic_abort"));
+        assert!(args.windows(2).any(|w| w == ["-p", "trng"]));
+    }
+}
