@@ -38,7 +38,8 @@ enum Cmd {
     /// xous-ticktimer, xous-log) and our Xous programs; print where they are.
     Build,
     /// Start the hosted system (patched kernel, base services, our services, the ratchet demo)
-    /// in this terminal. Ctrl-C stops everything.
+    /// in this terminal, engine completions paced to the modelled 50 MHz engine clock.
+    /// Ctrl-C stops everything.
     Run {
         /// Use the unpatched kernel.
         #[arg(long)]
@@ -186,7 +187,10 @@ fn cmd_build(ctx: &Ctx) -> Result<()> {
 fn cmd_run(ctx: &Ctx, stock: bool, extra: Vec<String>) -> Result<()> {
     let bins = ctx.xous()?.clone();
     let flavor = if stock { xous::Flavor::Stock } else { xous::Flavor::Patched };
-    let mut launch = hosted::Launch::new(&bins, flavor).echo(true);
+    // The demo shows device-like latency: engine completions paced to the modelled cycle count
+    // at the engine clock (issue 4: pacing off by default, on in the demo).
+    let pace_hz = engine25519_core::isa::Isa::V2.info().eng_clk_hz;
+    let mut launch = hosted::Launch::new(&bins, flavor).echo(true).env("ENGINE25519_PACE_HZ", pace_hz.to_string());
     for p in ctx.server_programs()? {
         launch = launch.program(p);
     }
