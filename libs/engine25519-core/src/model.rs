@@ -151,29 +151,25 @@ struct IsaTables {
 fn tables(isa: Isa) -> &'static IsaTables {
     static T: OnceLock<Vec<IsaTables>> = OnceLock::new();
     let all = T.get_or_init(|| {
-        let spec: toml::Value = toml::from_str(isa::SPEC_TOML).expect("spec/engine25519.toml parses");
         Isa::ALL
             .iter()
             .map(|&i| {
                 let info = i.info();
                 let consts = info.const_rom.iter().map(f::from_words).collect();
-                let mut units = Vec::new();
-                if let Some(tbl) = spec
-                    .get("isa")
-                    .and_then(|t| t.get(i.name()))
-                    .and_then(|t| t.get("units"))
-                    .and_then(|t| t.as_table())
-                {
-                    for (name, v) in tbl {
-                        let n = v.as_integer().expect("[isa.*.units] values are instance counts");
+                // instance counts come from the generated tables (build.rs reads [isa.<name>.units])
+                let units = info
+                    .units
+                    .iter()
+                    .map(|u| {
                         assert!(
-                            (1..=MAX_UNIT_INSTANCES as i64).contains(&n),
-                            "isa.{}.units.{name}: count must be 1..={MAX_UNIT_INSTANCES}",
-                            i.name()
+                            (1..=MAX_UNIT_INSTANCES as u32).contains(&u.count),
+                            "isa.{}.units.{}: count must be 1..={MAX_UNIT_INSTANCES}",
+                            i.name(),
+                            u.unit
                         );
-                        units.push((name.clone(), n as usize));
-                    }
-                }
+                        (u.unit.to_string(), u.count as usize)
+                    })
+                    .collect();
                 IsaTables { isa: i, consts, illegal_cycles: info.illegal_cycles, units }
             })
             .collect()
