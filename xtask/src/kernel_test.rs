@@ -4,7 +4,7 @@
 use crate::hosted::{shell_quote, Launch};
 use crate::xous::Flavor;
 use crate::Ctx;
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use std::time::Duration;
 
 pub fn all(ctx: &Ctx) -> Result<()> {
@@ -13,6 +13,7 @@ pub fn all(ctx: &Ctx) -> Result<()> {
         ("shutdown", shutdown as fn(&Ctx) -> Result<()>),
         ("randomness", randomness),
         ("startup", startup),
+        ("process-exit", process_exit),
     ] {
         match f(ctx) {
             Ok(()) => eprintln!("kernel-test {name}: PASS"),
@@ -113,4 +114,58 @@ fn startup(ctx: &Ctx) -> Result<()> {
         bail!("patched kernel: first syscall after {patched:.1} ms (limit 100)");
     }
     Ok(())
+}
+
+/// The system broke down before the client started after the exiting process was served (what
+/// the stock kernel must do), as opposed to failing later (Shutdown, leftovers, panics).
+#[derive(Debug)]
+struct NotServed(String);
+
+impl std::fmt::Display for NotServed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NotServed {}
+
+/// A process exits from main while its threads are inside Xous calls (held by a slow server,
+/// or in flight in the kernel); another client must still be served afterwards, then Shutdown
+/// must end everything cleanly.
+fn process_exit_case(ctx: &Ctx, flavor: Flavor) -> Result<()> {
+    let bins = ctx.xous()?;
+    let mut sys = Launch::new(bins, flavor)
+        .program(probe(ctx, "slow-server")?)
+        .program(probe(ctx, "exit-with-threads")?)
+        .program(probe(ctx, "after-exit")?)
+        .echo(ctx.verbose)
+        .start()?;
+    sys.wait_marker("PROBE-EXITING", Duration::from_secs(15))?;
+    if let Err(e) = sys.wait_marker("PROBE-SERVED", Duration::from_secs(15)) {
+        let status = sys.try_status().ok().flatten();
+        sys.stop();
+        return Err(anyhow!(NotServed(format!(
+            "no client was served after a process exited with calls in flight ({e:#}); kernel status {status:?}; last lines:\n{}",
+            sys.tail(12)
+        ))));
+    }
+    let st = sys.wait_exit(Duration::from_secs(8))?;
+    let panics: Vec<String> =
+        sys.lines().into_iter().filter(|l| l.contains("panicked") || l.contains("Panic Details")).collect();
+    if !panics.is_empty() {
+        bail!("a process or the kernel panicked: {panics:?}");
+    }
+    if !st.success() {
+        bail!("kernel exited with {st} after Shutdown");
+    }
+    Ok(())
+}
+
+fn process_exit(ctx: &Ctx) -> Result<()> {
+    match process_exit_case(ctx, Flavor::Stock) {
+        Err(e) if e.downcast_ref::<NotServed>().is_some() => {}
+        Err(e) => bail!("stock kernel failed for another reason than the exiting process: {e:#}"),
+        Ok(()) => bail!("the stock kernel survives the process exit: this test cannot detect a missing patch"),
+    }
+    process_exit_case(ctx, Flavor::Patched).map_err(|e| e.context("patched kernel: process exit"))
 }
