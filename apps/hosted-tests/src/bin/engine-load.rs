@@ -4,7 +4,6 @@
 //! through the asynchronous API), each checked against x25519-dalek computed here; prints
 //! `ENGINE-LOAD id=N done=C wrong=W errors=E first_error=...`.
 //! `engine-load --id N --start-at-ms T --window-ms W`: from unix time T, blocking calls for W ms;
-//! (Without `--sync` the process stays alive after its marker: see the note at the end of main.)
 //! prints `ENGINE-FAIR id=N completed=K wrong=W errors=E` (jobs completed inside the window).
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -77,11 +76,6 @@ fn main() {
         hosted_tests::marker(&format!(
             "ENGINE-FAIR id={id} completed={completed} wrong={wrong} errors={errors} first_error={first_error:?}"
         ));
-        if !sync_only {
-            loop {
-                std::thread::sleep(Duration::from_secs(3600)); // see the note at the end of main
-            }
-        }
         return;
     }
     let calls = arg("--calls").unwrap_or(100);
@@ -109,12 +103,6 @@ fn main() {
     hosted_tests::marker(&format!(
         "ENGINE-LOAD id={id} done={done} wrong={wrong} errors={errors} first_error={first_error:?}"
     ));
-    if !sync_only {
-        // Hosted kernel 0.9.37 panics (process.rs:400, write to a closed connection) when a
-        // process whose extra threads made Xous calls (the async pool) exits: stay alive until
-        // the harness stops the system.
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
-    }
+    // Returning from main with the async pool's threads still connected is fine: kernel patch
+    // 0004-hosted-process-exit (the stock 0.9.37 kernel aborted here); the smoke run relies on it.
 }
