@@ -114,16 +114,32 @@ pub trait Engine: Send {
     }
 }
 
-/// `rtl`: runs jobs on the Verilated engine gateware once that exists. Until then it reports
-/// itself unavailable; it never produces results.
-pub struct Rtl;
+/// A backend with no engine behind it: `rtl` until the Verilated gateware exists, and
+/// `software` (no engine at all; X25519 requests go to the labelled x25519-dalek fallback,
+/// microcode jobs are refused with EngineUnavailable). It never produces results: the executor
+/// checks `available()` and never runs jobs on it.
+pub struct Unavailable {
+    pub id: BackendId,
+    pub reason: &'static str,
+}
 
-impl Engine for Rtl {
+impl Unavailable {
+    /// `rtl`: runs jobs on the Verilated engine gateware once that exists.
+    pub fn rtl() -> Self {
+        Unavailable { id: BackendId::Rtl, reason: "rtl backend: the Verilated engine gateware is not available yet (engine-gateware issue)" }
+    }
+    /// `software`: no engine (selected explicitly).
+    pub fn software() -> Self {
+        Unavailable { id: BackendId::Software, reason: "software backend selected: no engine; X25519 via x25519-dalek (counted as fallbacks)" }
+    }
+}
+
+impl Engine for Unavailable {
     fn id(&self) -> BackendId {
-        BackendId::Rtl
+        self.id
     }
     fn available(&self) -> Result<(), String> {
-        Err("rtl backend: the Verilated engine gateware is not available yet (engine-gateware issue)".into())
+        Err(self.reason.into())
     }
     fn write_ucode(&mut self, _: usize, _: &[u32]) {}
     fn read_ucode(&mut self, _: usize, out: &mut [u32]) {
@@ -134,7 +150,7 @@ impl Engine for Rtl {
         [0; 32]
     }
     fn run(&mut self, _: Launch, _: Option<u32>, _: u64, _: u64) -> RunEnd {
-        unreachable!("rtl backend is unavailable; the executor never runs jobs on it")
+        unreachable!("{}: the executor never runs jobs on an unavailable backend", self.reason)
     }
     fn reset(&mut self) {}
 }
@@ -151,8 +167,8 @@ pub fn create(name: &str, isa: engine25519_core::isa::Isa) -> Result<Box<dyn Eng
     }
     match name {
         "model" => Ok(Box::new(crate::model_backend::ModelEngine::new(isa))),
-        "rtl" => Ok(Box::new(Rtl)),
-        "software" => Ok(Box::new(NoEngine)),
+        "rtl" => Ok(Box::new(Unavailable::rtl())),
+        "software" => Ok(Box::new(Unavailable::software())),
         "hw" => hw_backend(),
         other => Err(format!("unknown backend '{}': expected model, hw, rtl or software", other)),
     }
@@ -166,29 +182,4 @@ fn hw_backend() -> Result<Box<dyn Engine>, String> {
 #[cfg(not(target_os = "xous"))]
 fn hw_backend() -> Result<Box<dyn Engine>, String> {
     Err("hw backend: the engine25519 hardware exists only on the Xous target (riscv32imac-unknown-xous-elf)".into())
-}
-
-/// `software`: no engine at all (selected explicitly). X25519 requests are served by the
-/// labelled x25519-dalek fallback; microcode jobs are refused with EngineUnavailable.
-pub struct NoEngine;
-
-impl Engine for NoEngine {
-    fn id(&self) -> BackendId {
-        BackendId::Software
-    }
-    fn available(&self) -> Result<(), String> {
-        Err("software backend selected: no engine; X25519 via x25519-dalek (counted as fallbacks)".into())
-    }
-    fn write_ucode(&mut self, _: usize, _: &[u32]) {}
-    fn read_ucode(&mut self, _: usize, out: &mut [u32]) {
-        out.fill(0)
-    }
-    fn write_reg(&mut self, _: usize, _: usize, _: &Reg) {}
-    fn read_reg(&mut self, _: usize, _: usize) -> Reg {
-        [0; 32]
-    }
-    fn run(&mut self, _: Launch, _: Option<u32>, _: u64, _: u64) -> RunEnd {
-        unreachable!("no engine; the executor never runs jobs without one")
-    }
-    fn reset(&mut self) {}
 }

@@ -955,7 +955,7 @@ mod tests {
 
     #[test]
     fn software_fallback_is_labelled_and_counted() {
-        let ex = Executor::start(Box::new(crate::backend::Rtl), x25519_program(Isa::V1), Config::default());
+        let ex = Executor::start(Box::new(crate::backend::Unavailable::rtl()), x25519_program(Isa::V1), Config::default());
         assert!(ex.unavailable_reason().unwrap().contains("not available"));
         let (r, rx) = chan();
         ex.submit_x25519(1, &[5; 32], &[9; 32], r).unwrap();
@@ -965,7 +965,7 @@ mod tests {
         assert_eq!(ex.stats().fallbacks, 1);
         assert_eq!(ex.load_program(&[1]).unwrap_err(), Status::EngineUnavailable);
         let strict = Executor::start(
-            Box::new(crate::backend::Rtl),
+            Box::new(crate::backend::Unavailable::rtl()),
             x25519_program(Isa::V1),
             Config { software_fallback: false, ..Config::default() },
         );
