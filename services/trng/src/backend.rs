@@ -93,48 +93,63 @@ impl Backend for SoftBackend {
             if slot == SLOT_EXT && self.engine.feed() != Feed::External {
                 continue;
             }
-            let h = self.engine.health(slot);
-            let c = h.counters();
-            let p = h.params();
-            hs.sources[slot] = SourceStats {
-                kind: kinds[slot],
-                symbol_bits: p.symbol_bits,
-                min_entropy_milli: (p.min_entropy * 1000.0).round() as u32,
-                rct_cutoff: h.rct_cutoff(),
-                apt_cutoff: h.apt_cutoff(),
-                apt_window: p.apt_window,
-                samples: c.samples,
-                rct_max_run: c.rct_max_run,
-                apt_max_count: c.apt_max_count,
-                rct_failures: c.rct_failures,
-                apt_failures: c.apt_failures,
-                startup_passed: h.startup_done() && h.failure().is_none(),
-            };
+            hs.sources[slot] = source_stats(&self.engine, slot, kinds[slot]);
         }
-        let cs = self.engine.conditioner_stats();
-        hs.conditioner_valid = self.engine.conditioner_valid();
-        hs.blocks_out = cs.blocks_out;
-        hs.reseeds = cs.reseeds;
-        hs.rekeys = cs.rekeys;
-        hs.selfmix_blocks = cs.selfmix_blocks;
-        hs.full_seeds = cs.full_seeds;
+        conditioner_stats(&self.engine, &mut hs);
         hs
     }
     fn error_stats(&self) -> ErrorStats {
-        let e = self.engine.errors();
-        ErrorStats {
-            status: 0,
-            latched: e.latched,
-            error_bits: e.error_bits,
-            total_failures: e.total_failures,
-            startup_failures: e.startup_failures,
-            clears: e.clears,
-            refused_requests: e.refused_requests,
-            subscribers: 0,
-            notifications_sent: 0,
-        }
+        engine_error_stats(&self.engine)
     }
     fn take_new_error(&mut self) -> bool {
         self.engine.take_new_error()
+    }
+}
+
+/// Health statistics of one slot of the pipeline (shared by every source backend).
+pub fn source_stats(engine: &Engine, slot: usize, kind: u32) -> SourceStats {
+    let h = engine.health(slot);
+    let c = h.counters();
+    let p = h.params();
+    SourceStats {
+        kind,
+        symbol_bits: p.symbol_bits,
+        min_entropy_milli: (p.min_entropy * 1000.0).round() as u32,
+        rct_cutoff: h.rct_cutoff(),
+        apt_cutoff: h.apt_cutoff(),
+        apt_window: p.apt_window,
+        samples: c.samples,
+        rct_max_run: c.rct_max_run,
+        apt_max_count: c.apt_max_count,
+        rct_failures: c.rct_failures,
+        apt_failures: c.apt_failures,
+        startup_passed: h.startup_done() && h.failure().is_none(),
+    }
+}
+
+/// The conditioner's part of HealthStats.
+pub fn conditioner_stats(engine: &Engine, hs: &mut HealthStats) {
+    let cs = engine.conditioner_stats();
+    hs.conditioner_valid = engine.conditioner_valid();
+    hs.blocks_out = cs.blocks_out;
+    hs.reseeds = cs.reseeds;
+    hs.rekeys = cs.rekeys;
+    hs.selfmix_blocks = cs.selfmix_blocks;
+    hs.full_seeds = cs.full_seeds;
+}
+
+/// ErrorStats from the pipeline's latched errors (the server fills in subscriber counts).
+pub fn engine_error_stats(engine: &Engine) -> ErrorStats {
+    let e = engine.errors();
+    ErrorStats {
+        status: 0,
+        latched: e.latched,
+        error_bits: e.error_bits,
+        total_failures: e.total_failures,
+        startup_failures: e.startup_failures,
+        clears: e.clears,
+        refused_requests: e.refused_requests,
+        subscribers: 0,
+        notifications_sent: 0,
     }
 }

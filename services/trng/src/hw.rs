@@ -172,45 +172,22 @@ impl Backend for HwBackend {
     }
     fn health_stats(&self) -> HealthStats {
         let mut hs = HealthStats::default();
-        let h = self.engine.health(trng_core::engine::SLOT_EXT);
-        let c = h.counters();
-        hs.sources[0] = trng::api::SourceStats {
-            kind: trng::api::SOURCE_HW,
-            symbol_bits: h.params().symbol_bits,
-            min_entropy_milli: (h.params().min_entropy * 1000.0) as u32,
-            rct_cutoff: h.rct_cutoff(),
-            apt_cutoff: h.apt_cutoff(),
-            apt_window: h.params().apt_window,
-            samples: c.samples,
-            rct_max_run: c.rct_max_run,
-            apt_max_count: c.apt_max_count,
-            rct_failures: c.rct_failures + r::nist_errors::AV_REPCOUNT.get(self.regs.rd(r::NIST_ERRORS)) + r::nist_errors::RO_REPCOUNT.get(self.regs.rd(r::NIST_ERRORS)),
-            apt_failures: c.apt_failures + r::nist_errors::AV_ADAPTIVE.get(self.regs.rd(r::NIST_ERRORS)) + r::nist_errors::RO_ADAPTIVE.get(self.regs.rd(r::NIST_ERRORS)),
-            startup_passed: h.startup_done() && h.failure().is_none(),
-        };
-        let cs = self.engine.conditioner_stats();
-        hs.conditioner_valid = self.engine.conditioner_valid();
-        hs.blocks_out = cs.blocks_out;
-        hs.reseeds = cs.reseeds;
-        hs.rekeys = cs.rekeys;
-        hs.selfmix_blocks = cs.selfmix_blocks;
-        hs.full_seeds = cs.full_seeds;
+        let mut src = crate::backend::source_stats(&self.engine, trng_core::engine::SLOT_EXT, trng::api::SOURCE_HW);
+        // the hardware's own RCT/APT failures (latched in NIST_ERRORS) on top of ours
+        let nist = self.regs.rd(r::NIST_ERRORS);
+        src.rct_failures += r::nist_errors::AV_REPCOUNT.get(nist) + r::nist_errors::RO_REPCOUNT.get(nist);
+        src.apt_failures += r::nist_errors::AV_ADAPTIVE.get(nist) + r::nist_errors::RO_ADAPTIVE.get(nist);
+        hs.sources[0] = src;
+        crate::backend::conditioner_stats(&self.engine, &mut hs);
         hs
     }
     fn error_stats(&self) -> ErrorStats {
-        let e = self.engine.errors();
-        let hw = self.regs.hw_error();
-        ErrorStats {
-            status: 0,
-            latched: e.latched || hw,
-            error_bits: e.error_bits | if hw { trng_core::engine::ERR_SOURCE } else { 0 },
-            total_failures: e.total_failures,
-            startup_failures: e.startup_failures,
-            clears: e.clears,
-            refused_requests: e.refused_requests,
-            subscribers: 0,
-            notifications_sent: 0,
+        let mut es = crate::backend::engine_error_stats(&self.engine);
+        if self.regs.hw_error() {
+            es.latched = true;
+            es.error_bits |= trng_core::engine::ERR_SOURCE;
         }
+        es
     }
     fn take_new_error(&mut self) -> bool {
         self.engine.take_new_error()
