@@ -8,7 +8,7 @@
 //! (The device cross-build of the server's `hw` backend is the step `device:cross-build`,
 //! xtask/src/device.rs.)
 //!
-//! Bench provider `engine-service`: `engine-bench` (service_x25519_us_p50, overhead ratio,
+//! Bench provider `engine-service`: `engine-service-bench` (hosted client: service_x25519_us_p50, overhead ratio,
 //! seed-001 style table) and a fairness run (8 clients, fixed window -> service_fairness_spread).
 
 use crate::bench;
@@ -110,7 +110,7 @@ fn load_fuzz(ctx: &Ctx) -> Result<()> {
 
 fn bench_service(ctx: &Ctx) -> Result<BenchResults> {
     // latency, overhead ratio and the provider table
-    let mut sys = system(ctx, &[shell_quote(&ctx.program("engine-bench")?)])?;
+    let mut sys = system(ctx, &[shell_quote(&ctx.program("engine-service-bench")?)])?;
     let mut out = bench::hosted_bench_json(&mut sys, 1, Duration::from_secs(180))?;
     for l in sys.lines().iter().filter(|l| l.contains("ENGINE-BENCH-TABLE")) {
         eprintln!("{}", l.split_once("ENGINE-BENCH-TABLE ").map(|x| x.1).unwrap_or(l));

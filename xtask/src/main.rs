@@ -274,3 +274,34 @@ fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> Resu
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod workspace_tests {
+    /// Every binary of the workspace lands in target/release/<name>: two packages declaring the
+    /// same bin name silently overwrite each other (it happened: a hosted bench client and a
+    /// native bench provider were both `engine-bench`, and the wrong one was launched).
+    #[test]
+    fn binary_names_are_unique_across_the_workspace() {
+        let out = std::process::Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+            .args(["metadata", "--no-deps", "--format-version", "1"])
+            .current_dir(crate::util::root())
+            .output()
+            .expect("cargo metadata");
+        assert!(out.status.success(), "cargo metadata failed");
+        let meta: serde_json::Value = serde_json::from_slice(&out.stdout).expect("metadata JSON");
+        let mut seen = std::collections::BTreeMap::new();
+        for pkg in meta["packages"].as_array().unwrap() {
+            for t in pkg["targets"].as_array().unwrap() {
+                let kinds: Vec<&str> = t["kind"].as_array().unwrap().iter().filter_map(|k| k.as_str()).collect();
+                if kinds.contains(&"bin") {
+                    let name = t["name"].as_str().unwrap().to_string();
+                    let pkg_name = pkg["name"].as_str().unwrap().to_string();
+                    if let Some(other) = seen.insert(name.clone(), pkg_name.clone()) {
+                        panic!("binary `{name}` is declared by both `{other}` and `{pkg_name}`");
+                    }
+                }
+            }
+        }
+        assert!(seen.contains_key("engine25519") && seen.contains_key("trng"), "servers missing: {seen:?}");
+    }
+}
