@@ -28,3 +28,4 @@ pub mod docs;
 pub mod model;
 pub mod model_field;
 pub mod programs;
+pub mod vectors;

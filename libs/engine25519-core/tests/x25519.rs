@@ -21,20 +21,10 @@ const ISAS: [Isa; 2] = [Isa::V1, Isa::V2];
 
 #[test]
 fn rfc7748_section_5_2_vectors() {
-    let cases = [
-        (
-            "a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4",
-            "e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c",
-            "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552",
-        ),
-        (
-            "4b66e9d4d1b4673c5ad22691957d6af5c11b6421e0ea01d42ca4169e7918ba0d",
-            "e5210f12786811d3f4b7959d0538ae2c31dbe7106fc03c3efc4cd549c715a493",
-            "95cbde9476e8907d7aade45cb4b873f88b595a68799fa152e6f8f7647aac7957",
-        ),
-    ];
+    // section 5.2's two function vectors (the RFC's numbers, stored once in engine25519_core::vectors)
+    let cases = &engine25519_core::vectors::RFC7748[..2];
     for isa in ISAS {
-        for (k, u, want) in cases {
+        for &(k, u, want) in cases {
             let (got, _) = programs::x25519(isa, &hex32(k), &hex32(u));
             assert_eq!(got, hex32(want), "{isa}: RFC 7748 5.2 vector k={k}");
             assert_eq!(got, dalek(&hex32(k), &hex32(u)));
@@ -44,8 +34,8 @@ fn rfc7748_section_5_2_vectors() {
 
 #[test]
 fn rfc7748_iterated_1_and_1000() {
-    let after_1 = hex32("422c8e7a6227d7bca1350b3e2bb7279f7897b87bb6854b783c60e80311ae3079");
-    let after_1000 = hex32("684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51");
+    let after_1 = hex32(engine25519_core::vectors::RFC7748_ITERATED_1);
+    let after_1000 = hex32(engine25519_core::vectors::RFC7748_ITERATED_1000);
     for isa in ISAS {
         let mut r = Runner::new(programs::x25519_program(isa));
         let mut k = [0u8; 32];
