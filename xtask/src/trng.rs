@@ -5,7 +5,10 @@
 //! Pipeline per dieharder test (one process per test, each fed by its own tester connection):
 //!   hosted kernel + trng server (tester on 127.0.0.1:PORT)
 //!     -> python3 tools/trng_test.py --port PORT --source S   (verified buffers, stdout)
-//!     -> dieharder -g 200 -Y 1 -d N [-n M]                    (stdin, closes it when done)
+//!     -> dieharder -g 200 -d N [-n M]                         (stdin, closes it when done)
+//! No `-Y 1`: its ambiguity resolution adds psamples until a marginal p-value settles, which has
+//! no bound (one d205 run consumed 62 GB). We gate on FAILED only and report WEAK, so every
+//! process reads a bounded, predictable amount.
 //! The tool exits 0 when dieharder closes the pipe; its --stats-json says how many bytes went in.
 
 use crate::bench;
@@ -116,7 +119,7 @@ pub fn parse_size(s: &str) -> Result<u64, String> {
 // ------------------------------------------------------------------------------------------
 // dieharder test lists
 
-/// One dieharder process: its arguments after `-g 200 -Y 1`.
+/// One dieharder process: its arguments after `-g 200`.
 #[derive(Clone, Debug)]
 pub struct DhTest {
     pub label: String,
@@ -162,8 +165,9 @@ pub struct DhLine {
     pub assessment: String,
 }
 
-/// Parse dieharder's result table. With `-Y 1` an ambiguous test is re-run with more psamples
-/// and printed again: for each test name only the lines with its largest psamples count.
+/// Parse dieharder's result table. (Run with `-Y 1`, dieharder re-runs an ambiguous test with
+/// more psamples and prints it again: for each test name only the lines with its largest psamples
+/// count are kept, so reports from either mode parse.)
 pub fn parse_dieharder(text: &str) -> Vec<DhLine> {
     let mut all = Vec::new();
     for line in text.lines() {
@@ -332,7 +336,7 @@ pub fn run_one(py: &Path, port: u16, source: Source, t: &DhTest, dir: &Path, tim
         let pipe = tool.stdout.take().unwrap();
         let out = File::create(&out_path)?;
         let mut cmd = Command::new("dieharder");
-        cmd.args(["-g", "200", "-Y", "1"]).args(&t.args).stdin(pipe).stdout(out.try_clone()?).stderr(out);
+        cmd.args(["-g", "200"]).args(&t.args).stdin(pipe).stdout(out.try_clone()?).stderr(out);
         let mut d = util::spawn_grouped(&mut cmd)?;
         drop(cmd); // the Command still holds the pipe's read end: close ours so the tool sees EPIPE
         let st = util::wait_timeout(&mut d, timeout, &format!("dieharder {}", t.args.join(" ")));
