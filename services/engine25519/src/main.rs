@@ -1,7 +1,7 @@
 //! engine25519 server. The receive loop decodes, dispatches and replies; the work (queue, windows,
 //! microcode cache, backends) lives in `engine25519::engine` and friends.
 //!
-//! Two threads run the receive loop (`RECEIVERS`). After queueing a job a thread drives the
+//! Two threads run the receive loop (`RECEIVERS`, `--receivers`). After queueing a job a thread drives the
 //! engine itself if it is idle (`Executor::drive`, `Driver::Callers`): no hand-off to a worker
 //! thread per request. While one thread is busy on the engine the other keeps receiving, so other
 //! clients are always answered (queued, or refused with Busy) without waiting for the engine.
@@ -15,6 +15,7 @@
 //!   --no-fallback                     ENGINE25519_NO_FALLBACK=1
 //!   --driver callers|thread           ENGINE25519_DRIVER    (default callers; thread = the
 //!                                     receive loop hands every job to a worker thread)
+//!   --receivers N                     ENGINE25519_RECEIVERS (callers only; 2..=8, default 2)
 
 use num_traits::FromPrimitive;
 use xous::{Message, MessageEnvelope};
@@ -30,6 +31,8 @@ struct Options {
     backend: String,
     isa: engine25519_core::isa::Isa,
     cfg: Config,
+    /// receive threads (`Driver::Callers` only)
+    receivers: usize,
 }
 
 fn parse_u64(name: &str, v: &str) -> Result<u64, String> {
@@ -44,6 +47,7 @@ fn parse_options() -> Result<Options, String> {
         // hosted: our v2 engine (what the gateware implements); device: Precursor's shipping v1
         isa: if cfg!(target_os = "xous") { engine25519_core::isa::Isa::V1 } else { engine25519_core::isa::Isa::V2 },
         cfg: Config { driver: Driver::Callers, ..Config::default() },
+        receivers: RECEIVERS,
     };
     let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
     if let Some(b) = env("ENGINE25519_BACKEND") {
@@ -73,6 +77,9 @@ fn parse_options() -> Result<Options, String> {
     if let Some(v) = env("ENGINE25519_DRIVER") {
         o.cfg.driver = parse_driver(&v)?;
     }
+    if let Some(v) = env("ENGINE25519_RECEIVERS") {
+        o.receivers = parse_u64("ENGINE25519_RECEIVERS", &v)? as usize;
+    }
     if env("ENGINE25519_NO_FALLBACK").as_deref() == Some("1") {
         o.cfg.software_fallback = false;
     }
@@ -93,6 +100,7 @@ fn parse_options() -> Result<Options, String> {
             "--per-client" => o.cfg.per_client_cap = parse_u64(a, &value(&mut i)?)? as usize,
             "--no-fallback" => o.cfg.software_fallback = false,
             "--driver" => o.cfg.driver = parse_driver(&value(&mut i)?)?,
+            "--receivers" => o.receivers = parse_u64(a, &value(&mut i)?)? as usize,
             _ if a.starts_with("--pace=") => o.cfg.pace_hz = parse_u64("--pace", &a[7..])?,
             _ if a.starts_with("--backend=") => o.backend = a[10..].to_string(),
             _ => return Err(format!("unknown option '{}'", a)),
@@ -101,6 +109,11 @@ fn parse_options() -> Result<Options, String> {
     }
     if o.cfg.quantum == 0 || o.cfg.global_cap == 0 || o.cfg.per_client_cap == 0 {
         return Err("quantum, queue and per-client must be > 0".into());
+    }
+    if !(2..=MAX_RECEIVERS).contains(&o.receivers) {
+        // one thread would stop receiving while it runs a job: no Busy answers, no Suspend
+        // until a long custom job ends
+        return Err(format!("receivers must be 2..={} (one thread could not answer while it drives the engine)", MAX_RECEIVERS));
     }
     Ok(o)
 }
@@ -354,7 +367,7 @@ fn main() -> ! {
     let xns = xous_api_names::XousNames::new().unwrap();
     let sid = xns.register_name(api::SERVER_NAME, None).expect("can't register server");
     log::info!(
-        "engine25519: registered as '{}', backend {} isa {} ({}), pacing {}",
+        "engine25519: registered as '{}', backend {} isa {} ({}), pacing {}, receive threads {}",
         api::SERVER_NAME,
         opts.backend,
         opts.isa,
@@ -363,9 +376,10 @@ fn main() -> ! {
         } else {
             "engine available"
         },
-        if opts.cfg.pace_hz > 0 { format!("{} Hz", opts.cfg.pace_hz) } else { "off".into() }
+        if opts.cfg.pace_hz > 0 { format!("{} Hz", opts.cfg.pace_hz) } else { "off".into() },
+        if opts.cfg.driver == Driver::Callers { opts.receivers } else { 1 }
     );
-    let receivers = if opts.cfg.driver == Driver::Callers { RECEIVERS } else { 1 };
+    let receivers = if opts.cfg.driver == Driver::Callers { opts.receivers } else { 1 };
     for i in 1..receivers {
         let ex = ex.clone();
         std::thread::Builder::new()
@@ -376,8 +390,10 @@ fn main() -> ! {
     receive_loop(sid, &ex)
 }
 
-/// Receive threads (a fixed number: the hosted kernel has ~30 thread slots per process).
+/// Default number of receive threads.
 const RECEIVERS: usize = 2;
+/// Upper bound (the hosted kernel has ~30 thread slots per process).
+const MAX_RECEIVERS: usize = 8;
 
 fn receive_loop(sid: xous::SID, ex: &std::sync::Arc<Executor>) -> ! {
     loop {
