@@ -162,6 +162,9 @@ pub fn software_x25519(scalar: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
 
 /// Create the backend named `name`.
 pub fn create(name: &str, isa: engine25519_core::isa::Isa) -> Result<Box<dyn Engine>, String> {
+    if !["model", "rtl", "software", "hw"].contains(&name) {
+        return Err(format!("unknown backend '{}': expected model, hw, rtl or software", name));
+    }
     if isa != engine25519_core::isa::Isa::V1 && name != "model" {
         return Err(format!("ISA {} exists only in the model backend (hw/rtl implement v1)", isa));
     }

@@ -42,6 +42,12 @@ fn parse_u64(name: &str, v: &str) -> Result<u64, String> {
 }
 
 fn parse_options() -> Result<Options, String> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    parse_options_from(&args, &|k: &str| std::env::var(k).ok())
+}
+
+/// Options from `args` (after the program name) and the environment lookup `getenv`.
+fn parse_options_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result<Options, String> {
     let mut o = Options {
         backend: if cfg!(target_os = "xous") { "hw".into() } else { "model".into() },
         // hosted: our v2 engine (what the gateware implements); device: Precursor's shipping v1
@@ -49,7 +55,7 @@ fn parse_options() -> Result<Options, String> {
         cfg: Config { driver: Driver::Callers, ..Config::default() },
         receivers: RECEIVERS,
     };
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let env = |k: &str| getenv(k).filter(|v| !v.is_empty());
     if let Some(b) = env("ENGINE25519_BACKEND") {
         o.backend = b;
     }
@@ -83,7 +89,6 @@ fn parse_options() -> Result<Options, String> {
     if env("ENGINE25519_NO_FALLBACK").as_deref() == Some("1") {
         o.cfg.software_fallback = false;
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
     while i < args.len() {
         let a = args[i].as_str();
@@ -403,5 +408,62 @@ fn receive_loop(sid: xous::SID, ex: &std::sync::Arc<Executor>) -> ! {
             // run what was queued if the engine is idle; returns at once if another thread has it
             ex.drive();
         }
+    }
+}
+
+#[cfg(test)]
+mod option_tests {
+    use super::*;
+
+    fn parse(args: &[&str], env: &[(&str, &str)]) -> Result<Options, String> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        parse_options_from(&args, &move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn defaults_and_good_options() {
+        let o = parse(&[], &[]).unwrap();
+        assert_eq!((o.backend.as_str(), o.isa, o.receivers), ("model", engine25519_core::isa::Isa::V2, RECEIVERS));
+        let o = parse(&["--backend", "software", "--isa", "v1", "--pace=25_000_000", "--quantum", "0x1000", "--receivers", "3", "--no-fallback"], &[]).unwrap();
+        assert_eq!((o.backend.as_str(), o.isa, o.cfg.pace_hz, o.cfg.quantum, o.receivers), ("software", engine25519_core::isa::Isa::V1, 25_000_000, 0x1000, 3));
+        assert!(!o.cfg.software_fallback);
+        // arguments win over the environment
+        let o = parse(&["--isa", "v2"], &[("ENGINE25519_ISA", "v1"), ("ENGINE25519_QUEUE", "7")]).unwrap();
+        assert_eq!((o.isa, o.cfg.global_cap), (engine25519_core::isa::Isa::V2, 7));
+    }
+
+    #[test]
+    fn malformed_options_get_a_clear_error() {
+        for (args, env, want) in [
+            (&["--isa", "v9"][..], &[][..], "unknown ISA 'v9'"),
+            (&["--isa"][..], &[][..], "--isa needs a value"),
+            (&["--quantum", "lots"][..], &[][..], "is not a number"),
+            (&["--quantum", "0"][..], &[][..], "must be > 0"),
+            (&["--queue", "-3"][..], &[][..], "is not a number"),
+            (&["--per-client", "0"][..], &[][..], "must be > 0"),
+            (&["--pace=fast"][..], &[][..], "is not a number"),
+            (&["--driver", "turbo"][..], &[][..], "unknown driver 'turbo'"),
+            (&["--receivers", "1"][..], &[][..], "receivers must be 2..="),
+            (&["--receivers", "99"][..], &[][..], "receivers must be 2..="),
+            (&["--frobnicate"][..], &[][..], "unknown option '--frobnicate'"),
+            (&[][..], &[("ENGINE25519_ISA", "x")][..], "unknown ISA 'x'"),
+            (&[][..], &[("ENGINE25519_PACE_HZ", "1e9")][..], "is not a number"),
+            (&[][..], &[("ENGINE25519_RECEIVERS", "0")][..], "receivers must be 2..="),
+        ] {
+            match parse(args, env) {
+                Ok(_) => panic!("{args:?} {env:?} accepted"),
+                Err(e) => assert!(e.contains(want), "{args:?} {env:?}: {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn unknown_backend_is_refused_at_creation() {
+        let o = parse(&["--backend", "quantum"], &[]).unwrap();
+        let e = engine25519::backend::create(&o.backend, o.isa).err().expect("unknown backend accepted");
+        assert!(e.contains("unknown backend 'quantum'"), "{e}");
+        let e = engine25519::backend::create("hw", engine25519_core::isa::Isa::V2).err().expect("hw with v2 accepted");
+        assert!(e.contains("exists only in the model backend"), "{e}");
     }
 }
