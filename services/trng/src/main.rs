@@ -36,6 +36,9 @@ struct Config {
 
 fn parse_seed(s: &str) -> Result<[u8; 32], String> {
     let s = s.trim();
+    if !s.is_ascii() {
+        return Err("model seed must be 64 hex digits (ASCII)".into());
+    }
     if s.len() != 64 {
         return Err(format!("model seed must be 64 hex digits, got {} characters", s.len()));
     }
@@ -47,7 +50,12 @@ fn parse_seed(s: &str) -> Result<[u8; 32], String> {
 }
 
 fn parse_config() -> Result<Config, String> {
-    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    parse_config_from(std::env::args().skip(1), &|k: &str| std::env::var(k).ok())
+}
+
+/// Configuration from `args` (after the program name) and the environment lookup `getenv`.
+fn parse_config_from(args: impl IntoIterator<Item = String>, getenv: &dyn Fn(&str) -> Option<String>) -> Result<Config, String> {
+    let env = |k: &str| getenv(k).filter(|v| !v.is_empty());
     let default_source = if cfg!(target_os = "xous") { "hw" } else { "hosted-os" };
     let mut cfg = Config {
         source: env("TRNG_SOURCE").unwrap_or_else(|| default_source.into()),
@@ -55,7 +63,7 @@ fn parse_config() -> Result<Config, String> {
         model_seed: env("TRNG_MODEL_SEED").map(|s| parse_seed(&s)).transpose()?,
         tester: env("TRNG_TESTER").map(|v| v != "0").unwrap_or(true),
     };
-    let mut args = std::env::args().skip(1);
+    let mut args = args.into_iter();
     while let Some(a) = args.next() {
         let mut val = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
         match a.as_str() {
@@ -455,4 +463,52 @@ fn main() {
     xns.unregister_server(sid).ok();
     xous::destroy_server(sid).ok();
     xous::terminate_process(0);
+}
+
+#[cfg(test)]
+mod config_tests {
+    use super::*;
+
+    fn parse(args: &[&str], env: &[(&str, &str)]) -> Result<Config, String> {
+        let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        parse_config_from(args.iter().map(|s| s.to_string()), &move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn good_configuration() {
+        let c = parse(&["--source", "model", "--faults", "ro:stuck", "--no-tester"], &[]).unwrap();
+        assert_eq!((c.source.as_str(), c.faults.as_deref(), c.tester), ("model", Some("ro:stuck"), false));
+        let seed = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+        let c = parse(&[], &[("TRNG_SOURCE", "model"), ("TRNG_MODEL_SEED", seed), ("TRNG_TESTER", "0")]).unwrap();
+        assert_eq!((c.source.as_str(), c.model_seed.unwrap()[1], c.tester), ("model", 0x11, false));
+        assert!(make_backend(&c).is_ok());
+    }
+
+    #[test]
+    fn malformed_configuration_gets_a_clear_error() {
+        // the last one is 64 bytes whose 2-byte chunks split UTF-8 characters (used to panic)
+        let misaligned = format!("a{}a", "é".repeat(31));
+        let bad_seeds = ["12", &"g".repeat(64), &"é".repeat(32), &misaligned];
+        for s in bad_seeds {
+            let e = parse(&["--model-seed", s], &[]).err().expect("bad seed accepted");
+            assert!(e.contains("model seed"), "{s:?}: {e}");
+            let e = parse(&[], &[("TRNG_MODEL_SEED", s)]).err().expect("bad seed accepted (env)");
+            assert!(e.contains("model seed"), "{s:?}: {e}");
+        }
+        for (args, want) in [
+            (&["--source"][..], "--source needs a value"),
+            (&["--faults"][..], "--faults needs a value"),
+            (&["--model-seed"][..], "--model-seed needs a value"),
+            (&["--bogus"][..], "unknown argument"),
+            (&["--help"][..], "usage: trng"),
+        ] {
+            let e = parse(args, &[]).err().unwrap_or_else(|| panic!("{args:?} accepted"));
+            assert!(e.contains(want), "{args:?}: {e}");
+        }
+        // values that parse but cannot start a source
+        let c = parse(&["--source", "quantum-foam"], &[]).unwrap();
+        assert!(make_backend(&c).err().unwrap().contains("unknown or unavailable source"));
+        let c = parse(&["--source", "model", "--faults", "av9:melt"], &[]).unwrap();
+        assert!(make_backend(&c).err().unwrap().contains("bad fault spec"));
+    }
 }
