@@ -3,12 +3,12 @@
 //!
 //! # Running microcode on the model (the hosted engine)
 //! ```
-//! use engine25519_core::{isa::Isa, model::{Engine, Job}, programs};
+//! use engine25519_core::{isa::Isa, model::{EngineModel, Job}, programs};
 //! // convenience: X25519 by the real microcode, with its engine cycle count
 //! let (_out, cycles) = programs::x25519(Isa::V2, &[1u8; 32], &[9u8; 32]);
 //! // or drive the engine like the service does
 //! let prog = programs::x25519_v1();
-//! let mut e = Engine::new(Isa::V1);
+//! let mut e = EngineModel::new(Isa::V1);
 //! e.load_program(prog.words(), 0).unwrap();
 //! e.set_reg(0, programs::X25519_SCALAR_REG, &[1u8; 32]).unwrap();
 //! e.set_reg(0, programs::X25519_U_REG, &[9u8; 32]).unwrap();
@@ -17,8 +17,8 @@
 //! assert_eq!(e.reg(0, programs::RESULT_REG).unwrap(), programs::x25519(Isa::V1, &[1u8; 32], &[9u8; 32]).0);
 //! assert!(o.cycles > cycles);
 //! ```
-//! [`model::Engine::run_limited`] pauses at an instruction boundary and returns a serializable
-//! [`model::PausedJob`]; [`model::Engine::resume`] continues it with identical result and cycle
+//! [`model::EngineModel::run_limited`] pauses at an instruction boundary and returns a serializable
+//! [`model::PausedJob`]; [`model::EngineModel::resume`] continues it with identical result and cycle
 //! count. ISA v2's design and timing: `docs/engine-v2-design.md`.
 
 pub mod isa;

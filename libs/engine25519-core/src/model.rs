@@ -1,6 +1,6 @@
 //! Cycle-exact model of the engine (ISA v1 and v2): the hosted engine.
 //!
-//! [`Engine`] holds what the hardware holds: the register file (16 windows x 32 x 256 bits) and
+//! [`EngineModel`] holds what the hardware holds: the register file (16 windows x 32 x 256 bits) and
 //! the microcode RAM (1024 words). A job ([`Job`]) runs a program from `mpstart` on one window.
 //! Instruction semantics are those of the spec's opcode table (`spec/engine25519.toml`, via
 //! [`crate::isa`]); every cycle cost comes from the same table: nothing here restates a cost.
@@ -31,10 +31,10 @@
 //! latency equals its cost and no unit is declared, so the count is the plain sum of the costs.
 //!
 //! # Pausing
-//! [`Engine::run_limited`] stops after a given number of instructions, at an instruction
+//! [`EngineModel::run_limited`] stops after a given number of instructions, at an instruction
 //! boundary, and returns a [`PausedJob`] (serde-serializable): the job, mpc, cycle count, the
 //! scoreboard (ready times, unit occupancy) and the 32 registers of the job's window.
-//! [`Engine::resume`] restores it (on this or another engine of the same ISA) and continues; the
+//! [`EngineModel::resume`] restores it (on this or another engine of the same ISA) and continues; the
 //! result and the final cycle count are identical to an uninterrupted run. Results of in-flight
 //! multiplies are held in the saved registers; the scoreboard makes them invisible to the program
 //! until their ready time, exactly as if the write happened later.
@@ -333,26 +333,26 @@ struct Timing {
     unit_free: [[u64; MAX_UNIT_INSTANCES]; 4],
 }
 
-/// The engine: register file + microcode RAM of one ISA.
+/// The cycle-exact engine model: register file + microcode RAM of one ISA.
 #[derive(Clone)]
-pub struct Engine {
+pub struct EngineModel {
     isa: Isa,
     rf: Vec<[U256; REGS]>,
     ucode: Vec<u32>,
     dec: Vec<Dec>,
 }
 
-impl fmt::Debug for Engine {
+impl fmt::Debug for EngineModel {
     fn fmt(&self, fm: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fm.debug_struct("Engine").field("isa", &self.isa).finish_non_exhaustive()
+        fm.debug_struct("EngineModel").field("isa", &self.isa).finish_non_exhaustive()
     }
 }
 
-impl Engine {
+impl EngineModel {
     /// A powered-up engine: RF and microcode RAM all zero.
-    pub fn new(isa: Isa) -> Engine {
+    pub fn new(isa: Isa) -> EngineModel {
         let zero = decode(isa, 0);
-        Engine { isa, rf: vec![[[0; 4]; REGS]; WINDOWS], ucode: vec![0; UCODE_WORDS], dec: vec![zero; UCODE_WORDS] }
+        EngineModel { isa, rf: vec![[[0; 4]; REGS]; WINDOWS], ucode: vec![0; UCODE_WORDS], dec: vec![zero; UCODE_WORDS] }
     }
 
     pub fn isa(&self) -> Isa {

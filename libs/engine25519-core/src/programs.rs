@@ -15,7 +15,7 @@
 
 use crate::asm;
 use crate::isa::Isa;
-use crate::model::{Engine, Job, ModelError, RunOutcome};
+use crate::model::{EngineModel, Job, ModelError, RunOutcome};
 use std::sync::OnceLock;
 
 /// Register holding the scalar on input and the result on output (X25519 programs).
@@ -149,7 +149,7 @@ pub const DEFAULT_BUDGET: u64 = 10_000_000;
 /// many jobs on window 0).
 #[derive(Clone, Debug)]
 pub struct Runner {
-    pub engine: Engine,
+    pub engine: EngineModel,
     pub program: &'static MicroProgram,
     pub window: usize,
 }
@@ -157,7 +157,7 @@ pub struct Runner {
 impl Runner {
     /// Load `program` into a fresh engine of its ISA.
     pub fn new(program: &'static MicroProgram) -> Runner {
-        let mut engine = Engine::new(program.isa);
+        let mut engine = EngineModel::new(program.isa);
         engine.load_program(program.words(), 0).expect("programs fit the microcode RAM");
         Runner { engine, program, window: 0 }
     }

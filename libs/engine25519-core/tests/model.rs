@@ -3,14 +3,14 @@
 
 use engine25519_core::asm::assemble;
 use engine25519_core::isa::{self, Isa};
-use engine25519_core::model::{self, Engine, Job, ModelError, RunStatus, StopReason};
+use engine25519_core::model::{self, EngineModel, Job, ModelError, RunStatus, StopReason};
 use engine25519_core::programs::{self, Runner};
 use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 
-fn load(isa: Isa, src: &str) -> (Engine, Job) {
+fn load(isa: Isa, src: &str) -> (EngineModel, Job) {
     let p = assemble(src, isa).unwrap();
-    let mut e = Engine::new(isa);
+    let mut e = EngineModel::new(isa);
     e.load_program(&p.words, 100).unwrap();
     (e, Job { window: 3, mpstart: 100, mplen: p.words.len(), cycle_budget: 1_000_000 })
 }
@@ -46,7 +46,7 @@ fn illegal_opcode_halts_with_error() {
         // every undefined opcode value is illegal
         for code in 0..64u32 {
             if isa.opcode(code).is_none() {
-                let mut e = Engine::new(isa);
+                let mut e = EngineModel::new(isa);
                 e.load_program(&[code], 0).unwrap();
                 let job = Job { window: 0, mpstart: 0, mplen: 1, cycle_budget: 100 };
                 assert!(matches!(e.run(&job), Err(ModelError::IllegalOpcode { .. })), "{isa}: opcode {code}");
@@ -106,7 +106,7 @@ fn runaway_program_hits_the_budget() {
 
 #[test]
 fn bad_job_parameters() {
-    let mut e = Engine::new(Isa::V1);
+    let mut e = EngineModel::new(Isa::V1);
     let ok = Job { window: 0, mpstart: 0, mplen: 1, cycle_budget: 10 };
     assert_eq!(e.run(&Job { window: 16, ..ok }), Err(ModelError::BadWindow { window: 16 }));
     assert_eq!(e.run(&Job { mplen: 0, ..ok }), Err(ModelError::BadProgramRange { mpstart: 0, mplen: 0 }));
@@ -199,7 +199,7 @@ fn v2_new_opcodes() {
 
 #[test]
 fn memory_window_access() {
-    let mut e = Engine::new(Isa::V1);
+    let mut e = EngineModel::new(Isa::V1);
     e.mem_write(isa::mem::UCODE_OFFSET + 8, 0x1234_5678);
     assert_eq!(e.ucode()[2], 0x1234_5678);
     assert_eq!(e.mem_read(isa::mem::UCODE_OFFSET + 8), 0x1234_5678);
@@ -236,7 +236,7 @@ fn run_with_pauses(isa: Isa, k: &[u8; 32], u: &[u8; 32], pauses: &[u64]) -> ([u8
                 let p2: model::PausedJob = serde_json::from_str(&json).unwrap();
                 assert_eq!(p, p2);
                 // resume on a fresh engine holding the same microcode
-                let mut fresh = Engine::new(isa);
+                let mut fresh = EngineModel::new(isa);
                 fresh.load_program(prog.words(), 0).unwrap();
                 engine = fresh;
                 let step = pauses.get(i).map(|&x| x - pauses[i - 1]).unwrap_or(u64::MAX);
@@ -279,7 +279,7 @@ fn resume_rejects_bad_state() {
     let mut r = Runner::new(prog);
     let job = r.job();
     let RunStatus::Paused(p) = r.engine.run_limited(&job, 50).unwrap() else { panic!() };
-    let mut v1 = Engine::new(Isa::V1);
+    let mut v1 = EngineModel::new(Isa::V1);
     assert!(matches!(v1.resume(&p, 1), Err(ModelError::BadPausedState { .. })));
     let mut bad = p.clone();
     bad.mpc = 5000;

@@ -54,7 +54,8 @@ pub enum Status {
     BadMessage = 2,
     /// opcode number not in [`Opcode`]
     UnknownOpcode = 3,
-    /// the program hit an illegal instruction (opcode >= 13) or branched out of range
+    /// the program hit an opcode its ISA does not define (the set differs between v1 and v2, see
+    /// spec/engine25519.toml; `udf` = 63 is illegal in every ISA) or branched out of range
     IllegalInstruction = 4,
     /// the job exceeded its cycle budget (runaway program)
     Runaway = 5,

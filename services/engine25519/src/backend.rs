@@ -8,6 +8,8 @@
 //!
 //! The `software` fallback (x25519-dalek) is not an engine: it only computes X25519 when no
 //! engine backend is available, and the server counts and labels it.
+//!
+//! The factory that picks a backend by name is in `factory.rs`.
 
 use crate::api::{BackendId, NUM_REGS, NUM_WINDOWS, UCODE_WORDS};
 
@@ -68,7 +70,7 @@ impl Drop for Snapshot {
     }
 }
 
-pub trait Engine: Send {
+pub trait EngineBackend: Send {
     fn id(&self) -> BackendId;
     /// Ok if jobs can run; Err(reason) otherwise (the server then refuses jobs with
     /// EngineUnavailable and serves X25519 from the labelled software fallback).
@@ -134,7 +136,7 @@ impl Unavailable {
     }
 }
 
-impl Engine for Unavailable {
+impl EngineBackend for Unavailable {
     fn id(&self) -> BackendId {
         self.id
     }
@@ -158,31 +160,4 @@ impl Engine for Unavailable {
 /// Software X25519 (x25519-dalek), the labelled fallback.
 pub fn software_x25519(scalar: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
     x25519_dalek::x25519(*scalar, *u)
-}
-
-/// Create the backend named `name`.
-pub fn create(name: &str, isa: engine25519_core::isa::Isa) -> Result<Box<dyn Engine>, String> {
-    if !["model", "rtl", "software", "hw"].contains(&name) {
-        return Err(format!("unknown backend '{}': expected model, hw, rtl or software", name));
-    }
-    if isa != engine25519_core::isa::Isa::V1 && name != "model" {
-        return Err(format!("ISA {} exists only in the model backend (hw/rtl implement v1)", isa));
-    }
-    match name {
-        "model" => Ok(Box::new(crate::model_backend::ModelEngine::new(isa))),
-        "rtl" => Ok(Box::new(Unavailable::rtl())),
-        "software" => Ok(Box::new(Unavailable::software())),
-        "hw" => hw_backend(),
-        other => Err(format!("unknown backend '{}': expected model, hw, rtl or software", other)),
-    }
-}
-
-#[cfg(target_os = "xous")]
-fn hw_backend() -> Result<Box<dyn Engine>, String> {
-    crate::hw::HwEngine::new().map(|e| Box::new(e) as Box<dyn Engine>)
-}
-
-#[cfg(not(target_os = "xous"))]
-fn hw_backend() -> Result<Box<dyn Engine>, String> {
-    Err("hw backend: the engine25519 hardware exists only on the Xous target (riscv32imac-unknown-xous-elf)".into())
 }

@@ -404,7 +404,8 @@ impl Engine25519 {
             let rx = Arc::new(Mutex::new(rx));
             for i in 0..ASYNC_THREADS {
                 let rx = rx.clone();
-                // each worker has its own connection handle and reply buffer
+                // the workers share this handle's connection (a CID may be used from any thread of the
+                // process) and each has its own reply buffer and program cache
                 let me = Engine25519 {
                     inner: Arc::new(Inner {
                         conn: self.inner.conn,

@@ -8,7 +8,7 @@
 use engine25519_core::isa::{self, csr, mem};
 
 use crate::api::BackendId;
-use crate::backend::{Engine, Launch, Reg, RunEnd};
+use crate::backend::{EngineBackend, Launch, Reg, RunEnd};
 
 pub struct HwEngine {
     csr: *mut u32,
@@ -16,7 +16,9 @@ pub struct HwEngine {
     eng_clk_hz: u64,
 }
 
-// The mappings belong to this process and the engine is driven by one worker thread only.
+// The mappings belong to this process. Several threads may drive the engine (the server's
+// receive threads in `Driver::Callers` mode), but only the one holding the executor's engine
+// token, under the `Executor::engine` mutex: never two at a time.
 unsafe impl Send for HwEngine {}
 
 impl HwEngine {
@@ -58,7 +60,7 @@ impl HwEngine {
     }
 }
 
-impl Engine for HwEngine {
+impl EngineBackend for HwEngine {
     fn id(&self) -> BackendId {
         BackendId::Hw
     }

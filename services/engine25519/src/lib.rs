@@ -5,10 +5,12 @@
 
 pub mod api;
 pub mod backend;
-pub mod engine;
+pub mod executor;
+pub mod factory;
 #[cfg(target_os = "xous")]
 pub mod hw;
 pub mod model_backend;
+pub mod programs;
 pub mod scheduler;
 pub mod ucode;
 mod client;

@@ -1,5 +1,5 @@
-//! `model` backend: engine25519_core's cycle-exact model (ISA v1 by default, v2 selectable)
-//! executing the real microcode.
+//! `model` backend: engine25519_core's cycle-exact model (`EngineModel`) executing the real
+//! microcode, ISA v2 by default when hosted (`--isa v1` selects v1; see main.rs).
 //! Pauses happen at instruction boundaries; the model's paused-job state (scoreboard, cycle
 //! count) is kept per window, as the hardware keeps mpc and its sequencer state.
 
@@ -8,8 +8,7 @@ use engine25519_core::model::{self, ModelError, PausedJob, RunStatus};
 use zeroize::Zeroize;
 
 use crate::api::{BackendId, NUM_WINDOWS};
-use crate::backend::{Engine, Launch, Reg, RunEnd, Snapshot};
-use crate::engine::X25519Program;
+use crate::backend::{EngineBackend, Launch, Reg, RunEnd, Snapshot};
 
 /// Cheapest v1 instruction (ALU) in cycles: a slice of `c` cycles runs at most c / this
 /// instructions, and at least one.
@@ -17,13 +16,13 @@ const SLICE_DIVISOR: u64 = 8;
 
 pub struct ModelEngine {
     isa: Isa,
-    m: model::Engine,
+    m: model::EngineModel,
     paused: Vec<Option<PausedJob>>,
 }
 
 impl ModelEngine {
     pub fn new(isa: Isa) -> Self {
-        ModelEngine { isa, m: model::Engine::new(isa), paused: vec![None; NUM_WINDOWS] }
+        ModelEngine { isa, m: model::EngineModel::new(isa), paused: vec![None; NUM_WINDOWS] }
     }
 }
 
@@ -33,7 +32,7 @@ fn wipe(p: &mut PausedJob) {
     }
 }
 
-impl Engine for ModelEngine {
+impl EngineBackend for ModelEngine {
     fn id(&self) -> BackendId {
         BackendId::Model
     }
@@ -92,7 +91,7 @@ impl Engine for ModelEngine {
         }
     }
     fn reset(&mut self) {
-        self.m = model::Engine::new(self.isa);
+        self.m = model::EngineModel::new(self.isa);
         for p in self.paused.iter_mut() {
             if let Some(mut p) = p.take() {
                 wipe(&mut p);
@@ -113,17 +112,5 @@ impl Engine for ModelEngine {
         for (w, p) in s.model_paused.iter().enumerate() {
             self.paused[w] = p.clone();
         }
-    }
-}
-
-/// The built-in X25519 microcode of `isa` (engine25519_core::programs) and its register
-/// convention. The microcode clamps the scalar and reduces u itself (RFC 7748).
-pub fn x25519_program(isa: Isa) -> X25519Program {
-    use engine25519_core::programs as p;
-    X25519Program {
-        words: p::x25519_program(isa).words().to_vec(),
-        scalar_reg: p::X25519_SCALAR_REG,
-        u_reg: p::X25519_U_REG,
-        out_reg: p::RESULT_REG,
     }
 }

@@ -19,21 +19,10 @@ use std::time::{Duration, Instant};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::api::{BackendId, StatsMsg, Status, API_VERSION, MAGIC, NUM_REGS};
-use crate::backend::{software_x25519, Engine, Launch, Reg, RunEnd, Snapshot};
+use crate::backend::{software_x25519, EngineBackend, Launch, Reg, RunEnd, Snapshot};
 use crate::scheduler::{Refused, Scheduler, WindowReq};
+use crate::programs::X25519Program;
 use crate::ucode::{LoadError, Ucode};
-
-/// The built-in X25519 microcode and its register convention.
-#[derive(Clone, Debug)]
-pub struct X25519Program {
-    pub words: Vec<u32>,
-    /// register receiving the (clamped) scalar
-    pub scalar_reg: usize,
-    /// register receiving u
-    pub u_reg: usize,
-    /// register holding the result
-    pub out_reg: usize,
-}
 
 /// Who runs jobs on the engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -150,7 +139,7 @@ struct State {
 
 /// What the thread holding the engine token owns.
 struct EngineCtx {
-    engine: Box<dyn Engine>,
+    engine: Box<dyn EngineBackend>,
     /// engine state saved by Suspend
     saved: Option<Snapshot>,
     /// pacing: when the modelled engine becomes idle
@@ -172,7 +161,7 @@ pub struct Executor {
 impl Executor {
     /// Create the executor for `engine` (whose availability is probed once) and, in
     /// `Driver::Thread` mode, start its worker.
-    pub fn start(engine: Box<dyn Engine>, x25519: X25519Program, cfg: Config) -> Arc<Executor> {
+    pub fn start(engine: Box<dyn EngineBackend>, x25519: X25519Program, cfg: Config) -> Arc<Executor> {
         let unavailable = engine.available().err();
         let backend = engine.id();
         let mut ucode = Ucode::new();
@@ -601,7 +590,7 @@ impl Executor {
         }
     }
 
-    fn load_operands(&self, engine: &mut dyn Engine, window: usize, work: &Work) {
+    fn load_operands(&self, engine: &mut dyn EngineBackend, window: usize, work: &Work) {
         match work {
             Work::X25519 { scalar, u } => {
                 engine.clear_window(window);
@@ -628,7 +617,8 @@ impl Drop for Job {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model_backend::{x25519_program, ModelEngine};
+    use crate::model_backend::ModelEngine;
+    use crate::programs::x25519_program;
     use engine25519_core::isa::{Instr, Isa, UDF_WORD};
     use std::sync::mpsc;
 
