@@ -1,0 +1,141 @@
+//! Server side of the reply convention (docs/ipc.md): every message a server receives gets
+//! exactly one of these replies, whatever its kind.
+
+use xous::{Message, MessageEnvelope};
+use xous_ipc::Buffer;
+
+use crate::archive::archive_fits;
+use crate::ErrorCode;
+
+/// The five Xous message kinds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Scalar,
+    BlockingScalar,
+    Lend,
+    LendMut,
+    Move,
+}
+
+impl Kind {
+    pub fn of(m: &Message) -> Kind {
+        match m {
+            Message::Scalar(_) => Kind::Scalar,
+            Message::BlockingScalar(_) => Kind::BlockingScalar,
+            Message::Borrow(_) => Kind::Lend,
+            Message::MutableBorrow(_) => Kind::LendMut,
+            Message::Move(_) => Kind::Move,
+        }
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Scalar => "scalar",
+            Kind::BlockingScalar => "blocking scalar",
+            Kind::Lend => "lend",
+            Kind::LendMut => "lend_mut",
+            Kind::Move => "move",
+        }
+    }
+}
+
+/// The sender's PID as a u32 (0 if the kernel gave none).
+pub fn sender_pid(env: &MessageEnvelope) -> u32 {
+    env.sender.pid().map(|p| p.get() as u32).unwrap_or(0)
+}
+
+/// Scalar arguments of a scalar or blocking-scalar message.
+pub fn scalar_args(env: &MessageEnvelope) -> Option<[usize; 4]> {
+    match &env.body {
+        Message::Scalar(s) | Message::BlockingScalar(s) => Some([s.arg1, s.arg2, s.arg3, s.arg4]),
+        _ => None,
+    }
+}
+
+/// Wipe a lent-mutable page (it may hold a secret) with volatile writes.
+pub fn wipe(mem: &mut xous::MemoryMessage) {
+    let p = mem.buf.as_mut_ptr();
+    for i in 0..mem.buf.len() {
+        unsafe { p.add(i).write_volatile(0) };
+    }
+}
+
+/// The error reply, for every message kind:
+/// * blocking scalar: `Scalar1(code)`;
+/// * lend_mut: the page is wiped and returned with `offset = code`, `valid = None`;
+/// * lend: returned with `offset = code`, `valid = None`;
+/// * scalar: nothing can be answered (the caller counts it);
+/// * move: the page is freed (dropping the envelope), nothing can be answered.
+pub fn reply_error(mut env: MessageEnvelope, code: impl ErrorCode) {
+    let code = code.code();
+    debug_assert!(code != 0, "error replies carry a nonzero code");
+    match &mut env.body {
+        Message::BlockingScalar(_) => {
+            let _ = xous::return_scalar(env.sender, code as usize);
+        }
+        Message::MutableBorrow(mem) => {
+            wipe(mem);
+            mem.offset = xous::MemoryAddress::new(code as usize);
+            mem.valid = None;
+            // dropping `env` returns the memory with this offset/valid
+        }
+        Message::Borrow(mem) => {
+            mem.offset = xous::MemoryAddress::new(code as usize);
+            mem.valid = None;
+        }
+        Message::Scalar(_) | Message::Move(_) => {
+            log::debug!("error {} on a {} message: the sender cannot be answered", code, Kind::of(&env.body).name());
+        }
+    }
+}
+
+/// The reply to a known opcode sent as the wrong message kind: [`reply_error`] with the
+/// service's bad-message code.
+pub fn reply_bad_kind(env: MessageEnvelope, bad_message: impl ErrorCode) {
+    log::debug!("opcode {} as a {} message: refused", env.body.id(), Kind::of(&env.body).name());
+    reply_error(env, bad_message)
+}
+
+/// Success reply of a blocking scalar without payload: `Scalar1(0)`.
+pub fn reply_ok(env: MessageEnvelope) {
+    if let Message::BlockingScalar(_) = env.body {
+        let _ = xous::return_scalar(env.sender, 0);
+    }
+}
+
+/// Success reply of a blocking scalar with payload: `Scalar2(a, b)`.
+pub fn reply_scalar2(env: MessageEnvelope, a: usize, b: usize) {
+    if let Message::BlockingScalar(_) = env.body {
+        let _ = xous::return_scalar2(env.sender, a, b);
+    }
+}
+
+/// Write `msg` as the reply archive of a lend_mut (the page is wiped first: it may hold a
+/// secret) and release the caller with `valid = Some(page length)`. A page too small for the
+/// archive (or a message of another kind) gets [`reply_error`] with `bad_message` instead.
+pub fn reply_archive<T>(mut env: MessageEnvelope, msg: T, bad_message: impl ErrorCode)
+where
+    T: for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
+    T: rkyv::Archive,
+{
+    if let Message::MutableBorrow(mem) = &mut env.body {
+        // the archive is written at position 0 (rkyv 0.4 would panic past the end)
+        if archive_fits::<T>(mem.buf.len(), 0) {
+            wipe(mem);
+            let mut buf = unsafe { Buffer::from_memory_message_mut(mem) };
+            let _ = buf.replace(msg);
+            drop(buf);
+            mem.valid = xous::MemorySize::new(mem.buf.len());
+            return; // dropping `env` returns the memory with the new offset
+        }
+    }
+    reply_error(env, bad_message)
+}
+
+/// Success reply of a raw lend / lend_mut: the memory goes back with `valid = Some(n)` (n = the
+/// bytes produced, never 0) and no offset.
+pub fn reply_bytes(mut env: MessageEnvelope, n: usize) {
+    if let Message::MutableBorrow(mem) | Message::Borrow(mem) = &mut env.body {
+        mem.offset = None;
+        mem.valid = xous::MemorySize::new(n);
+    }
+}
