@@ -21,7 +21,7 @@ pub const TARGET: &str = "riscv32imac-unknown-xous-elf";
 /// The toolchain that can build std for it.
 pub const TOOLCHAIN: &str = "nightly";
 /// Our programs that run on the device (their `hw` backends only exist there).
-pub const DEVICE_PACKAGES: &[&str] = &["engine25519", "trng"];
+pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng"];
 
 #[derive(Args, Debug)]
 pub struct DeviceBuildArgs {

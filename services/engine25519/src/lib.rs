@@ -1,9 +1,10 @@
-//! engine25519: API and client library of the Engine25519 Xous service.
-//!
-//! `api` holds the wire protocol; the server's logic lives in modules testable without a kernel;
-//! the `client` module (re-exported at the crate root) is what applications link.
+//! engine25519-server: the Engine25519 Xous server. `main.rs` decodes, dispatches and replies;
+//! the work lives in modules testable without a kernel: `executor` (queue, windows, engine
+//! token), `scheduler`, `ucode` (microcode RAM manager), `programs` (built-in program table),
+//! `backend` (the `EngineBackend` trait), `factory` and the backends (`model_backend`, `hw`).
+//! The wire protocol is the client crate's (`engine25519::api`), re-exported here as `api`.
 
-pub mod api;
+pub use engine25519::api;
 pub mod backend;
 pub mod executor;
 pub mod factory;
@@ -13,7 +14,3 @@ pub mod model_backend;
 pub mod programs;
 pub mod scheduler;
 pub mod ucode;
-mod client;
-
-pub use api::{BackendId, Status};
-pub use client::*;

@@ -1,5 +1,5 @@
 //! engine25519 server. The receive loop decodes, dispatches and replies; the work (queue, windows,
-//! microcode cache, backends) lives in `engine25519::executor` and friends.
+//! microcode cache, backends) lives in `engine25519_server::executor` and friends.
 //!
 //! Two threads run the receive loop (`RECEIVERS`, `--receivers`). After queueing a job a thread drives the
 //! engine itself if it is idle (`Executor::drive`, `Driver::Callers`): no hand-off to a worker
@@ -21,11 +21,11 @@ use num_traits::FromPrimitive;
 use xous::{Message, MessageEnvelope};
 use xous_ipc::Buffer;
 
-use engine25519::api::{
+use engine25519_server::api::{
     self, archive_fits, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY,
 };
-use engine25519::executor::{Config, Driver, Executor, Outcome};
-use engine25519::scheduler::WindowReq;
+use engine25519_server::executor::{Config, Driver, Executor, Outcome};
+use engine25519_server::scheduler::WindowReq;
 
 struct Options {
     backend: String,
@@ -356,7 +356,7 @@ fn main() -> ! {
             std::process::exit(2);
         }
     };
-    let engine = match engine25519::factory::create(&opts.backend, opts.isa) {
+    let engine = match engine25519_server::factory::create(&opts.backend, opts.isa) {
         Ok(e) => e,
         Err(e) => {
             log::error!("engine25519: {}", e);
@@ -364,7 +364,7 @@ fn main() -> ! {
             std::process::exit(2);
         }
     };
-    let x25519 = engine25519::programs::x25519_program(opts.isa);
+    let x25519 = engine25519_server::programs::x25519_program(opts.isa);
     let ex = Executor::start(engine, x25519, opts.cfg.clone());
     if let Some(why) = ex.unavailable_reason() {
         log::warn!("engine25519: {}", why);
@@ -461,9 +461,9 @@ mod option_tests {
     #[test]
     fn unknown_backend_is_refused_at_creation() {
         let o = parse(&["--backend", "quantum"], &[]).unwrap();
-        let e = engine25519::factory::create(&o.backend, o.isa).err().expect("unknown backend accepted");
+        let e = engine25519_server::factory::create(&o.backend, o.isa).err().expect("unknown backend accepted");
         assert!(e.contains("unknown backend 'quantum'"), "{e}");
-        let e = engine25519::factory::create("hw", engine25519_core::isa::Isa::V2).err().expect("hw with v2 accepted");
+        let e = engine25519_server::factory::create("hw", engine25519_core::isa::Isa::V2).err().expect("hw with v2 accepted");
         assert!(e.contains("exists only in the model backend"), "{e}");
     }
 }

@@ -5,17 +5,7 @@
 
 use crate::api::UCODE_WORDS;
 
-/// 64-bit FNV-1a over the program words (content key; collisions are resolved by full compare).
-pub fn content_hash(words: &[u32]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in words {
-        for b in w.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    h ^ words.len() as u64
-}
+pub use crate::api::content_hash;
 
 #[derive(Debug, Clone)]
 pub struct Program {

@@ -230,3 +230,18 @@ pub fn archive_fits<T: Archive>(buf_len: usize, pos: usize) -> bool {
     let align = core::mem::align_of::<rkyv::Archived<T>>();
     pos % align == 0 && pos.checked_add(size).map(|end| end <= buf_len).unwrap_or(false)
 }
+
+/// Content key of a microcode program: 64-bit FNV-1a over the words (LE bytes) xor the length.
+/// The client caches programs by it and the server deduplicates by it (collisions are resolved
+/// by a full compare on both sides).
+pub fn content_hash(words: &[u32]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for w in words {
+        for b in w.to_le_bytes() {
+            h ^= b as u64;
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    h ^ words.len() as u64
+}
+

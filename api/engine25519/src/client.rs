@@ -216,7 +216,7 @@ impl Engine25519 {
     /// Load `program` (microcode words) unless this client already loaded the same content.
     /// Returns the server's handle. Called implicitly by [`Engine25519::run_job`].
     pub fn load_program(&self, program: &[u32]) -> Result<u32, Error> {
-        let key = crate::ucode::content_hash(program);
+        let key = crate::api::content_hash(program);
         if let Some((words, h)) = self.inner.programs.lock().unwrap().get(&key) {
             if words == program {
                 return Ok(*h);
@@ -272,7 +272,7 @@ impl Engine25519 {
                 }
                 Some(Status::UnknownProgram) if attempt == 0 => {
                     // evicted from microcode RAM by other clients' programs: load again
-                    let key = crate::ucode::content_hash(program);
+                    let key = crate::api::content_hash(program);
                     self.inner.programs.lock().unwrap().remove(&key);
                     handle = self.load_program_uncached(program, key)?;
                 }
