@@ -1,17 +1,28 @@
 //! Wire protocol of the engine25519 service (shared by the server and the client library).
 //!
+//! Two servers (docs/security.md): the public server [`SERVER_NAME`] (any app) and the control
+//! server [`CONTROL_NAME`] (privileged: Suspend, Resume, Quit), registered with a fixed number
+//! of connections ([`CONTROL_SLOTS`]) that the system's own processes claim at boot.
+//!
 //! Every memory message is an rkyv 0.4 archive (via xous-ipc `Buffer`) of a *plain-data* struct:
 //! only integers and byte/word arrays, no enums, no pointers. Any bit pattern therefore decodes to
-//! a well-formed value, and the server only has to check the archive position/size (see
-//! `decode`) and then the field values (`magic`, lengths, windows, handles). Results and errors go
-//! back in the same struct (`status`, see [`Status`]). Blocking scalars answer `Scalar2(status,
-//! value)`. The protocol is documented in docs/engine-service.md.
+//! a well-formed value, and the server only has to check the archive position/size
+//! (`service_ipc::archive`) and then the field values (`magic`, lengths, windows, handles).
+//! Replies follow the one convention of docs/ipc.md: a success writes the reply archive
+//! (`status` = Ok); an error is the error reply of the message kind (`Scalar1(code)`, or the
+//! memory returned with `offset = code`, `valid = None`), code = [`Status`]. The protocol is
+//! documented in docs/engine-service.md.
 
 use num_derive::{FromPrimitive, ToPrimitive};
 use rkyv::{Archive, Deserialize, Serialize};
 
-/// Name registered with xous-names.
+/// Name of the public server (xous-names, any number of connections).
 pub const SERVER_NAME: &str = "_Engine25519 accelerator service_";
+/// Name of the privileged control server (xous-names, exactly [`CONTROL_SLOTS`] connections).
+pub const CONTROL_NAME: &str = "_Engine25519 control_";
+/// Connections xous-names brokers to [`CONTROL_NAME`]: one, claimed at boot by the system
+/// controller (sysctl in hosted systems).
+pub const CONTROL_SLOTS: u32 = 1;
 /// Protocol version (answered by `Opcode::Version`).
 pub const API_VERSION: u32 = 1;
 /// Every request struct starts with this magic; anything else is rejected as `BadMessage`.
@@ -26,7 +37,7 @@ pub const UCODE_WORDS: usize = 1024;
 
 #[derive(Debug, Copy, Clone, PartialEq, Eq, FromPrimitive, ToPrimitive)]
 pub enum Opcode {
-    /// blocking scalar -> Scalar2(status, API_VERSION << 16 | backend id)
+    /// blocking scalar -> Scalar2(API_VERSION, backend id)
     Version = 0,
     /// lend_mut [`StatsMsg`]
     Stats = 1,
@@ -36,14 +47,29 @@ pub enum Opcode {
     LoadProgram = 3,
     /// lend_mut [`JobMsg`]: run a loaded program on a register window
     RunJob = 4,
-    /// blocking scalar -> Scalar2(status, number of jobs parked): pause the engine at the next
-    /// instruction boundary and save the running job (as on a system suspend)
+    /// CONTROL server only. blocking scalar -> Scalar2(jobs in flight, 0): pause the engine at
+    /// the next instruction boundary and save its state (as on a system suspend)
     Suspend = 5,
-    /// blocking scalar -> Scalar2(status, 0): resume a suspended engine where it stopped
+    /// CONTROL server only. blocking scalar -> Scalar2(jobs in flight, 0): resume a suspended
+    /// engine where it stopped
     Resume = 6,
+    /// CONTROL server only. blocking scalar -> Scalar1(0) once every queued job has been
+    /// answered; new work is refused from then on and the server exits
+    Quit = 7,
 }
 
-/// Status codes carried in `status` fields and as the first word of scalar replies.
+impl Opcode {
+    pub fn from_usize(v: usize) -> Option<Opcode> {
+        num_traits::FromPrimitive::from_usize(v)
+    }
+    /// Served by the control server only; the public server answers `NotPermitted`.
+    pub fn is_control(self) -> bool {
+        matches!(self, Opcode::Suspend | Opcode::Resume | Opcode::Quit)
+    }
+}
+
+/// Status codes: the code of an error reply (docs/ipc.md; never 0) and the `status` field of a
+/// reply archive (always `Ok` there).
 #[derive(Debug, Copy, Clone, PartialEq, Eq, FromPrimitive, ToPrimitive)]
 #[repr(u32)]
 pub enum Status {
@@ -73,6 +99,15 @@ pub enum Status {
     BadArgument = 11,
     /// Suspend while already suspended / Resume while not suspended
     BadState = 12,
+    /// a privileged opcode (Suspend, Resume, Quit) sent to the public server: only the
+    /// control server serves it (docs/security.md)
+    NotPermitted = 13,
+}
+
+impl service_ipc::ErrorCode for Status {
+    fn code(self) -> u32 {
+        self as u32
+    }
 }
 
 impl Status {
@@ -94,6 +129,7 @@ impl Status {
             Status::Internal => "internal server error",
             Status::BadArgument => "argument out of range",
             Status::BadState => "operation not valid in the current engine state",
+            Status::NotPermitted => "not permitted: privileged operation (control server only)",
         }
     }
 }
@@ -133,7 +169,7 @@ pub const WINDOW_ANY: u32 = 0xFFFF_FFFF;
 #[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy)]
 pub struct X25519Msg {
     pub magic: u32,
-    /// response: [`Status`]
+    /// response: [`Status::Ok`] (errors come as the error reply, docs/ipc.md)
     pub status: u32,
     /// response: [`BackendId`] that computed the result
     pub backend: u32,
@@ -223,13 +259,7 @@ pub struct StatsMsg {
     pub pacing_hz: u32,
 }
 
-/// Decode helpers shared by server and client: validate the archive position against the buffer
-/// before handing it to rkyv (rkyv 0.4 does no bounds checks of its own).
-pub fn archive_fits<T: Archive>(buf_len: usize, pos: usize) -> bool {
-    let size = core::mem::size_of::<rkyv::Archived<T>>();
-    let align = core::mem::align_of::<rkyv::Archived<T>>();
-    pos % align == 0 && pos.checked_add(size).map(|end| end <= buf_len).unwrap_or(false)
-}
+pub use service_ipc::archive::archive_fits;
 
 /// Content key of a microcode program: 64-bit FNV-1a over the words (LE bytes) xor the length.
 /// The client caches programs by it and the server deduplicates by it (collisions are resolved

@@ -5,11 +5,12 @@ use std::sync::{mpsc, Arc, Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use num_traits::ToPrimitive;
+use service_ipc::client::CallError;
 use xous::CID;
 use xous_ipc::Buffer;
 
 use crate::api::{
-    self, archive_fits, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, NUM_WINDOWS,
+    self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, NUM_WINDOWS,
     UCODE_WORDS, WINDOW_ANY,
 };
 
@@ -38,6 +39,19 @@ impl std::error::Error for Error {}
 impl From<xous::Error> for Error {
     fn from(e: xous::Error) -> Self {
         Error::Ipc(e)
+    }
+}
+
+impl From<CallError> for Error {
+    fn from(e: CallError) -> Self {
+        match e {
+            CallError::Service(code) => match Status::from_u32(code) {
+                Some(s) => Error::Service(s),
+                None => Error::Protocol("unknown status code"),
+            },
+            CallError::Ipc(e) => Error::Ipc(e),
+            CallError::Protocol(p) => Error::Protocol(p),
+        }
     }
 }
 
@@ -75,35 +89,14 @@ pub struct Engine25519 {
     pub(crate) inner: Arc<Inner>,
 }
 
-/// Send a lend_mut of `msg` in `buf` and decode the reply of the same type.
+/// Send a lend_mut of the request archive in `buf` and decode the reply of the same type
+/// (docs/ipc.md: an error reply becomes `Error::Service`).
 pub(crate) fn lend_mut_typed<T>(conn: CID, buf: &mut Buffer<'static>, opcode: Opcode) -> Result<T, Error>
 where
     T: rkyv::Archive,
     rkyv::Archived<T>: rkyv::Deserialize<T, dyn rkyv::Fallible<Error = xous_ipc::XousUnreachable>>,
 {
-    let len = buf.len();
-    let r = buf.lend_mut(conn, opcode.to_u32().unwrap())?;
-    match r {
-        xous::Result::MemoryReturned(offset, valid) => {
-            if offset.is_none() {
-                if let Some(v) = valid {
-                    if v.get() < len && v.get() < 0x100 {
-                        // the server could not write a reply archive: the status is in `valid`
-                        return Err(match Status::from_u32(v.get() as u32) {
-                            Some(s) => Error::Service(s),
-                            None => Error::Protocol("unknown status code"),
-                        });
-                    }
-                }
-            }
-            let pos = offset.map(|o| o.get()).unwrap_or(0);
-            if !archive_fits::<T>(len, pos) {
-                return Err(Error::Protocol("reply archive out of range"));
-            }
-            buf.to_original::<T, _>().map_err(|_| Error::Protocol("reply archive"))
-        }
-        _ => Err(Error::Protocol("unexpected reply kind")),
-    }
+    Ok(service_ipc::client::lend_mut_in(conn, buf, opcode.to_u32().unwrap())?)
 }
 
 impl Engine25519 {
@@ -123,17 +116,8 @@ impl Engine25519 {
 
     /// Protocol version and the backend the server was started with.
     pub fn version(&self) -> Result<Version, Error> {
-        let r = xous::send_message(
-            self.inner.conn,
-            xous::Message::new_blocking_scalar(Opcode::Version as usize, 0, 0, 0, 0),
-        )?;
-        match r {
-            xous::Result::Scalar2(status, v) => {
-                status_result(status as u32)?;
-                Ok(Version { api: (v >> 16) as u32, backend: BackendId::from_u32((v & 0xFFFF) as u32) })
-            }
-            _ => Err(Error::Protocol("unexpected reply kind")),
-        }
+        let (api, backend) = service_ipc::client::blocking_scalar(self.inner.conn, Opcode::Version as u32, [0; 4])?;
+        Ok(Version { api: api as u32, backend: BackendId::from_u32(backend as u32) })
     }
 
     /// Service statistics.
@@ -265,40 +249,62 @@ impl Engine25519 {
             let mut buf = Buffer::into_buf(msg).map_err(|_| Error::Protocol("serialize"))?;
             let r: Result<JobMsg, Error> = lend_mut_typed(self.inner.conn, &mut buf, Opcode::RunJob);
             buf.volatile_clear();
-            let r = r?;
-            match Status::from_u32(r.status) {
-                Some(Status::Ok) => {
-                    return Ok(JobResult { regs: r.regs, cycles: r.cycles, window: r.window, backend: BackendId::from_u32(r.backend) })
+            match r {
+                Ok(r) => {
+                    status_result(r.status)?;
+                    return Ok(JobResult { regs: r.regs, cycles: r.cycles, window: r.window, backend: BackendId::from_u32(r.backend) });
                 }
-                Some(Status::UnknownProgram) if attempt == 0 => {
+                Err(Error::Service(Status::UnknownProgram)) if attempt == 0 => {
                     // evicted from microcode RAM by other clients' programs: load again
                     let key = crate::api::content_hash(program);
                     self.inner.programs.lock().unwrap().remove(&key);
                     handle = self.load_program_uncached(program, key)?;
                 }
-                _ => status_result(r.status).map(|_| ())?,
+                Err(e) => return Err(e),
             }
         }
         Err(Error::Service(Status::UnknownProgram))
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// privileged control (docs/security.md)
+
+/// Connection to the engine's control server: Suspend, Resume, Quit. Only the system's own
+/// processes get one: xous-names brokers [`api::CONTROL_SLOTS`] connections to
+/// [`api::CONTROL_NAME`], claimed at boot; every later [`Control::claim`] is refused.
+pub struct Control {
+    conn: CID,
+}
+
+impl Control {
+    /// Claim a control slot (waits up to `deadline` for the service to register). Fails with
+    /// `SlotTaken` once the slots are claimed (docs/security.md).
+    pub fn claim(deadline: Duration) -> Result<Control, service_ipc::control::ClaimError> {
+        service_ipc::control::claim(api::SERVER_NAME, api::CONTROL_NAME, deadline).map(|conn| Control { conn })
+    }
+
+    /// The connection id (tests).
+    pub fn conn(&self) -> CID {
+        self.conn
     }
 
     /// Suspend the engine (as the system does before sleep): the running job is paused at the
     /// next instruction boundary and the engine state saved. Returns jobs in flight.
     pub fn suspend(&self) -> Result<usize, Error> {
-        self.scalar(Opcode::Suspend)
+        Ok(service_ipc::client::blocking_scalar(self.conn, Opcode::Suspend as u32, [0; 4])?.0)
     }
 
     /// Resume a suspended engine; paused jobs continue where they stopped.
     pub fn resume(&self) -> Result<usize, Error> {
-        self.scalar(Opcode::Resume)
+        Ok(service_ipc::client::blocking_scalar(self.conn, Opcode::Resume as u32, [0; 4])?.0)
     }
 
-    fn scalar(&self, op: Opcode) -> Result<usize, Error> {
-        let r = xous::send_message(self.inner.conn, xous::Message::new_blocking_scalar(op as usize, 0, 0, 0, 0))?;
-        match r {
-            xous::Result::Scalar2(status, v) => status_result(status as u32).map(|_| v),
-            _ => Err(Error::Protocol("unexpected reply kind")),
-        }
+    /// Stop the service: new work is refused, every queued job is answered, then the server
+    /// exits.
+    pub fn quit(&self) -> Result<(), Error> {
+        service_ipc::client::blocking_scalar(self.conn, Opcode::Quit as u32, [0; 4])?;
+        Ok(())
     }
 }
 

@@ -135,6 +135,8 @@ struct State {
     /// bumped by every submission / request (wakes the `Driver::Thread` worker)
     kicks: u64,
     x25519_handle: u32,
+    /// Quit requested: new work is refused with BadState
+    closed: bool,
 }
 
 /// What the thread holding the engine token owns.
@@ -184,6 +186,7 @@ impl Executor {
                 driving: false,
                 kicks: 0,
                 x25519_handle,
+                closed: false,
             }),
             cv: Condvar::new(),
             engine: Mutex::new(EngineCtx { engine, saved: None, busy_until: Instant::now() }),
@@ -235,6 +238,9 @@ impl Executor {
         // one place); the software fallback does the same inside x25519-dalek
         let k = Zeroizing::new(*scalar);
         let u = *u;
+        if self.refuse_closed() {
+            return Err(Status::BadState);
+        }
         if self.unavailable.is_some() {
             let mut st = self.st.lock().unwrap();
             st.c.clients.insert(client);
@@ -276,6 +282,9 @@ impl Executor {
 
     /// Load (or find) a program; returns (handle, mpstart).
     pub fn load_program(&self, words: &[u32]) -> Result<(u32, usize), Status> {
+        if self.refuse_closed() {
+            return Err(Status::BadState);
+        }
         if let Some(_) = self.unavailable {
             self.count_error();
             return Err(Status::EngineUnavailable);
@@ -307,6 +316,9 @@ impl Executor {
         max_cycles: u64,
         reply: ReplyFn,
     ) -> Result<(), Status> {
+        if self.refuse_closed() {
+            return Err(Status::BadState);
+        }
         let mut st = self.st.lock().unwrap();
         st.c.clients.insert(client);
         if self.unavailable.is_some() {
@@ -383,6 +395,22 @@ impl Executor {
         }
         st.resume_req = Some(reply);
         self.kick(st);
+    }
+
+    /// Quit (control server): refuse all new work from now on (BadState). Returns true once no
+    /// job is queued or running any more, i.e. every accepted job has been answered.
+    pub fn close(&self) -> bool {
+        let mut st = self.st.lock().unwrap();
+        st.closed = true;
+        st.sched.depth() == 0
+    }
+
+    fn refuse_closed(&self) -> bool {
+        let mut st = self.st.lock().unwrap();
+        if st.closed {
+            st.c.errors += 1;
+        }
+        st.closed
     }
 
     pub fn stats(&self) -> StatsMsg {
@@ -844,6 +872,26 @@ mod tests {
             assert!(o.status == Status::Runaway || o.status == Status::Ok);
         }
         assert!(ex.stats().busy == 2);
+    }
+
+    #[test]
+    fn close_answers_queued_jobs_then_refuses_new_work() {
+        let ex = start(Config::default());
+        let (tx, rx) = mpsc::channel();
+        ex.suspend(Box::new(move |s, _| tx.send(s).unwrap()));
+        assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+        let (r, queued) = chan();
+        ex.submit_x25519(1, &[5; 32], &[9; 32], r).unwrap();
+        assert!(!ex.close(), "a queued job is still unanswered");
+        let (r, _) = chan();
+        assert_eq!(ex.submit_x25519(2, &[5; 32], &[9; 32], r).unwrap_err(), Status::BadState);
+        assert_eq!(ex.load_program(&[0]).unwrap_err(), Status::BadState);
+        let (tx, rx) = mpsc::channel();
+        ex.resume(Box::new(move |s, _| tx.send(s).unwrap()));
+        assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+        let o = queued.recv_timeout(T).unwrap();
+        assert_eq!((o.status, o.result), (Status::Ok, x25519_dalek::x25519([5; 32], [9; 32])));
+        assert!(ex.close(), "queue drained");
     }
 
     #[test]

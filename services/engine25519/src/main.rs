@@ -1,5 +1,11 @@
-//! engine25519 server. The receive loop decodes, dispatches and replies; the work (queue, windows,
-//! microcode cache, backends) lives in `engine25519_server::executor` and friends.
+//! engine25519 server. The receive loops decode, dispatch and reply (with the conventions of
+//! service-ipc, docs/ipc.md); the work (queue, windows, microcode cache, backends) lives in
+//! `engine25519_server::executor` and friends.
+//!
+//! Two servers (docs/security.md): the public server (`api::SERVER_NAME`: Version, Stats,
+//! X25519, LoadProgram, RunJob; privileged opcode numbers are answered `NotPermitted`) and the
+//! control server (`api::CONTROL_NAME`, registered first with `api::CONTROL_SLOTS` connections:
+//! Suspend, Resume, Quit), served by one thread of its own over the same executor.
 //!
 //! Two threads run the receive loop (`RECEIVERS`, `--receivers`). After queueing a job a thread drives the
 //! engine itself if it is idle (`Executor::drive`, `Driver::Callers`): no hand-off to a worker
@@ -17,13 +23,13 @@
 //!                                     receive loop hands every job to a worker thread)
 //!   --receivers N                     ENGINE25519_RECEIVERS (callers only; 2..=8, default 2)
 
-use num_traits::FromPrimitive;
-use xous::{Message, MessageEnvelope};
-use xous_ipc::Buffer;
+use std::sync::{Arc, Mutex};
 
-use engine25519_server::api::{
-    self, archive_fits, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY,
-};
+use service_ipc::options::{Opt, Takes};
+use service_ipc::server::{reply_archive, reply_bad_kind, reply_error, reply_ok, reply_scalar2, sender_pid, Kind};
+use xous::{Message, MessageEnvelope};
+
+use engine25519_server::api::{self, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY};
 use engine25519_server::executor::{Config, Driver, Executor, Outcome};
 use engine25519_server::scheduler::WindowReq;
 
@@ -31,23 +37,25 @@ struct Options {
     backend: String,
     isa: engine25519_core::isa::Isa,
     cfg: Config,
-    /// receive threads (`Driver::Callers` only)
+    /// receive threads of the public server (`Driver::Callers` only)
     receivers: usize,
 }
 
-fn parse_u64(name: &str, v: &str) -> Result<u64, String> {
-    let v = v.replace('_', "");
-    let r = if let Some(h) = v.strip_prefix("0x") { u64::from_str_radix(h, 16) } else { v.parse() };
-    r.map_err(|_| format!("{}: '{}' is not a number", name, v))
-}
-
-fn parse_options() -> Result<Options, String> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    parse_options_from(&args, &|k: &str| std::env::var(k).ok())
-}
+const OPTS: &[Opt] = &[
+    Opt { flag: "--backend", env: Some("ENGINE25519_BACKEND"), takes: Takes::Value },
+    Opt { flag: "--isa", env: Some("ENGINE25519_ISA"), takes: Takes::Value },
+    Opt { flag: "--pace", env: Some("ENGINE25519_PACE_HZ"), takes: Takes::OptionalValue },
+    Opt { flag: "--quantum", env: Some("ENGINE25519_QUANTUM"), takes: Takes::Value },
+    Opt { flag: "--queue", env: Some("ENGINE25519_QUEUE"), takes: Takes::Value },
+    Opt { flag: "--per-client", env: Some("ENGINE25519_PER_CLIENT"), takes: Takes::Value },
+    Opt { flag: "--no-fallback", env: Some("ENGINE25519_NO_FALLBACK"), takes: Takes::Nothing },
+    Opt { flag: "--driver", env: Some("ENGINE25519_DRIVER"), takes: Takes::Value },
+    Opt { flag: "--receivers", env: Some("ENGINE25519_RECEIVERS"), takes: Takes::Value },
+];
 
 /// Options from `args` (after the program name) and the environment lookup `getenv`.
 fn parse_options_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result<Options, String> {
+    let p = service_ipc::options::parse(OPTS, args, getenv)?;
     let mut o = Options {
         backend: if cfg!(target_os = "xous") { "hw".into() } else { "model".into() },
         // hosted: our v2 engine (what the gateware implements); device: Precursor's shipping v1
@@ -55,325 +63,266 @@ fn parse_options_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) 
         cfg: Config { driver: Driver::Callers, ..Config::default() },
         receivers: RECEIVERS,
     };
-    let env = |k: &str| getenv(k).filter(|v| !v.is_empty());
-    if let Some(b) = env("ENGINE25519_BACKEND") {
-        o.backend = b;
+    if let Some(b) = p.get("--backend") {
+        o.backend = b.to_string();
     }
-    let parse_isa = |v: &str| v.parse::<engine25519_core::isa::Isa>().map_err(|_| format!("unknown ISA '{}': expected v1 or v2", v));
-    if let Some(v) = env("ENGINE25519_ISA") {
-        o.isa = parse_isa(&v)?;
+    if let Some(v) = p.get("--isa") {
+        o.isa = v.parse().map_err(|_| format!("unknown ISA '{}': expected v1 or v2", v))?;
     }
-    if let Some(v) = env("ENGINE25519_PACE_HZ") {
-        o.cfg.pace_hz = parse_u64("ENGINE25519_PACE_HZ", &v)?;
+    if p.is_set("--pace") {
+        // bare --pace: the device engine clock
+        o.cfg.pace_hz = p.u64("--pace")?.unwrap_or(engine25519_core::isa::Isa::V1.info().eng_clk_hz);
     }
-    if let Some(v) = env("ENGINE25519_QUANTUM") {
-        o.cfg.quantum = parse_u64("ENGINE25519_QUANTUM", &v)?;
+    if let Some(v) = p.u64("--quantum")? {
+        o.cfg.quantum = v;
     }
-    if let Some(v) = env("ENGINE25519_QUEUE") {
-        o.cfg.global_cap = parse_u64("ENGINE25519_QUEUE", &v)? as usize;
+    if let Some(v) = p.u64("--queue")? {
+        o.cfg.global_cap = v as usize;
     }
-    if let Some(v) = env("ENGINE25519_PER_CLIENT") {
-        o.cfg.per_client_cap = parse_u64("ENGINE25519_PER_CLIENT", &v)? as usize;
+    if let Some(v) = p.u64("--per-client")? {
+        o.cfg.per_client_cap = v as usize;
     }
-    let parse_driver = |v: &str| match v {
-        "callers" => Ok(Driver::Callers),
-        "thread" => Ok(Driver::Thread),
-        _ => Err(format!("unknown driver '{}': expected callers or thread", v)),
-    };
-    if let Some(v) = env("ENGINE25519_DRIVER") {
-        o.cfg.driver = parse_driver(&v)?;
+    match p.get("--no-fallback") {
+        None if p.is_set("--no-fallback") => o.cfg.software_fallback = false, // the flag
+        Some("1") => o.cfg.software_fallback = false,
+        _ => {}
     }
-    if let Some(v) = env("ENGINE25519_RECEIVERS") {
-        o.receivers = parse_u64("ENGINE25519_RECEIVERS", &v)? as usize;
+    match p.one_of("--driver", &["callers", "thread"]).map_err(|_| format!("unknown driver '{}': expected callers or thread", p.get("--driver").unwrap_or("")))? {
+        Some("thread") => o.cfg.driver = Driver::Thread,
+        Some(_) => o.cfg.driver = Driver::Callers,
+        None => {}
     }
-    if env("ENGINE25519_NO_FALLBACK").as_deref() == Some("1") {
-        o.cfg.software_fallback = false;
-    }
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        let value = |i: &mut usize| -> Result<String, String> {
-            *i += 1;
-            args.get(*i).cloned().ok_or_else(|| format!("{} needs a value", a))
-        };
-        match a {
-            "--backend" => o.backend = value(&mut i)?,
-            "--isa" => o.isa = parse_isa(&value(&mut i)?)?,
-            "--pace" => o.cfg.pace_hz = engine25519_core::isa::Isa::V1.info().eng_clk_hz,
-            "--quantum" => o.cfg.quantum = parse_u64(a, &value(&mut i)?)?,
-            "--queue" => o.cfg.global_cap = parse_u64(a, &value(&mut i)?)? as usize,
-            "--per-client" => o.cfg.per_client_cap = parse_u64(a, &value(&mut i)?)? as usize,
-            "--no-fallback" => o.cfg.software_fallback = false,
-            "--driver" => o.cfg.driver = parse_driver(&value(&mut i)?)?,
-            "--receivers" => o.receivers = parse_u64(a, &value(&mut i)?)? as usize,
-            _ if a.starts_with("--pace=") => o.cfg.pace_hz = parse_u64("--pace", &a[7..])?,
-            _ if a.starts_with("--backend=") => o.backend = a[10..].to_string(),
-            _ => return Err(format!("unknown option '{}'", a)),
-        }
-        i += 1;
+    if let Some(v) = p.u64("--receivers")? {
+        o.receivers = v as usize;
     }
     if o.cfg.quantum == 0 || o.cfg.global_cap == 0 || o.cfg.per_client_cap == 0 {
         return Err("quantum, queue and per-client must be > 0".into());
     }
     if !(2..=MAX_RECEIVERS).contains(&o.receivers) {
-        // one thread would stop receiving while it runs a job: no Busy answers, no Suspend
-        // until a long custom job ends
+        // one thread would stop receiving while it runs a job: no Busy answers until a long
+        // custom job ends
         return Err(format!("receivers must be 2..={} (one thread could not answer while it drives the engine)", MAX_RECEIVERS));
     }
     Ok(o)
 }
 
-/// Decode a request archive after checking that it lies inside the lent buffer.
-fn decode<T>(mem: &xous::MemoryMessage) -> Result<T, Status>
+/// Decode the request archive of a lend_mut after its bounds check; `None`: malformed.
+fn decode<T>(env: &MessageEnvelope) -> Option<T>
 where
     T: rkyv::Archive,
     rkyv::Archived<T>: rkyv::Deserialize<T, dyn rkyv::Fallible<Error = xous_ipc::XousUnreachable>>,
 {
-    let pos = mem.offset.map(|o| o.get()).unwrap_or(0);
-    if !archive_fits::<T>(mem.buf.len(), pos) {
-        return Err(Status::BadMessage);
-    }
-    let buf = unsafe { Buffer::from_memory_message(mem) };
-    buf.to_original::<T, _>().map_err(|_| Status::BadMessage)
-}
-
-/// Write `msg` as the reply archive of a mutable lend (wiping the page first: it may hold a
-/// secret scalar) and release the caller.
-fn reply_mem<T>(mut env: MessageEnvelope, msg: T)
-where
-    T: for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
-{
-    if let Message::MutableBorrow(mem) = &mut env.body {
-        // the archive must fit at position 0 (checked on decode for the same type)
-        if archive_fits::<T>(mem.buf.len(), 0) {
-            let mut buf = unsafe { Buffer::from_memory_message_mut(mem) };
-            buf.volatile_clear();
-            let _ = buf.replace(msg);
-            drop(buf);
-            return; // dropping `env` returns the memory with the new offset
-        }
-    }
-    reply_status_in_valid(env, Status::BadMessage);
-}
-
-/// Error reply for a memory message that cannot carry a reply archive: the memory goes back
-/// with offset 0 and `valid` = status code (documented in docs/engine-service.md).
-fn reply_status_in_valid(env: MessageEnvelope, status: Status) {
     match &env.body {
-        Message::MutableBorrow(mem) | Message::Borrow(mem) => {
-            let (buf, sender) = (mem.buf, env.sender);
-            let _ = env.take_message(); // we return the memory ourselves
-            let _ = xous::return_memory_offset_valid(sender, buf, None, xous::MemorySize::new(status as usize));
-        }
-        Message::BlockingScalar(_) => {
-            let _ = xous::return_scalar2(env.sender, status as usize, 0);
-        }
-        _ => {} // Move / Scalar: nothing to answer; dropping frees a moved page
+        Message::MutableBorrow(mem) => service_ipc::archive::decode::<T>(mem),
+        _ => None,
     }
 }
 
-fn x25519_reply(status: Status) -> X25519Msg {
+/// Error reply (docs/ipc.md), counted.
+fn refuse(ex: &Executor, env: MessageEnvelope, status: Status) {
+    ex.count_error();
+    reply_error(env, status);
+}
+
+fn x25519_reply(o: &Outcome) -> X25519Msg {
     let mut m = X25519Msg::new([0; 32], [0; 32]);
-    m.status = status as u32;
+    m.status = Status::Ok as u32;
+    m.backend = o.backend as u32;
+    m.window = o.window;
+    m.cycles = o.cycles;
+    m.result = o.result;
     m
 }
 
-fn program_reply(status: Status) -> ProgramMsg {
-    ProgramMsg { magic: MAGIC, status: status as u32, len: 0, handle: 0, mpstart: 0, words: [0; api::UCODE_WORDS] }
-}
+/// The reply closure of a queued job: the archive on success, the error reply otherwise. The
+/// envelope sits in a shared slot so that a submission refused at once can still answer it.
+type Slot = Arc<Mutex<Option<MessageEnvelope>>>;
 
-fn job_reply(status: Status) -> JobMsg {
-    JobMsg {
-        magic: MAGIC,
-        status: status as u32,
-        handle: 0,
-        window: 0,
-        max_cycles: 0,
-        cycles: 0,
-        backend: 0,
-        reserved: 0,
-        regs: [[0; 32]; NUM_REGS],
-    }
-}
-
-/// Reply with an error archive of type T if the buffer can hold one, else via `valid`.
-fn reply_error<T>(env: MessageEnvelope, ex: &Executor, reply: T, status: Status)
+fn answer<T>(slot: &Slot, status: Status, reply: impl FnOnce() -> T)
 where
-    T: for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
+    T: rkyv::Archive + for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
 {
-    ex.count_error();
-    match &env.body {
-        Message::MutableBorrow(_) => reply_mem(env, reply),
-        _ => reply_status_in_valid(env, status),
+    if let Some(env) = slot.lock().unwrap().take() {
+        if status == Status::Ok {
+            reply_archive(env, reply(), Status::BadMessage)
+        } else {
+            reply_error(env, status) // counted by the executor
+        }
     }
 }
 
-fn dispatch(ex: &std::sync::Arc<Executor>, mut env: MessageEnvelope) {
-    let client = env.sender.pid().map(|p| p.get() as u32).unwrap_or(0);
-    let op = Opcode::from_usize(env.body.id());
-    let is_mut = matches!(env.body, Message::MutableBorrow(_));
-    let is_bscalar = matches!(env.body, Message::BlockingScalar(_));
-    match op {
-        None => {
-            ex.count_error();
-            reply_status_in_valid(env, Status::UnknownOpcode);
+/// Public server: Version, Stats, X25519, LoadProgram, RunJob.
+fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
+    let client = sender_pid(&env);
+    let kind = Kind::of(&env.body);
+    match (Opcode::from_usize(env.body.id()), kind) {
+        (None, _) => refuse(ex, env, Status::UnknownOpcode),
+        (Some(op), _) if op.is_control() => {
+            log::warn!("engine25519: pid {} sent privileged opcode {:?} to the public server: refused", client, op);
+            refuse(ex, env, Status::NotPermitted)
         }
-        Some(Opcode::Version) if is_bscalar => {
-            let v = (api::API_VERSION << 16) | ex.stats().backend;
-            let _ = xous::return_scalar2(env.sender, Status::Ok as usize, v as usize);
+        (Some(Opcode::Version), Kind::BlockingScalar) => {
+            reply_scalar2(env, api::API_VERSION as usize, ex.stats().backend as usize)
         }
-        Some(Opcode::Suspend) if is_bscalar => {
-            let sender = env.sender;
-            std::mem::forget(env); // scalar envelope: no memory to return
-            ex.suspend(Box::new(move |s, n| {
-                let _ = xous::return_scalar2(sender, s as usize, n);
-            }));
-        }
-        Some(Opcode::Resume) if is_bscalar => {
-            let sender = env.sender;
-            std::mem::forget(env);
-            ex.resume(Box::new(move |s, n| {
-                let _ = xous::return_scalar2(sender, s as usize, n);
-            }));
-        }
-        Some(Opcode::Stats) if is_mut => {
-            let Message::MutableBorrow(mem) = &env.body else { unreachable!() };
-            match decode::<StatsMsg>(mem) {
-                Ok(m) if m.magic == MAGIC => reply_mem(env, ex.stats()),
-                _ => reply_error(env, ex, StatsMsg { magic: MAGIC, status: Status::BadMessage as u32, ..Default::default() }, Status::BadMessage),
-            }
-        }
-        Some(Opcode::X25519) if is_mut => {
-            let Message::MutableBorrow(mem) = &mut env.body else { unreachable!() };
-            let mut m = match decode::<X25519Msg>(mem) {
-                Ok(m) if m.magic == MAGIC => m,
-                _ => return reply_error(env, ex, x25519_reply(Status::BadMessage), Status::BadMessage),
+        (Some(Opcode::Stats), Kind::LendMut) => match decode::<StatsMsg>(&env) {
+            Some(m) if m.magic == MAGIC => reply_archive(env, ex.stats(), Status::BadMessage),
+            _ => refuse(ex, env, Status::BadMessage),
+        },
+        (Some(Opcode::X25519), Kind::LendMut) => {
+            let Some(mut m) = decode::<X25519Msg>(&env).filter(|m| m.magic == MAGIC) else {
+                return refuse(ex, env, Status::BadMessage);
             };
-            let (k, u) = (m.scalar, m.u);
+            let (k, u) = (zeroize::Zeroizing::new(m.scalar), m.u);
             zeroize::Zeroize::zeroize(&mut m.scalar);
-            let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(env)));
+            let slot: Slot = Arc::new(Mutex::new(Some(env)));
             let s2 = slot.clone();
-            let r = ex.submit_x25519(
-                client,
-                &k,
-                &u,
-                Box::new(move |o: Outcome| {
-                    let mut m = x25519_reply(o.status);
-                    m.backend = o.backend as u32;
-                    m.window = o.window;
-                    m.cycles = o.cycles;
-                    m.result = o.result;
-                    if let Some(env) = s2.lock().unwrap().take() {
-                        reply_mem(env, m);
-                    }
-                }),
-            );
+            let r = ex.submit_x25519(client, &k, &u, Box::new(move |o: Outcome| answer(&s2, o.status, || x25519_reply(&o))));
             if let Err(s) = r {
-                if let Some(env) = slot.lock().unwrap().take() {
-                    reply_mem(env, x25519_reply(s)); // counted by the executor
-                }
+                answer(&slot, s, || x25519_reply(&Outcome::error(s, ex.backend())));
             }
         }
-        Some(Opcode::LoadProgram) if is_mut => {
-            let Message::MutableBorrow(mem) = &env.body else { unreachable!() };
-            let m = match decode::<ProgramMsg>(mem) {
-                Ok(m) if m.magic == MAGIC => m,
-                _ => return reply_error(env, ex, program_reply(Status::BadMessage), Status::BadMessage),
+        (Some(Opcode::LoadProgram), Kind::LendMut) => {
+            let Some(m) = decode::<ProgramMsg>(&env).filter(|m| m.magic == MAGIC) else {
+                return refuse(ex, env, Status::BadMessage);
             };
             if m.len == 0 || m.len as usize > api::UCODE_WORDS {
-                return reply_error(env, ex, program_reply(Status::BadProgram), Status::BadProgram);
+                return refuse(ex, env, Status::BadProgram);
             }
             match ex.load_program(&m.words[..m.len as usize]) {
                 Ok((handle, start)) => {
-                    let mut r = program_reply(Status::Ok);
-                    r.len = m.len;
-                    r.handle = handle;
-                    r.mpstart = start as u32;
-                    reply_mem(env, r)
+                    let r = ProgramMsg { magic: MAGIC, status: Status::Ok as u32, len: m.len, handle, mpstart: start as u32, words: [0; api::UCODE_WORDS] };
+                    reply_archive(env, r, Status::BadMessage)
                 }
-                Err(s) => reply_mem(env, program_reply(s)), // counted by the executor
+                Err(s) => reply_error(env, s), // counted by the executor
             }
         }
-        Some(Opcode::RunJob) if is_mut => {
-            let Message::MutableBorrow(mem) = &env.body else { unreachable!() };
-            let m = match decode::<JobMsg>(mem) {
-                Ok(m) if m.magic == MAGIC => m,
-                _ => return reply_error(env, ex, job_reply(Status::BadMessage), Status::BadMessage),
+        (Some(Opcode::RunJob), Kind::LendMut) => {
+            let Some(m) = decode::<JobMsg>(&env).filter(|m| m.magic == MAGIC) else {
+                return refuse(ex, env, Status::BadMessage);
             };
             if m.reserved != 0 {
-                return reply_error(env, ex, job_reply(Status::BadArgument), Status::BadArgument);
+                return refuse(ex, env, Status::BadArgument);
             }
             let window = match m.window {
                 WINDOW_ANY => WindowReq::Any,
                 w if (w as usize) < api::NUM_WINDOWS => WindowReq::Fixed(w as usize),
-                _ => return reply_error(env, ex, job_reply(Status::BadWindow), Status::BadWindow),
+                _ => return refuse(ex, env, Status::BadWindow),
             };
             let handle = m.handle;
-            let slot = std::sync::Arc::new(std::sync::Mutex::new(Some(env)));
-            let s2 = slot.clone();
-            let r = ex.submit_job(
-                client,
+            let job = move |o: &Outcome| JobMsg {
+                magic: MAGIC,
+                status: Status::Ok as u32,
                 handle,
-                window,
-                &m.regs,
-                m.max_cycles,
-                Box::new(move |o: Outcome| {
-                    let mut r = job_reply(o.status);
-                    r.handle = handle;
-                    r.window = o.window;
-                    r.cycles = o.cycles;
-                    r.backend = o.backend as u32;
-                    if let Some(regs) = o.regs {
-                        r.regs = *regs;
-                    }
-                    if let Some(env) = s2.lock().unwrap().take() {
-                        reply_mem(env, r);
-                    }
-                }),
-            );
+                window: o.window,
+                max_cycles: 0,
+                cycles: o.cycles,
+                backend: o.backend as u32,
+                reserved: 0,
+                regs: o.regs.as_deref().copied().unwrap_or([[0; 32]; NUM_REGS]),
+            };
+            let slot: Slot = Arc::new(Mutex::new(Some(env)));
+            let s2 = slot.clone();
+            let r = ex.submit_job(client, handle, window, &m.regs, m.max_cycles, Box::new(move |o: Outcome| answer(&s2, o.status, || job(&o))));
             if let Err(s) = r {
-                if let Some(env) = slot.lock().unwrap().take() {
-                    reply_mem(env, job_reply(s)); // counted by the executor
-                }
+                answer(&slot, s, || job(&Outcome::error(s, ex.backend())));
             }
         }
-        Some(_) => {
-            // known opcode, wrong message kind (e.g. X25519 as a scalar, Version as a lend)
+        // known opcode, wrong message kind (e.g. X25519 as a scalar, Version as a lend)
+        (Some(_), _) => {
             ex.count_error();
-            reply_status_in_valid(env, Status::BadMessage);
+            reply_bad_kind(env, Status::BadMessage)
         }
     }
+}
+
+/// Control server: Suspend, Resume, Quit. Public opcodes are not served here.
+fn dispatch_control(ex: &Arc<Executor>, env: MessageEnvelope, names: &Names) {
+    let kind = Kind::of(&env.body);
+    match (Opcode::from_usize(env.body.id()), kind) {
+        (Some(op @ (Opcode::Suspend | Opcode::Resume)), Kind::BlockingScalar) => {
+            let sender = env.sender;
+            std::mem::forget(env); // scalar envelope: no memory to return; answered below
+            let reply: engine25519_server::executor::ScalarReplyFn = Box::new(move |s, n| {
+                if s == Status::Ok {
+                    let _ = xous::return_scalar2(sender, n, 0);
+                } else {
+                    let _ = xous::return_scalar(sender, s as usize);
+                }
+            });
+            if op == Opcode::Suspend {
+                ex.suspend(reply)
+            } else {
+                ex.resume(reply)
+            }
+        }
+        (Some(Opcode::Quit), Kind::BlockingScalar) => {
+            log::info!("engine25519: Quit from the control server: refusing new work, answering queued jobs");
+            let t0 = std::time::Instant::now();
+            while !ex.close() {
+                if t0.elapsed() > QUIT_DRAIN {
+                    log::warn!("engine25519: Quit: jobs still queued after {:?}; exiting anyway", QUIT_DRAIN);
+                    break;
+                }
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            reply_ok(env);
+            names.unregister();
+            log::info!("engine25519: quit");
+            std::process::exit(0);
+        }
+        (None, _) => refuse(ex, env, Status::UnknownOpcode),
+        // public opcodes are served by the public server only
+        (Some(op), _) if !op.is_control() => refuse(ex, env, Status::UnknownOpcode),
+        (Some(_), _) => {
+            ex.count_error();
+            reply_bad_kind(env, Status::BadMessage)
+        }
+    }
+}
+
+/// How long Quit waits for queued jobs to be answered.
+const QUIT_DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
+
+struct Names {
+    xns: xous_api_names::XousNames,
+    control: xous::SID,
+    public: xous::SID,
+}
+
+impl Names {
+    fn unregister(&self) {
+        let _ = self.xns.unregister_server(self.public);
+        let _ = self.xns.unregister_server(self.control);
+    }
+}
+
+fn fail(msg: &str) -> ! {
+    log::error!("engine25519: {}", msg);
+    println!("ENGINE25519 ERROR {}", msg);
+    std::process::exit(2);
 }
 
 fn main() -> ! {
     xous_api_log::init_wait().unwrap();
     log::set_max_level(log::LevelFilter::Info);
-    let opts = match parse_options() {
-        Ok(o) => o,
-        Err(e) => {
-            log::error!("engine25519: bad options: {}", e);
-            println!("ENGINE25519 ERROR bad options: {}", e);
-            std::process::exit(2);
-        }
-    };
-    let engine = match engine25519_server::factory::create(&opts.backend, opts.isa) {
-        Ok(e) => e,
-        Err(e) => {
-            log::error!("engine25519: {}", e);
-            println!("ENGINE25519 ERROR {}", e);
-            std::process::exit(2);
-        }
-    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = parse_options_from(&args, &|k: &str| std::env::var(k).ok()).unwrap_or_else(|e| fail(&format!("bad options: {}", e)));
+    let engine = engine25519_server::factory::create(&opts.backend, opts.isa).unwrap_or_else(|e| fail(&e));
     let x25519 = engine25519_server::programs::x25519_program(opts.isa);
     let ex = Executor::start(engine, x25519, opts.cfg.clone());
     if let Some(why) = ex.unavailable_reason() {
         log::warn!("engine25519: {}", why);
     }
     let xns = xous_api_names::XousNames::new().unwrap();
-    let sid = xns.register_name(api::SERVER_NAME, None).expect("can't register server");
+    // control first: once the public name resolves, the control name exists (docs/security.md)
+    let control = service_ipc::control::register_control(&xns, api::CONTROL_NAME, api::CONTROL_SLOTS).unwrap_or_else(|e| fail(&e));
+    let public = service_ipc::control::register_public(&xns, api::SERVER_NAME).unwrap_or_else(|e| fail(&e));
+    let receivers = if opts.cfg.driver == Driver::Callers { opts.receivers } else { 1 };
     log::info!(
-        "engine25519: registered as '{}', backend {} isa {} ({}), pacing {}, receive threads {}",
+        "engine25519: registered '{}' and '{}' ({} control slot(s)), backend {} isa {} ({}), pacing {}, receive threads {}",
         api::SERVER_NAME,
+        api::CONTROL_NAME,
+        api::CONTROL_SLOTS,
         opts.backend,
         opts.isa,
         if ex.unavailable_reason().is_some() {
@@ -382,17 +331,31 @@ fn main() -> ! {
             "engine available"
         },
         if opts.cfg.pace_hz > 0 { format!("{} Hz", opts.cfg.pace_hz) } else { "off".into() },
-        if opts.cfg.driver == Driver::Callers { opts.receivers } else { 1 }
+        receivers
     );
-    let receivers = if opts.cfg.driver == Driver::Callers { opts.receivers } else { 1 };
+    let names = Arc::new(Names { xns, control, public });
+    {
+        let ex = ex.clone();
+        let names = names.clone();
+        std::thread::Builder::new()
+            .name("engine25519-control".into())
+            .spawn(move || loop {
+                let env = xous::receive_message(control).unwrap();
+                dispatch_control(&ex, env, &names);
+                if ex.config().driver == Driver::Callers {
+                    ex.drive(); // a Suspend/Resume request is work for the engine token holder
+                }
+            })
+            .expect("spawn control thread");
+    }
     for i in 1..receivers {
         let ex = ex.clone();
         std::thread::Builder::new()
             .name(format!("engine25519-rx{}", i))
-            .spawn(move || receive_loop(sid, &ex))
+            .spawn(move || receive_loop(public, &ex))
             .expect("spawn receive thread");
     }
-    receive_loop(sid, &ex)
+    receive_loop(public, &ex)
 }
 
 /// Default number of receive threads.
@@ -400,10 +363,10 @@ const RECEIVERS: usize = 2;
 /// Upper bound (the hosted kernel has ~30 thread slots per process).
 const MAX_RECEIVERS: usize = 8;
 
-fn receive_loop(sid: xous::SID, ex: &std::sync::Arc<Executor>) -> ! {
+fn receive_loop(sid: xous::SID, ex: &Arc<Executor>) -> ! {
     loop {
         let env = xous::receive_message(sid).unwrap();
-        dispatch(ex, env);
+        dispatch_public(ex, env);
         if ex.config().driver == Driver::Callers {
             // run what was queued if the engine is idle; returns at once if another thread has it
             ex.drive();

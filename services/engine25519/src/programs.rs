@@ -27,3 +27,28 @@ pub fn x25519_program(isa: Isa) -> X25519Program {
         out_reg: p::RESULT_REG,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::api;
+    use engine25519_core::isa;
+
+    /// The client crate states the engine geometry without linking the core (which carries the
+    /// model); it must equal the spec's (generated into engine25519_core::isa).
+    #[test]
+    fn api_geometry_matches_the_spec() {
+        assert_eq!(api::NUM_WINDOWS, isa::WINDOWS);
+        assert_eq!(api::UCODE_WORDS, isa::UCODE_WORDS);
+        assert_eq!(api::NUM_REGS, isa::REGS_PER_WINDOW);
+        assert_eq!(32, isa::REG_WORDS * 4, "256-bit registers");
+    }
+
+    #[test]
+    fn x25519_program_table_uses_the_programs_registers() {
+        for i in [isa::Isa::V1, isa::Isa::V2] {
+            let p = super::x25519_program(i);
+            assert!(!p.words.is_empty() && p.words.len() <= api::UCODE_WORDS);
+            assert!(p.scalar_reg < api::NUM_REGS && p.u_reg < api::NUM_REGS && p.out_reg < api::NUM_REGS);
+        }
+    }
+}

@@ -7,7 +7,6 @@
 
 use engine25519::api::{self, JobMsg, Opcode, ProgramMsg, Status, X25519Msg, MAGIC, NUM_REGS, UCODE_WORDS};
 use xous::{Message, MemoryMessage, MemoryRange};
-use num_traits::FromPrimitive;
 use xous_ipc::Buffer;
 
 struct Rng(u64);
@@ -52,36 +51,12 @@ impl Tally {
     }
 }
 
-/// Status carried by a memory reply to opcode `id`: in `valid` (offset None, value < 0x100,
-/// different from what we sent) or in the reply archive of the opcode's message type.
-fn memory_reply_status(id: usize, r: &xous::Result, page: &[u8], sent_valid: usize) -> Option<u32> {
+/// Status of a memory reply (docs/ipc.md): `Some(code)` for an error reply (memory returned
+/// with `offset = code`, `valid = None`), `Some(0)` for a success, `None` if not understood.
+fn memory_reply_status(r: &xous::Result) -> Option<u32> {
     match r {
-        xous::Result::MemoryReturned(offset, valid) => {
-            let v = valid.map(|v| v.get()).unwrap_or(0);
-            if offset.is_none() && v != sent_valid && v < 0x100 {
-                return Some(v as u32);
-            }
-            let pos = offset.map(|o| o.get()).unwrap_or(0);
-            macro_rules! status_of {
-                ($t:ty) => {{
-                    if !api::archive_fits::<$t>(page.len(), pos) {
-                        return None;
-                    }
-                    let a = unsafe { rkyv::archived_value::<$t>(page, pos) };
-                    if a.magic != MAGIC {
-                        return None;
-                    }
-                    Some(a.status)
-                }};
-            }
-            match Opcode::from_usize(id)? {
-                Opcode::Stats => status_of!(api::StatsMsg),
-                Opcode::X25519 => status_of!(X25519Msg),
-                Opcode::LoadProgram => status_of!(ProgramMsg),
-                Opcode::RunJob => status_of!(JobMsg),
-                _ => None,
-            }
-        }
+        xous::Result::MemoryReturned(_, Some(_)) => Some(Status::Ok as u32),
+        xous::Result::MemoryReturned(Some(code), None) => Some(code.get() as u32),
         _ => None,
     }
 }
@@ -104,19 +79,19 @@ fn main() {
     while t.sent < count {
         let kind = rng.below(9);
         match kind {
-            // blocking scalar to a memory opcode or an unknown opcode (Version/Suspend/Resume
-            // are valid as scalars and are left out)
+            // blocking scalar to a memory opcode, a privileged opcode (refused NotPermitted on
+            // the public server) or an unknown opcode (Version, valid as a scalar, is left out)
             0 => {
                 let id = match rng.below(3) {
                     0 => memory_ops[rng.below(4) as usize] as usize,
-                    1 => 7 + rng.below(1000) as usize,
+                    1 => 5 + rng.below(1000) as usize,
                     _ => rng.next() as usize,
                 };
                 let m = Message::new_blocking_scalar(id, rng.next() as usize, rng.next() as usize, 0, rng.next() as usize);
                 t.sent += 1;
                 *t.kinds.entry("blocking-scalar").or_default() += 1;
                 match xous::send_message(conn, m) {
-                    Ok(xous::Result::Scalar2(s, _)) if s != 0 => t.answered += 1,
+                    Ok(xous::Result::Scalar1(s)) if s != 0 => t.answered += 1,
                     other => t.bad(format!("blocking scalar id {id}: {other:?}")),
                 }
             }
@@ -141,14 +116,12 @@ fn main() {
                     2 => xous::MemoryAddress::new(usize::MAX - rng.below(64) as usize),
                     _ => xous::MemoryAddress::new((rng.below(range.len() as u64 / 8) * 8) as usize),
                 };
-                // >= 0x100 so a status code returned in `valid` is never mistaken for what we sent
-                let valid = xous::MemorySize::new(0x100 + rng.below(range.len() as u64 - 0x100) as usize);
-                let sent_valid = valid.map(|v| v.get()).unwrap_or(0);
+                let valid = xous::MemorySize::new(1 + rng.below(range.len() as u64 - 1) as usize);
                 let mm = MemoryMessage { id, buf: range, offset, valid };
                 t.sent += 1;
                 *t.kinds.entry("lend-mut-garbage").or_default() += 1;
                 let r = xous::send_message(conn, Message::MutableBorrow(mm));
-                match r.as_ref().ok().and_then(|r| memory_reply_status(id, r, page, sent_valid)) {
+                match r.as_ref().ok().and_then(memory_reply_status) {
                     Some(s) if s != Status::Ok as u32 => t.answered += 1,
                     other => t.bad(format!("lend_mut garbage id {id}: {r:?} status {other:?}")),
                 }
@@ -162,7 +135,7 @@ fn main() {
                 *t.kinds.entry("lend").or_default() += 1;
                 let r = xous::send_message(conn, Message::Borrow(mm));
                 match &r {
-                    Ok(xous::Result::MemoryReturned(None, Some(v))) if v.get() < 0x100 && v.get() != 0 => t.answered += 1,
+                    Ok(xous::Result::MemoryReturned(Some(code), None)) if code.get() != 0 => t.answered += 1,
                     other => t.bad(format!("lend id {id}: {other:?}")),
                 }
             }
@@ -190,7 +163,7 @@ fn main() {
                         m.magic = rng.next() as u32 | 0x8000_0000;
                         let mut b = Buffer::into_buf(m).unwrap();
                         let r = b.lend_mut(conn, Opcode::X25519 as u32);
-                        (r.ok().and_then(|r| memory_reply_status(Opcode::X25519 as usize, &r, &b, b.len())), "x25519 bad magic")
+                        (r.ok().and_then(|r| memory_reply_status(&r)), "x25519 bad magic")
                     }
                     1 | 2 => {
                         let mut m = JobMsg {
@@ -209,27 +182,27 @@ fn main() {
                         }
                         let mut b = Buffer::into_buf(m).unwrap();
                         let r = b.lend_mut(conn, Opcode::RunJob as u32);
-                        (r.ok().and_then(|r| memory_reply_status(Opcode::RunJob as usize, &r, &b, b.len())), "runjob bad window/handle/reserved")
+                        (r.ok().and_then(|r| memory_reply_status(&r)), "runjob bad window/handle/reserved")
                     }
                     3 => {
                         let len = if rng.below(2) == 0 { 0 } else { UCODE_WORDS as u32 + 1 + rng.below(1 << 30) as u32 };
                         let m = ProgramMsg { magic: MAGIC, status: 0, len, handle: 0, mpstart: 0, words: [0; UCODE_WORDS] };
                         let mut b = Buffer::into_buf(m).unwrap();
                         let r = b.lend_mut(conn, Opcode::LoadProgram as u32);
-                        (r.ok().and_then(|r| memory_reply_status(Opcode::LoadProgram as usize, &r, &b, b.len())), "loadprogram bad length")
+                        (r.ok().and_then(|r| memory_reply_status(&r)), "loadprogram bad length")
                     }
                     4 => {
                         // archive of the wrong type for the opcode (too small to hold the reply)
                         let m = X25519Msg::new([2; 32], [9; 32]);
                         let mut b = Buffer::into_buf(m).unwrap();
                         let r = b.lend_mut(conn, Opcode::LoadProgram as u32);
-                        (r.ok().and_then(|r| memory_reply_status(Opcode::LoadProgram as usize, &r, &b, b.len())), "loadprogram with an x25519 archive")
+                        (r.ok().and_then(|r| memory_reply_status(&r)), "loadprogram with an x25519 archive")
                     }
                     _ => {
                         let m = api::StatsMsg { magic: MAGIC ^ 0xFF, ..Default::default() };
                         let mut b = Buffer::into_buf(m).unwrap();
                         let r = b.lend_mut(conn, Opcode::Stats as u32);
-                        (r.ok().and_then(|r| memory_reply_status(Opcode::Stats as usize, &r, &b, b.len())), "stats bad magic")
+                        (r.ok().and_then(|r| memory_reply_status(&r)), "stats bad magic")
                     }
                 };
                 match status {
