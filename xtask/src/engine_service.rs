@@ -5,6 +5,10 @@
 //!   (blocking + async, each checked against x25519-dalek in the client) running concurrently
 //!   with `engine-fuzz` (10,000 random malformed messages, each must get an error answer, then
 //!   valid X25519 calls must still succeed).
+//! * `engine-service:privilege` — docs/security.md: an ordinary client (`engine-privilege`) is
+//!   refused the control name and every privileged opcode on the public server while two
+//!   `engine-load` clients keep being served; then a second system where sysctl, the system's
+//!   own process, suspends and resumes the engine through the control server.
 //! (The device cross-build of the server's `hw` backend is the step `device:cross-build`,
 //! xtask/src/device.rs.)
 //!
@@ -22,6 +26,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub fn test_steps() -> Vec<TestStep> {
     vec![
         TestStep { name: "engine-service:load-fuzz", timeout: Duration::from_secs(300), run: load_fuzz },
+        TestStep { name: "engine-service:privilege", timeout: Duration::from_secs(180), run: privilege },
     ]
 }
 
@@ -107,6 +112,57 @@ fn load_fuzz(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
+fn privilege(ctx: &Ctx) -> Result<()> {
+    let load = shell_quote(&ctx.program("engine-load")?);
+    let mut clients: Vec<String> = (1..=2).map(|i| format!("{load} --id {i} --calls 50")).collect();
+    clients.push(shell_quote(&ctx.program("engine-privilege")?));
+    let mut sys = system(ctx, &clients)?;
+    let r = (|| -> Result<()> {
+        // markers arrive in any order: collect them as they come
+        let (mut ready, mut privilege, mut loads) = (false, None, 0);
+        while !ready || privilege.is_none() || loads < 2 {
+            let l = sys
+                .wait_line(Duration::from_secs(60), "SYSCTL READY, ENGINE-PRIVILEGE and ENGINE-LOAD x2", |l| {
+                    ["SYSCTL", "ENGINE-PRIVILEGE", "ENGINE-LOAD", "panicked"].iter().any(|m| l.contains(m))
+                })?
+                .text;
+            if l.contains("panicked") || l.contains("SYSCTL ERROR") {
+                bail!("{l}");
+            } else if l.contains("SYSCTL READY") {
+                ready = true;
+            } else if l.contains("ENGINE-PRIVILEGE") {
+                eprintln!("engine-service: {l}");
+                if field(&l, "verdict") != Some("PASS") {
+                    bail!("an ordinary client was not refused cleanly: {l}");
+                }
+                privilege = Some(l);
+            } else if l.contains("ENGINE-LOAD") {
+                loads += 1;
+                if num(&l, "done")? != 50 || num(&l, "wrong")? != 0 || num(&l, "errors")? != 0 {
+                    bail!("a concurrent client was not served: {l}");
+                }
+            }
+        }
+        Ok(())
+    })();
+    let tail = sys.tail(30);
+    sys.stop();
+    r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))?;
+
+    // the system's own process may do what the ordinary client may not
+    let mut sys = system_env(ctx, &[], &[("SYSCTL_CHECK", "engine-suspend-resume")])?;
+    let r = sys.wait_line(Duration::from_secs(60), "SYSCTL CHECK engine-suspend-resume", |l| {
+        l.contains("SYSCTL CHECK engine-suspend-resume") || l.contains("SYSCTL ERROR")
+    });
+    let tail = sys.tail(30);
+    sys.stop();
+    let l = r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))?.text;
+    eprintln!("engine-service: {l}");
+    if !l.contains("SYSCTL CHECK engine-suspend-resume ok") {
+        bail!("sysctl could not suspend/resume the engine through the control server: {l}");
+    }
+    Ok(())
+}
 
 fn bench_service(ctx: &Ctx) -> Result<BenchResults> {
     // latency, overhead ratio and the provider table

@@ -101,10 +101,11 @@ pub struct Ctx {
 }
 
 /// Our packages with Xous programs, built (release) before anything is launched.
-pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng", "hosted-tests", "ratchet-demo"];
+pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng", "sysctl", "hosted-tests", "ratchet-demo"];
 
-/// Our servers, started in every hosted system (binary names in target/release).
-pub const SERVER_BINS: &[&str] = &["engine25519", "trng"];
+/// Our servers, started in every hosted system (binary names in target/release), then sysctl,
+/// the system controller that claims their control connections (docs/security.md).
+pub const SERVER_BINS: &[&str] = &["engine25519", "trng", "sysctl"];
 
 impl Ctx {
     pub fn new(verbose: bool) -> Self {

@@ -158,7 +158,11 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
     match (Opcode::from_usize(env.body.id()), kind) {
         (None, _) => refuse(ex, env, Status::UnknownOpcode),
         (Some(op), _) if op.is_control() => {
-            log::warn!("engine25519: pid {} sent privileged opcode {:?} to the public server: refused", client, op);
+            // logged (first few only: a client must not be able to flood the log)
+            static LOGGED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+            if LOGGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) < 8 {
+                log::warn!("engine25519: pid {} sent privileged opcode {:?} to the public server: refused", client, op);
+            }
             refuse(ex, env, Status::NotPermitted)
         }
         (Some(Opcode::Version), Kind::BlockingScalar) => {

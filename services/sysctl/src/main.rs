@@ -1,0 +1,111 @@
+//! sysctl: the hosted system's controller, the "system's own process" of docs/security.md.
+//!
+//! xtask starts it in every hosted system right after the servers. At boot it:
+//! 1. claims the control connection of every service in [`CONTROLS`] (xous-names brokers a
+//!    fixed number of them; `service_ipc::control::claim`): a refusal means another process
+//!    took the slot first;
+//! 2. checks `trusted_init_done()`: every connection-limited server has all its slots taken
+//!    (a service with a control server sysctl does not know about would leave it false);
+//! 3. prints `SYSCTL READY claimed=...`, or `SYSCTL ERROR <why>` and shuts the system down
+//!    (fail closed: the system never runs with a control slot in unknown hands);
+//! 4. runs the privileged checks named in `SYSCTL_CHECK` (comma-separated; tests), printing
+//!    `SYSCTL CHECK <name> ok|FAILED <why>`;
+//! 5. keeps the connections for the life of the system (they are never released, so the slots
+//!    cannot be claimed again).
+
+use std::time::Duration;
+
+/// A service's public and control names.
+struct Control {
+    service: &'static str,
+    public: &'static str,
+    control: &'static str,
+}
+
+/// Every control server of the system (one entry per service).
+const CONTROLS: &[Control] =
+    &[Control { service: "engine25519", public: engine25519::api::SERVER_NAME, control: engine25519::api::CONTROL_NAME }];
+
+/// How long to wait for a service to register at boot.
+const BOOT_DEADLINE: Duration = Duration::from_secs(20);
+
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+fn fail_closed(why: &str) -> ! {
+    log::error!("sysctl: {}", why);
+    say(&format!("SYSCTL ERROR {why}"));
+    // the system must not run with a control slot in unknown hands
+    let _ = xous::rsyscall(xous::SysCall::Shutdown);
+    std::process::exit(1);
+}
+
+/// Privileged check: suspend and resume the engine through its control server, and show that
+/// X25519 is served again afterwards.
+fn check_engine_suspend_resume(cid: xous::CID) -> Result<(), String> {
+    use engine25519::api::Opcode;
+    use service_ipc::client::{blocking_scalar, CallError};
+    let raw = |op: Opcode| blocking_scalar(cid, op as u32, [0; 4]);
+    let call = |op: Opcode| raw(op).map_err(|e| format!("{op:?}: {e}"));
+    call(Opcode::Suspend)?;
+    let e = engine25519::Engine25519::new().map_err(|e| e.to_string())?;
+    if e.stats().map_err(|e| e.to_string())?.suspended != 1 {
+        return Err("stats do not report the engine suspended".into());
+    }
+    // a second Suspend is refused (BadState), through the error-reply convention
+    match raw(Opcode::Suspend) {
+        Err(CallError::Service(c)) if c == engine25519::Status::BadState as u32 => {}
+        other => return Err(format!("second Suspend: {other:?} (want BadState)")),
+    }
+    call(Opcode::Resume)?;
+    let k = [7u8; 32];
+    let r = e.x25519(&k, &[9; 32]).map_err(|e| e.to_string())?;
+    if e.stats().map_err(|e| e.to_string())?.suspended != 0 || r == [0; 32] {
+        return Err("engine not serving after Resume".into());
+    }
+    Ok(())
+}
+
+fn main() -> ! {
+    xous_api_log::init_wait().unwrap();
+    log::set_max_level(log::LevelFilter::Info);
+    let mut claimed = Vec::new();
+    for c in CONTROLS {
+        match service_ipc::control::claim(c.public, c.control, BOOT_DEADLINE) {
+            Ok(cid) => claimed.push((c.service, cid)),
+            Err(e) => fail_closed(&format!("{}: {}", c.service, e)),
+        }
+    }
+    match service_ipc::control::trusted_init_done() {
+        Ok(true) => {}
+        Ok(false) => fail_closed("trusted_init_done is false after every claim: a connection-limited server sysctl does not claim"),
+        Err(e) => fail_closed(&format!("trusted_init_done: {e:?}")),
+    }
+    let names: Vec<&str> = claimed.iter().map(|(s, _)| *s).collect();
+    log::info!("sysctl: claimed the control connections of {}", names.join(", "));
+    say(&format!("SYSCTL READY claimed={}", names.join(",")));
+
+    let checks = std::env::var("SYSCTL_CHECK").unwrap_or_default();
+    for check in checks.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+        let cid = |svc: &str| claimed.iter().find(|(s, _)| *s == svc).map(|(_, c)| *c);
+        let r = match check {
+            "engine-suspend-resume" => check_engine_suspend_resume(cid("engine25519").unwrap()),
+            other => Err(format!("unknown check '{other}' (known: engine-suspend-resume)")),
+        };
+        match r {
+            Ok(()) => say(&format!("SYSCTL CHECK {check} ok")),
+            Err(e) => say(&format!("SYSCTL CHECK {check} FAILED {e}")),
+        }
+    }
+
+    // hold the connections for the life of the system; block in the kernel like the servers
+    // do, so that the kernel's Shutdown ends this process with them
+    let sid = xous::create_server().expect("sysctl: private server");
+    loop {
+        let _ = xous::receive_message(sid);
+    }
+}
