@@ -24,7 +24,8 @@ pub const CONTROL_NAME: &str = "_Engine25519 control_";
 /// controller (sysctl in hosted systems).
 pub const CONTROL_SLOTS: u32 = 1;
 /// Protocol version (answered by `Opcode::Version`).
-pub const API_VERSION: u32 = 1;
+/// 2: error replies follow docs/ipc.md, privileged opcodes moved to the control server.
+pub const API_VERSION: u32 = 2;
 /// Every request struct starts with this magic; anything else is rejected as `BadMessage`.
 pub const MAGIC: u32 = 0x4532_3551; // "E25Q"
 

@@ -44,7 +44,8 @@ fn fail_closed(why: &str) -> ! {
     std::process::exit(1);
 }
 
-/// Privileged check: suspend and resume the engine through its control server, and show that
+/// Privileged check: suspend and resume the engine through its control server (a second
+/// Suspend is refused BadState, public opcodes are refused UnknownOpcode there), and show that
 /// X25519 is served again afterwards.
 fn check_engine_suspend_resume(cid: xous::CID) -> Result<(), String> {
     use engine25519::api::Opcode;
@@ -62,6 +63,13 @@ fn check_engine_suspend_resume(cid: xous::CID) -> Result<(), String> {
         other => return Err(format!("second Suspend: {other:?} (want BadState)")),
     }
     call(Opcode::Resume)?;
+    // the control server serves only the control opcodes
+    for op in [Opcode::Version, Opcode::X25519] {
+        match raw(op) {
+            Err(CallError::Service(c)) if c == engine25519::Status::UnknownOpcode as u32 => {}
+            other => return Err(format!("{op:?} on the control server: {other:?} (want UnknownOpcode)")),
+        }
+    }
     let k = [7u8; 32];
     let r = e.x25519(&k, &[9; 32]).map_err(|e| e.to_string())?;
     if e.stats().map_err(|e| e.to_string())?.suspended != 0 || r == [0; 32] {
