@@ -8,7 +8,7 @@
 //! * `engine-service:privilege` — docs/security.md: an ordinary client (`engine-privilege`) is
 //!   refused the control name and every privileged opcode on the public server while two
 //!   `engine-load` clients keep being served; then a second system where sysctl, the system's
-//!   own process, suspends and resumes the engine through the control server.
+//!   own process, suspends, resumes and finally quits the engine through the control server.
 //! (The device cross-build of the server's `hw` backend is the step `device:cross-build`,
 //! xtask/src/device.rs.)
 //!
@@ -150,18 +150,24 @@ fn privilege(ctx: &Ctx) -> Result<()> {
     r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))?;
 
     // the system's own process may do what the ordinary client may not
-    let mut sys = system_env(ctx, &[], &[("SYSCTL_CHECK", "engine-suspend-resume")])?;
-    let r = sys.wait_line(Duration::from_secs(60), "SYSCTL CHECK engine-suspend-resume", |l| {
-        l.contains("SYSCTL CHECK engine-suspend-resume") || l.contains("SYSCTL ERROR")
-    });
+    let mut sys = system_env(ctx, &[], &[("SYSCTL_CHECK", "engine-suspend-resume,engine-quit")])?;
+    let r = (|| -> Result<()> {
+        for check in ["engine-suspend-resume", "engine-quit"] {
+            let l = sys
+                .wait_line(Duration::from_secs(60), &format!("SYSCTL CHECK {check}"), |l| {
+                    l.contains("SYSCTL CHECK") || l.contains("SYSCTL ERROR")
+                })?
+                .text;
+            eprintln!("engine-service: {l}");
+            if !l.contains(&format!("SYSCTL CHECK {check} ok")) {
+                bail!("the system's own process could not run {check} through the control server: {l}");
+            }
+        }
+        Ok(())
+    })();
     let tail = sys.tail(30);
     sys.stop();
-    let l = r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))?.text;
-    eprintln!("engine-service: {l}");
-    if !l.contains("SYSCTL CHECK engine-suspend-resume ok") {
-        bail!("sysctl could not suspend/resume the engine through the control server: {l}");
-    }
-    Ok(())
+    r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))
 }
 
 fn bench_service(ctx: &Ctx) -> Result<BenchResults> {

@@ -55,7 +55,8 @@ pub enum Opcode {
     /// engine where it stopped
     Resume = 6,
     /// CONTROL server only. blocking scalar -> Scalar1(0) once every queued job has been
-    /// answered; new work is refused from then on and the server exits
+    /// answered; from then on X25519, LoadProgram and RunJob are refused with `BadState` (the
+    /// process stays to answer: clients never hang on a vanished server)
     Quit = 7,
 }
 

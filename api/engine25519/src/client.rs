@@ -300,8 +300,8 @@ impl Control {
         Ok(service_ipc::client::blocking_scalar(self.conn, Opcode::Resume as u32, [0; 4])?.0)
     }
 
-    /// Stop the service: new work is refused, every queued job is answered, then the server
-    /// exits.
+    /// Stop the service: every queued job is answered, then all new work is refused
+    /// (`BadState`); the server process stays so that no client ever waits on it.
     pub fn quit(&self) -> Result<(), Error> {
         service_ipc::client::blocking_scalar(self.conn, Opcode::Quit as u32, [0; 4])?;
         Ok(())

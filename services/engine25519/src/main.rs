@@ -240,7 +240,7 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
 }
 
 /// Control server: Suspend, Resume, Quit. Public opcodes are not served here.
-fn dispatch_control(ex: &Arc<Executor>, env: MessageEnvelope, names: &Names) {
+fn dispatch_control(ex: &Arc<Executor>, env: MessageEnvelope) {
     let kind = Kind::of(&env.body);
     match (Opcode::from_usize(env.body.id()), kind) {
         (Some(op @ (Opcode::Suspend | Opcode::Resume)), Kind::BlockingScalar) => {
@@ -260,19 +260,21 @@ fn dispatch_control(ex: &Arc<Executor>, env: MessageEnvelope, names: &Names) {
             }
         }
         (Some(Opcode::Quit), Kind::BlockingScalar) => {
+            // The service stops: every later X25519 / LoadProgram / RunJob is refused BadState.
+            // The process stays to answer: a Xous server that exits leaves every client that
+            // calls it afterwards blocked forever on the hosted kernel (measured), so "quit"
+            // means "refuse everything", not "disappear".
             log::info!("engine25519: Quit from the control server: refusing new work, answering queued jobs");
             let t0 = std::time::Instant::now();
             while !ex.close() {
                 if t0.elapsed() > QUIT_DRAIN {
-                    log::warn!("engine25519: Quit: jobs still queued after {:?}; exiting anyway", QUIT_DRAIN);
+                    log::warn!("engine25519: Quit: jobs still queued after {:?}", QUIT_DRAIN);
                     break;
                 }
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
             reply_ok(env);
-            names.unregister();
-            log::info!("engine25519: quit");
-            std::process::exit(0);
+            log::info!("engine25519: stopped (every request for work is refused from now on)");
         }
         (None, _) => refuse(ex, env, Status::UnknownOpcode),
         // public opcodes are served by the public server only
@@ -286,19 +288,6 @@ fn dispatch_control(ex: &Arc<Executor>, env: MessageEnvelope, names: &Names) {
 
 /// How long Quit waits for queued jobs to be answered.
 const QUIT_DRAIN: std::time::Duration = std::time::Duration::from_secs(10);
-
-struct Names {
-    xns: xous_api_names::XousNames,
-    control: xous::SID,
-    public: xous::SID,
-}
-
-impl Names {
-    fn unregister(&self) {
-        let _ = self.xns.unregister_server(self.public);
-        let _ = self.xns.unregister_server(self.control);
-    }
-}
 
 fn fail(msg: &str) -> ! {
     log::error!("engine25519: {}", msg);
@@ -337,15 +326,14 @@ fn main() -> ! {
         if opts.cfg.pace_hz > 0 { format!("{} Hz", opts.cfg.pace_hz) } else { "off".into() },
         receivers
     );
-    let names = Arc::new(Names { xns, control, public });
+    drop(xns);
     {
         let ex = ex.clone();
-        let names = names.clone();
         std::thread::Builder::new()
             .name("engine25519-control".into())
             .spawn(move || loop {
                 let env = xous::receive_message(control).unwrap();
-                dispatch_control(&ex, env, &names);
+                dispatch_control(&ex, env);
                 if ex.config().driver == Driver::Callers {
                     ex.drive(); // a Suspend/Resume request is work for the engine token holder
                 }

@@ -78,6 +78,24 @@ fn check_engine_suspend_resume(cid: xous::CID) -> Result<(), String> {
     Ok(())
 }
 
+/// Privileged check: Quit stops the engine service: a call made afterwards is refused
+/// (`BadState`) at once, it does not hang.
+fn check_engine_quit(cid: xous::CID) -> Result<(), String> {
+    use engine25519::api::Opcode;
+    let e = engine25519::Engine25519::new().map_err(|e| e.to_string())?;
+    e.x25519(&[3; 32], &[9; 32]).map_err(|e| format!("before Quit: {e}"))?;
+    service_ipc::client::blocking_scalar(cid, Opcode::Quit as u32, [0; 4]).map_err(|e| format!("Quit: {e}"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(e.x25519(&[3; 32], &[9; 32]).map(|_| ()));
+    });
+    match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(Err(engine25519::Error::Service(engine25519::Status::BadState))) => Ok(()),
+        Ok(other) => Err(format!("X25519 after Quit: {other:?} (want BadState)")),
+        Err(_) => Err("a call after Quit hung for 10 s".into()),
+    }
+}
+
 fn main() -> ! {
     xous_api_log::init_wait().unwrap();
     log::set_max_level(log::LevelFilter::Info);
@@ -102,7 +120,8 @@ fn main() -> ! {
         let cid = |svc: &str| claimed.iter().find(|(s, _)| *s == svc).map(|(_, c)| *c);
         let r = match check {
             "engine-suspend-resume" => check_engine_suspend_resume(cid("engine25519").unwrap()),
-            other => Err(format!("unknown check '{other}' (known: engine-suspend-resume)")),
+            "engine-quit" => check_engine_quit(cid("engine25519").unwrap()),
+            other => Err(format!("unknown check '{other}' (known: engine-suspend-resume, engine-quit)")),
         };
         match r {
             Ok(()) => say(&format!("SYSCTL CHECK {check} ok")),
