@@ -8,7 +8,9 @@
 //! * `engine-service:privilege` — docs/security.md: an ordinary client (`engine-privilege`) is
 //!   refused the control name and every privileged opcode on the public server while two
 //!   `engine-load` clients keep being served; then a second system where sysctl, the system's
-//!   own process, suspends, resumes and finally quits the engine through the control server.
+//!   own process, suspends, resumes and finally quits the engine through the control server;
+//!   then a third where an app started before sysctl takes the control slot: sysctl must report
+//!   `SYSCTL ERROR` and shut the system down.
 //! (The device cross-build of the server's `hw` backend is the step `device:cross-build`,
 //! xtask/src/device.rs.)
 //!
@@ -162,6 +164,38 @@ fn privilege(ctx: &Ctx) -> Result<()> {
             if !l.contains(&format!("SYSCTL CHECK {check} ok")) {
                 bail!("the system's own process could not run {check} through the control server: {l}");
             }
+        }
+        Ok(())
+    })();
+    let tail = sys.tail(30);
+    sys.stop();
+    r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))?;
+
+    // the race: an app that starts before sysctl and takes the control slot is noticed, and
+    // the system shuts down instead of running with the slot in the app's hands
+    let bins = ctx.xous()?.clone();
+    let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
+    let (servers, sysctl): (Vec<String>, Vec<String>) = ctx.server_programs()?.into_iter().partition(|p| !p.ends_with("sysctl"));
+    for p in servers {
+        l = l.program(p);
+    }
+    l = l.program(format!("{} --steal", shell_quote(&ctx.program("engine-privilege")?)));
+    // sysctl late (the kernel runs each command line through sh -c)
+    l = l.program(format!("sleep 1; exec {}", sysctl.first().context("sysctl not in the server programs")?));
+    let mut sys = l.start()?;
+    let r = (|| -> Result<()> {
+        let stole = sys.wait_marker("ENGINE-PRIVILEGE stole=", Duration::from_secs(60))?.text;
+        if !stole.contains("stole=yes") {
+            bail!("the early app could not take the slot, the race was not exercised: {stole}");
+        }
+        let l = sys.wait_line(Duration::from_secs(60), "SYSCTL ERROR or READY", |l| l.contains("SYSCTL "))?.text;
+        eprintln!("engine-service: early app took the control slot; sysctl: {l}");
+        if !l.contains("SYSCTL ERROR") || !l.contains("refused the connection") {
+            bail!("sysctl did not notice the stolen slot: {l}");
+        }
+        let st = sys.wait_exit(Duration::from_secs(30))?;
+        if !st.success() {
+            bail!("the system did not shut down cleanly after SYSCTL ERROR: {st}");
         }
         Ok(())
     })();

@@ -12,14 +12,29 @@
 //!
 //! Prints `ENGINE-PRIVILEGE refused=R of=N lookup=refused claim=refused served_after=S/20
 //! suspended=0 verdict=PASS|FAIL first_bad=...`.
+//!
+//! `--steal`: the race of docs/security.md instead. Started before sysctl, it claims the
+//! control slot itself (`ENGINE-PRIVILEGE stole=yes|no`) and waits; the harness then checks that
+//! sysctl notices (its claim is refused) and shuts the system down.
 
 use std::time::{Duration, Instant};
 
 use engine25519::api::{Opcode, Status, CONTROL_NAME};
 use xous::{Message, MemoryMessage};
 
+fn steal() -> ! {
+    let stole = engine25519::Control::claim(Duration::from_secs(20)).is_ok();
+    hosted_tests::marker(&format!("ENGINE-PRIVILEGE stole={}", if stole { "yes" } else { "no" }));
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
 fn main() {
     xous_api_log::init_wait().expect("log server");
+    if std::env::args().any(|a| a == "--steal") {
+        steal();
+    }
     let e = engine25519::Engine25519::new().expect("connect to engine25519");
     let mut bad: Vec<String> = Vec::new();
 
