@@ -67,6 +67,7 @@ class Isa:
     eng_clk_hz: int
     mul_clk_hz: int
     rf_clk_hz: int
+    go_cycles: int
     illegal_cycles: int
     opcodes: list[Opcode]
     const_rom: list[int]  # one int per slot, CONST_SLOTS long, unlisted slots 0
@@ -179,6 +180,7 @@ class Spec:
             spec["eng_clk_hz"],
             spec["mul_clk_hz"],
             spec["rf_clk_hz"],
+            spec["go_cycles"],
             spec["illegal_cycles"],
             opcodes,
             rom,

@@ -103,6 +103,7 @@ struct IsaSpec {
     eng_clk_hz: u64,
     mul_clk_hz: u64,
     rf_clk_hz: u64,
+    go_cycles: u32,
     illegal_cycles: u32,
     cycle_derivation: String,
     #[serde(default)]
@@ -594,7 +595,7 @@ fn main() {
         w!("];");
         writeln!(
             infos,
-            "    IsaInfo {{ isa: Isa::{}, name: {:?}, title: {:?}, description: {:?}, inherits: {:?}, eng_clk_hz: {}, mul_clk_hz: {}, rf_clk_hz: {}, illegal_cycles: {}, cycle_derivation: {:?}, opcodes: &{up}_OPCODES, decode: &{up}_DECODE, const_rom: &{up}_CONST_ROM, constants: &{up}_CONST_INFO, units: &{up}_UNITS }},",
+            "    IsaInfo {{ isa: Isa::{}, name: {:?}, title: {:?}, description: {:?}, inherits: {:?}, eng_clk_hz: {}, mul_clk_hz: {}, rf_clk_hz: {}, go_cycles: {}, illegal_cycles: {}, cycle_derivation: {:?}, opcodes: &{up}_OPCODES, decode: &{up}_DECODE, const_rom: &{up}_CONST_ROM, constants: &{up}_CONST_INFO, units: &{up}_UNITS }},",
             variant(n),
             n,
             isa.title,
@@ -603,6 +604,7 @@ fn main() {
             isa.eng_clk_hz,
             isa.mul_clk_hz,
             isa.rf_clk_hz,
+            isa.go_cycles,
             isa.illegal_cycles,
             isa.cycle_derivation
         )

@@ -214,7 +214,7 @@ fn bench_service(ctx: &Ctx) -> Result<BenchResults> {
     sys.stop();
 
     // fairness: 8 clients, each keeping 2 async requests in flight, same fixed wall-clock window,
-    // server paced to the device engine clock (50 MHz: 2.17 ms per X25519) so the engine, not
+    // server paced to the device engine clock (50 MHz: 2.28 ms per X25519 on v1) so the engine, not
     // the host CPU scheduling the client processes, is the bottleneck being shared
     let load = shell_quote(&ctx.program("engine-load")?);
     let now_ms = SystemTime::now().duration_since(UNIX_EPOCH)?.as_millis() as u64;

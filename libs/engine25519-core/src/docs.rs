@@ -172,7 +172,8 @@ pub fn isa_markdown() -> String {
         w!("");
         w!("Illegal opcodes: {} ({} values); an illegal opcode costs {} cycles, then the engine halts",
             ranges(&illegal), illegal.len(), info.illegal_cycles);
-        w!("and raises `illegal_opcode`.");
+        w!("and raises `illegal_opcode`. A job starts {} cycle(s) after GO (`go_cycles`): the cycle count of a", info.go_cycles);
+        w!("job is `go_cycles` plus the costs of what it executes.");
         w!("");
         w!("### Cycle costs: derivation");
         w!("");

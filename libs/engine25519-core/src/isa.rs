@@ -117,6 +117,8 @@ pub struct IsaInfo {
     pub eng_clk_hz: u64,
     pub mul_clk_hz: u64,
     pub rf_clk_hz: u64,
+    /// Cycles from the GO pulse to the first instruction's issue (FETCH in v1).
+    pub go_cycles: u32,
     /// Cycles an illegal opcode costs before the engine halts.
     pub illegal_cycles: u32,
     /// How the cycle costs follow from the hardware (prose, Markdown).
@@ -317,8 +319,13 @@ mod tests {
             assert!(v1.opcode(c).is_none(), "opcode {c} must be illegal in v1");
         }
         assert!(v1.opcode(64).is_none());
-        assert_eq!(v1.by_mnemonic("MUL").unwrap().cycles, 26);
+        // the shipped engine's sequencer/multiplier FSMs (betrusted-io/gateware engine.py)
+        assert_eq!(v1.by_mnemonic("MUL").unwrap().cycles, 28);
         assert_eq!(v1.by_mnemonic("add").unwrap().cycles, 3);
+        assert_eq!(v1.by_mnemonic("brz").unwrap().cycles, 3);
+        assert_eq!(v1.by_mnemonic("fin").unwrap().cycles, 2);
+        assert_eq!(v1.info().illegal_cycles, 3);
+        assert_eq!(v1.info().go_cycles, 1);
         assert!(v1.opcode_of(UDF_WORD).is_none());
         assert!(Isa::V2.opcode_of(UDF_WORD).is_none());
         assert_eq!(v1.cycles_of(UDF_WORD), v1.info().illegal_cycles);

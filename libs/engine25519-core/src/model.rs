@@ -6,13 +6,19 @@
 //! [`crate::isa`]); every cycle cost comes from the same table: nothing here restates a cost.
 //!
 //! # Execution rules (both ISAs)
-//! * The job starts at `mpc = mpstart`. After each instruction the engine stops if it executed
-//!   FIN ([`StopReason::Fin`]) or if it executed the word at `mpstart + mplen - 1` without taking a
-//!   branch ([`StopReason::EndOfProgram`]).
-//! * BRZ: if Ra == 0 the next mpc is `mpc + imm + 1`; a taken branch whose target lies outside
-//!   `[mpstart, mpstart + mplen)` halts the engine ([`ModelError::BranchOutOfProgram`]).
+//! * The job starts at `mpc = mpstart`, `go_cycles` after GO (the shipped v1 sequencer spends one
+//!   cycle in IDLE seeing GO before its first FETCH). After each instruction the engine stops if
+//!   it executed FIN ([`StopReason::Fin`]) or if it executed the word at
+//!   `stop = mpstart + mplen - 1` without taking a branch ([`StopReason::EndOfProgram`]).
+//! * BRZ: if Ra == 0 the branch is taken to `target = (mpc + imm + 1) mod 1024` (the 10-bit
+//!   program counter wraps). It is followed only if `mpstart <= target < stop`, as in the shipped
+//!   RTL (betrusted-io/gateware, `gateware/curve25519/engine.py`, state DO_BRZ). A branch to the
+//!   last word `stop` halts the engine with the finished event without executing that word
+//!   ([`StopReason::BranchToEnd`]); any other target outside the program halts it too, and the
+//!   model reports that as a program error ([`ModelError::BranchOutOfProgram`]).
 //! * An opcode the ISA does not define halts the engine after `illegal_cycles`
-//!   ([`ModelError::IllegalOpcode`]).
+//!   ([`ModelError::IllegalOpcode`]). In every halt the engine first lets outstanding results
+//!   land (v2's drain; v1 has none), so the reported cycle count includes them.
 //! * A job whose cycle count exceeds its `cycle_budget` is stopped ([`ModelError::CycleBudgetExceeded`]).
 //!
 //! # Timing (issue model; identical to v1's sequential FETCH/EXEC/WAIT_DONE when every
@@ -237,6 +243,9 @@ pub enum StopReason {
     Fin,
     /// The word at `mpstart + mplen - 1` executed (no FIN).
     EndOfProgram,
+    /// A taken BRZ targeted the program's last word `mpstart + mplen - 1`: the engine halts with
+    /// the finished event without executing it (the shipped RTL's range check is `target < stop`).
+    BranchToEnd,
 }
 
 /// Result of a finished job.
@@ -465,7 +474,8 @@ impl EngineModel {
     /// Run a job for at most `max_instructions` instructions; pause at that boundary.
     pub fn run_limited(&mut self, job: &Job, max_instructions: u64) -> Result<RunStatus, ModelError> {
         Self::check_job(job)?;
-        let timing = Timing { t: 0, ready: [0; REGS], unit_free: [[0; MAX_UNIT_INSTANCES]; 4] };
+        let t0 = self.isa.info().go_cycles as u64;
+        let timing = Timing { t: t0, ready: [0; REGS], unit_free: [[0; MAX_UNIT_INSTANCES]; 4] };
         self.exec(job, job.mpstart, timing, 0, max_instructions)
     }
 
@@ -531,8 +541,9 @@ impl EngineModel {
             let d = &dec[mpc];
             // ---- issue time (scoreboard)
             let mut t = tm.t;
+            let drained = |t: u64, ready: &[u64; REGS]| ready.iter().fold(t, |a, &r| a.max(r));
             if d.op == Op::Illegal {
-                let cycles = t + tbl.illegal_cycles as u64;
+                let cycles = drained(t + tbl.illegal_cycles as u64, &tm.ready);
                 return Err(ModelError::IllegalOpcode { mpc, word: self.ucode[mpc], cycles });
             }
             let mut touch = d.touch;
@@ -569,6 +580,7 @@ impl EngineModel {
             };
             let mut next = mpc + 1;
             let mut fin = false;
+            let mut to_end = false;
             match d.op {
                 Op::Psa => regs[d.wd as usize] = rd(d.a, regs),
                 Op::Psb => regs[d.wd as usize] = rd(d.b, regs),
@@ -592,15 +604,19 @@ impl EngineModel {
                 }
                 Op::Brz => {
                     if rd(d.a, regs) == [0; 4] {
-                        let target = mpc as i64 + d.imm as i64 + 1;
-                        if target < start as i64 || target > stop as i64 {
+                        // the 10-bit program counter wraps (mod the microcode size)
+                        let target = (mpc as i64 + d.imm as i64 + 1).rem_euclid(UCODE_WORDS as i64);
+                        if target == stop as i64 {
+                            to_end = true;
+                        } else if target < start as i64 || target > stop as i64 {
                             return Err(ModelError::BranchOutOfProgram {
                                 mpc,
                                 target,
-                                cycles: t + d.cycles as u64,
+                                cycles: drained(t + d.cycles as u64, &tm.ready),
                             });
+                        } else {
+                            next = target as usize;
                         }
-                        next = target as usize;
                     }
                 }
                 Op::Fin => fin = true,
@@ -619,7 +635,7 @@ impl EngineModel {
             if tm.t > budget {
                 return Err(ModelError::CycleBudgetExceeded { mpc, cycles: tm.t, budget });
             }
-            if fin || (mpc == stop && next == mpc + 1) {
+            if fin || to_end || (mpc == stop && next == mpc + 1) {
                 let mut end = tm.t;
                 for &r in tm.ready.iter() {
                     end = end.max(r);
@@ -630,7 +646,13 @@ impl EngineModel {
                 return Ok(RunStatus::Finished(RunOutcome {
                     cycles: end,
                     instructions: count,
-                    stop_reason: if fin { StopReason::Fin } else { StopReason::EndOfProgram },
+                    stop_reason: if fin {
+                        StopReason::Fin
+                    } else if to_end {
+                        StopReason::BranchToEnd
+                    } else {
+                        StopReason::EndOfProgram
+                    },
                     last_mpc: mpc,
                 }));
             }

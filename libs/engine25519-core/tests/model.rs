@@ -37,7 +37,8 @@ fn illegal_opcode_halts_with_error() {
             Err(ModelError::IllegalOpcode { mpc, word, cycles }) => {
                 assert_eq!(mpc, 101);
                 assert_eq!(word, isa::UDF_WORD);
-                assert_eq!(cycles, cost(isa, "psa") + isa.info().illegal_cycles as u64);
+                let go = isa.info().go_cycles as u64;
+                assert_eq!(cycles, go + cost(isa, "psa") + isa.info().illegal_cycles as u64);
             }
             other => panic!("{isa}: expected IllegalOpcode, got {other:?}"),
         }
@@ -75,18 +76,48 @@ fn branch_out_of_program_halts() {
         let far = isa::Instr { opcode: brz, ca: true, ra: 1, imm: 39, ..Default::default() }.encode();
         let (mut e, job) = load(isa, &format!(".word {far:#x}\nfin\n"));
         assert_eq!(e.run(&job).unwrap().stop_reason, StopReason::Fin);
-        // branching to the last word is fine
+        // a branch to the last word halts with finished without executing it (the shipped RTL
+        // follows a branch only if target < mpstart + mplen - 1)
         let (mut e, job) = load(isa, "brz .+2, #0\nudf\npsa %2, #1\n");
         let o = e.run(&job).unwrap();
-        assert_eq!(o.stop_reason, StopReason::EndOfProgram);
-        assert_eq!(e.reg(3, 2).unwrap()[0], 1);
+        assert_eq!(o.stop_reason, StopReason::BranchToEnd);
+        assert_eq!(e.reg(3, 2).unwrap()[0], 0);
+        assert_eq!(o.cycles, isa.info().go_cycles as u64 + cost(isa, "brz"));
+        // one word before the last is a normal branch
+        let (mut e, job) = load(isa, "brz .+2, #0\nudf\npsa %2, #1\npsa %3, #1\n");
+        assert_eq!(e.run(&job).unwrap().stop_reason, StopReason::EndOfProgram);
+        assert_eq!((e.reg(3, 2).unwrap()[0], e.reg(3, 3).unwrap()[0]), (1, 1));
+        // the 10-bit program counter wraps: a program spanning the top and bottom of the
+        // microcode RAM is not possible (mpstart + mplen <= 1024), so a wrapped target lands
+        // outside the program and is reported with its wrapped address
+        let back = isa::Instr { opcode: brz, ca: true, imm: -2, ..Default::default() }.encode();
+        let mut e = Engine::new(isa);
+        e.load_program(&[back, 10], 0).unwrap();
+        let job = Job { window: 0, mpstart: 0, mplen: 2, cycle_budget: 100 };
+        assert!(matches!(e.run(&job), Err(ModelError::BranchOutOfProgram { mpc: 0, target: 1023, .. })), "{isa}");
     }
+}
+
+#[test]
+fn a_job_starts_go_cycles_after_go() {
+    for isa in Isa::ALL {
+        let (mut e, job) = load(isa, "fin\n");
+        let o = e.run(&job).unwrap();
+        assert_eq!(o.cycles, isa.info().go_cycles as u64 + cost(isa, "fin"));
+    }
+    // v1: the shipped sequencer's costs (FETCH, EXEC, ...): the plain sum plus the GO cycle
+    let (mut e, job) = load(Isa::V1, "psa %1, #1\nmul %2, %1, %1\nbrz .+1, %1\nfin\n");
+    let o = e.run(&job).unwrap();
+    let v1 = Isa::V1;
+    let sum = cost(v1, "psa") + cost(v1, "mul") + cost(v1, "brz") + cost(v1, "fin");
+    assert_eq!(o.cycles, v1.info().go_cycles as u64 + sum);
 }
 
 #[test]
 fn runaway_program_hits_the_budget() {
     for isa in Isa::ALL {
-        let (mut e, mut job) = load(isa, "loop: brz loop, #0\n");
+        // (two words: a branch to the last word would halt)
+        let (mut e, mut job) = load(isa, "loop: brz loop, #0\nfin\n");
         job.cycle_budget = 5000;
         match e.run(&job) {
             Err(ModelError::CycleBudgetExceeded { cycles, budget, mpc }) => {
@@ -144,40 +175,41 @@ fn v1_cycles_are_the_sum_of_the_costs() {
     let isa = Isa::V1;
     let (mut e, job) = load(isa, "mul %1, #2, #2\nadd %2, %1, %1\nmul %3, %2, %1\nbrz .+1, #0\nxbt %4, %3\nfin\n");
     let o = e.run(&job).unwrap();
-    let want = 2 * cost(isa, "mul") + cost(isa, "add") + cost(isa, "brz") + cost(isa, "xbt") + cost(isa, "fin");
+    let want = isa.info().go_cycles as u64 + 2 * cost(isa, "mul") + cost(isa, "add") + cost(isa, "brz") + cost(isa, "xbt") + cost(isa, "fin");
     assert_eq!(o.cycles, want);
 }
 
 #[test]
 fn v2_scoreboard_timing_follows_the_tables() {
     let isa = Isa::V2;
+    let go = isa.info().go_cycles as u64;
     let units = model::unit_counts(isa);
     assert_eq!(units, vec![("mul".to_string(), 2)]);
     // a dependent instruction waits for the MUL result
     let (mut e, job) = load(isa, "mul %1, #2, #2\npsa %2, %1\nfin\n");
     let o = e.run(&job).unwrap();
     // psa issues when the product is written; FIN issues after psa's cost and after the drain
-    let psa_issue = lat(isa, "mul");
+    let psa_issue = go + lat(isa, "mul");
     let fin_issue = (psa_issue + cost(isa, "psa")).max(psa_issue + lat(isa, "psa"));
     assert_eq!(o.cycles, fin_issue + cost(isa, "fin"));
     // an independent one does not
     let (mut e, job) = load(isa, "mul %1, #2, #2\npsa %2, #1\npsa %3, %2\n");
     let o = e.run(&job).unwrap();
-    assert_eq!(o.cycles, lat(isa, "mul"), "ALU work overlaps the multiply; the end waits for the write");
+    assert_eq!(o.cycles, go + lat(isa, "mul"), "ALU work overlaps the multiply; the end waits for the write");
     // a third MUL waits for a free multiplier (two units)
     let (mut e, job) = load(isa, "mul %1, #2, #2\nmul %2, #2, #2\nmul %3, #2, #2\npsa %4, #1\nfin\n");
     let o = e.run(&job).unwrap();
-    let third_issue = lat(isa, "mul"); // unit 0 frees at issue(0) + latency
+    let third_issue = go + lat(isa, "mul"); // unit 0 frees at issue(0) + latency
     assert_eq!(o.cycles, third_issue + lat(isa, "mul") + cost(isa, "fin"));
     // ALU chains: a dependent ALU op waits for the latency, an independent one issues next cycle
     let (mut e, job) = load(isa, "psa %1, #1\npsa %2, %1\n");
-    assert_eq!(e.run(&job).unwrap().cycles, lat(isa, "psa") + lat(isa, "psa"));
+    assert_eq!(e.run(&job).unwrap().cycles, go + lat(isa, "psa") + lat(isa, "psa"));
     let (mut e, job) = load(isa, "psa %1, #1\npsa %2, #1\n");
-    assert_eq!(e.run(&job).unwrap().cycles, cost(isa, "psa") + lat(isa, "psa"));
+    assert_eq!(e.run(&job).unwrap().cycles, go + cost(isa, "psa") + lat(isa, "psa"));
     // writing a register with a pending MUL result waits (no write-after-write reordering)
     let (mut e, job) = load(isa, "mul %1, #2, #2\npsa %1, #5\nfin\n");
     let o = e.run(&job).unwrap();
-    assert_eq!(o.cycles, lat(isa, "mul") + lat(isa, "psa") + cost(isa, "fin"));
+    assert_eq!(o.cycles, go + lat(isa, "mul") + lat(isa, "psa") + cost(isa, "fin"));
     assert_eq!(e.reg(3, 1).unwrap()[0], 5);
 }
 

@@ -783,7 +783,7 @@ mod tests {
             let o = rx.recv_timeout(T).unwrap();
             assert_eq!(o.status, Status::Ok);
             assert_eq!(o.result, want);
-            assert_eq!(o.cycles, 108_438);
+            assert_eq!(o.cycles, 114_072);
         }
         assert!(ex.stats().resumes > 6, "jobs were preempted and resumed");
     }
