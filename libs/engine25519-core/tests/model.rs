@@ -91,7 +91,7 @@ fn branch_out_of_program_halts() {
         // microcode RAM is not possible (mpstart + mplen <= 1024), so a wrapped target lands
         // outside the program and is reported with its wrapped address
         let back = isa::Instr { opcode: brz, ca: true, imm: -2, ..Default::default() }.encode();
-        let mut e = Engine::new(isa);
+        let mut e = EngineModel::new(isa);
         e.load_program(&[back, 10], 0).unwrap();
         let job = Job { window: 0, mpstart: 0, mplen: 2, cycle_budget: 100 };
         assert!(matches!(e.run(&job), Err(ModelError::BranchOutOfProgram { mpc: 0, target: 1023, .. })), "{isa}");
