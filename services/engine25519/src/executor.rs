@@ -682,7 +682,9 @@ mod tests {
 
     /// brz #0 to itself: never ends.
     fn spin_program() -> Vec<u32> {
-        vec![Instr { opcode: 9, ra: 0, ca: true, rb: 0, cb: false, wd: 0, imm: -1 }.encode()]
+        // brz to itself forever; the trailing word keeps the branch off the program's last word
+        // (a BRZ to the last word halts, as in the shipped RTL)
+        vec![Instr { opcode: 9, ra: 0, ca: true, rb: 0, cb: false, wd: 0, imm: -1 }.encode(), 0]
     }
 
     #[test]

@@ -222,6 +222,8 @@ fn main() {
                     // brz #0 jumps back to the start forever
                     let back = -(n as i16);
                     prog.push(engine25519_core::isa::Instr { opcode: 9, ra: 0, ca: true, rb: 0, cb: false, wd: 0, imm: back }.encode());
+                    // a word after the branch: a BRZ on the program's last word halts (shipped RTL)
+                    prog.push(0);
                 } else {
                     prog.push(illegal);
                 }
