@@ -21,7 +21,7 @@ pub const TARGET: &str = "riscv32imac-unknown-xous-elf";
 /// The toolchain that can build std for it.
 pub const TOOLCHAIN: &str = "nightly";
 /// Our programs that run on the device (their `hw` backends only exist there).
-pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng"];
+pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server"];
 
 #[derive(Args, Debug)]
 pub struct DeviceBuildArgs {
@@ -89,10 +89,10 @@ mod tests {
 
     #[test]
     fn command_targets_the_device_with_build_std() {
-        let c = build_command(&["trng".into()]);
+        let c = build_command(&["trng-server".into()]);
         let args: Vec<String> = c.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(args.windows(2).any(|w| w == ["--target", TARGET]));
         assert!(args.iter().any(|a| a == "-Zbuild-std=std,panic_abort"));
-        assert!(args.windows(2).any(|w| w == ["-p", "trng"]));
+        assert!(args.windows(2).any(|w| w == ["-p", "trng-server"]));
     }
 }

@@ -18,7 +18,7 @@
 //! seed-001 style table) and a fairness run (8 clients, fixed window -> service_fairness_spread).
 
 use crate::bench;
-use crate::hosted::{shell_quote, Hosted, Launch};
+use crate::hosted::{field, num, shell_quote, system, system_env, Launch};
 use crate::steps::{BenchProvider, BenchResults, TestStep};
 use crate::xous::Flavor;
 use crate::Ctx;
@@ -37,33 +37,6 @@ pub fn bench_providers() -> Vec<BenchProvider> {
 }
 
 
-fn system(ctx: &Ctx, clients: &[String]) -> Result<Hosted> {
-    system_env(ctx, clients, &[])
-}
-
-fn system_env(ctx: &Ctx, clients: &[String], env: &[(&str, &str)]) -> Result<Hosted> {
-    let bins = ctx.xous()?.clone();
-    let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
-    for (k, v) in env {
-        l = l.env(*k, *v);
-    }
-    for p in ctx.server_programs()? {
-        l = l.program(p);
-    }
-    for c in clients {
-        l = l.program(c.clone());
-    }
-    l.start()
-}
-
-/// `key=value` field of a marker line.
-fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    line.split_whitespace().find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
-}
-
-fn num(line: &str, key: &str) -> Result<u64> {
-    field(line, key).and_then(|v| v.parse().ok()).with_context(|| format!("no {key}= in {line:?}"))
-}
 
 fn load_fuzz(ctx: &Ctx) -> Result<()> {
     let load = shell_quote(&ctx.program("engine-load")?);

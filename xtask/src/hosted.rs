@@ -17,7 +17,8 @@
 
 use crate::util;
 use crate::xous::{Flavor, XousBins};
-use anyhow::{bail, Result};
+use crate::Ctx;
+use anyhow::{bail, Context, Result};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -296,6 +297,37 @@ impl Drop for Hosted {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A hosted system: our servers (sysctl included, last) plus `clients`.
+pub fn system(ctx: &Ctx, clients: &[String]) -> Result<Hosted> {
+    system_env(ctx, clients, &[])
+}
+
+/// [`system`] with extra environment variables for every process.
+pub fn system_env(ctx: &Ctx, clients: &[String], env: &[(&str, &str)]) -> Result<Hosted> {
+    let bins = ctx.xous()?.clone();
+    let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
+    for (k, v) in env {
+        l = l.env(*k, *v);
+    }
+    for p in ctx.server_programs()? {
+        l = l.program(p);
+    }
+    for c in clients {
+        l = l.program(c.clone());
+    }
+    l.start()
+}
+
+/// `key=value` field of a marker line.
+pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
+    line.split_whitespace().find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+}
+
+/// Numeric `key=value` field of a marker line.
+pub fn num(line: &str, key: &str) -> Result<u64> {
+    field(line, key).and_then(|v| v.parse().ok()).with_context(|| format!("no {key}= in {line:?}"))
 }
 
 #[cfg(test)]

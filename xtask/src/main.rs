@@ -12,6 +12,7 @@ mod setup;
 mod smoke;
 mod steps;
 mod trng;
+mod trng_service;
 mod util;
 mod xous;
 
@@ -101,7 +102,7 @@ pub struct Ctx {
 }
 
 /// Our packages with Xous programs, built (release) before anything is launched.
-pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng", "sysctl", "hosted-tests", "ratchet-demo"];
+pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "hosted-tests", "ratchet-demo"];
 
 /// Our servers, started in every hosted system (binary names in target/release), then sysctl,
 /// the system controller that claims their control connections (docs/security.md).

@@ -39,6 +39,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(crate::engine::test_steps());
     v.extend(crate::trng::test_steps());
     v.extend(crate::engine_service::test_steps());
+    v.extend(crate::trng_service::test_steps());
     v.extend(crate::demo::test_steps());
     v.extend(crate::device::test_steps());
     v

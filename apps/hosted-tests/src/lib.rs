@@ -8,6 +8,7 @@
 use std::time::Instant;
 
 pub mod echo;
+pub mod privilege;
 
 /// Marker printed by the smoke runner before a step starts.
 pub const STEP_BEGIN: &str = "SMOKE-BEGIN";

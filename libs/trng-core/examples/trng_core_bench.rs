@@ -2,7 +2,7 @@
 //! In-process throughput of the software pipeline (no IPC): conditioned bytes and raw models.
 use std::time::{Duration, Instant};
 use trng_core::conditioner::ConditionerConfig;
-use trng_core::engine::{Engine, Feed, RawMode};
+use trng_core::pipeline::{Pipeline, Feed, RawMode};
 
 fn rate(mut f: impl FnMut() -> usize) -> f64 {
     let t0 = Instant::now();
@@ -14,7 +14,7 @@ fn rate(mut f: impl FnMut() -> usize) -> f64 {
 }
 
 fn main() {
-    let mut e = Engine::new(Feed::Models, None, [7; 32], ConditionerConfig::default());
+    let mut e = Pipeline::new(Feed::Models, None, [7; 32], ConditionerConfig::default());
     let mut buf = vec![0u8; 64 * 1024];
     let cond = rate(|| {
         e.fill_conditioned(&mut buf).unwrap();

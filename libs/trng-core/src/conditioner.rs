@@ -97,6 +97,8 @@ pub struct CondStats {
     pub rekeys: u64,
     pub user_seeds: u64,
     pub full_seeds: u64,
+    /// Raw words absorbed (seeding, reseeds, per-request fresh words).
+    pub words_absorbed: u64,
 }
 
 /// The conditioner. All key material is zeroized on drop and on [`Conditioner::invalidate`].
@@ -183,6 +185,7 @@ impl Conditioner {
     /// Absorb one raw word: first the 12 seed words, then the 16 blind words, afterwards a reseed
     /// fold (with any pending user seed XORed in).
     pub fn absorb(&mut self, mut w: u32) {
+        self.stats.words_absorbed += 1;
         if self.user_seed_pending {
             w ^= self.user_seed;
             self.user_seed.zeroize();

@@ -7,13 +7,20 @@
 //! - [`sources`]: raw noise-source models (avalanche-like 12-bit samples folded into words,
 //!   ring-oscillator-like bits) with fault injection (stuck-at, bias, repetition bursts).
 //! - [`conditioner`]: ChaCha20 conditioner organised like the hardware block plus fast key erasure.
-//! - [`engine`]: sources -> health tests -> conditioner, with output gating: no bytes while any
+//! - [`pipeline`]: sources -> health tests -> conditioner, with output gating: no bytes while any
 //!   health test has a latched failure.
+//!
+//! Without the default `pipeline` feature only [`spec`] and [`Field`] are built: what the TRNG
+//! client crate (`api/trng`) needs, with no conditioner or source models in an app.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "pipeline")]
 pub mod conditioner;
-pub mod engine;
+#[cfg(feature = "pipeline")]
 pub mod health;
+#[cfg(feature = "pipeline")]
+pub mod pipeline;
+#[cfg(feature = "pipeline")]
 pub mod sources;
 
 /// Constants generated from `spec/trng.toml` by `build.rs`.

@@ -23,8 +23,10 @@ struct Control {
 }
 
 /// Every control server of the system (one entry per service).
-const CONTROLS: &[Control] =
-    &[Control { service: "engine25519", public: engine25519::api::SERVER_NAME, control: engine25519::api::CONTROL_NAME }];
+const CONTROLS: &[Control] = &[
+    Control { service: "engine25519", public: engine25519::api::SERVER_NAME, control: engine25519::api::CONTROL_NAME },
+    Control { service: "trng", public: trng::api::SERVER_NAME, control: trng::api::CONTROL_NAME },
+];
 
 /// How long to wait for a service to register at boot.
 const BOOT_DEADLINE: Duration = Duration::from_secs(20);
@@ -96,6 +98,48 @@ fn check_engine_quit(cid: xous::CID) -> Result<(), String> {
     }
 }
 
+/// Privileged check: the TRNG's control server takes test-mode changes and ClearErrors, refuses
+/// public opcodes (`UnknownOpcode`), and the public server keeps serving words afterwards.
+fn check_trng_control(cid: xous::CID) -> Result<(), String> {
+    use service_ipc::client::{blocking_scalar, CallError};
+    use trng::api::{Opcode, TestMode, TrngError};
+    let call = |op: Opcode, a: usize| blocking_scalar(cid, op as u32, [a, 0, 0, 0]).map_err(|e| format!("{op:?}: {e}"));
+    call(Opcode::TestSetMode, TestMode::Cprng as usize)?;
+    call(Opcode::TestSetMode, TestMode::None as usize)?;
+    call(Opcode::ClearErrors, 0)?;
+    match blocking_scalar(cid, Opcode::TestSetMode as u32, [99, 0, 0, 0]) {
+        Err(CallError::Service(c)) if c == TrngError::UnknownMode as u32 => {}
+        other => return Err(format!("TestSetMode(99): {other:?} (want UnknownMode)")),
+    }
+    match blocking_scalar(cid, Opcode::GetTrng as u32, [1, 0, 0, 0]) {
+        Err(CallError::Service(c)) if c == TrngError::UnknownOpcode as u32 => {}
+        other => return Err(format!("GetTrng on the control server: {other:?} (want UnknownOpcode)")),
+    }
+    let t = trng::Trng::new().map_err(|e| format!("{e:?}"))?;
+    let (a, b) = (t.get_u64().map_err(|e| e.to_string())?, t.get_u64().map_err(|e| e.to_string())?);
+    if a == b {
+        return Err("the public server repeated a word".into());
+    }
+    Ok(())
+}
+
+/// Privileged check: Quit stops the TRNG service: a request made afterwards is refused
+/// (`Stopped`) at once, it does not hang.
+fn check_trng_quit(cid: xous::CID) -> Result<(), String> {
+    let t = trng::Trng::new().map_err(|e| format!("{e:?}"))?;
+    t.get_u32().map_err(|e| format!("before Quit: {e}"))?;
+    service_ipc::client::blocking_scalar(cid, trng::api::Opcode::Quit as u32, [0; 4]).map_err(|e| format!("Quit: {e}"))?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(t.get_u32().map(|_| ()));
+    });
+    match rx.recv_timeout(Duration::from_secs(10)) {
+        Ok(Err(trng::TrngError::Stopped)) => Ok(()),
+        Ok(other) => Err(format!("get_u32 after Quit: {other:?} (want Stopped)")),
+        Err(_) => Err("a request after Quit hung for 10 s".into()),
+    }
+}
+
 fn main() -> ! {
     xous_api_log::init_wait().unwrap();
     log::set_max_level(log::LevelFilter::Info);
@@ -121,7 +165,9 @@ fn main() -> ! {
         let r = match check {
             "engine-suspend-resume" => check_engine_suspend_resume(cid("engine25519").unwrap()),
             "engine-quit" => check_engine_quit(cid("engine25519").unwrap()),
-            other => Err(format!("unknown check '{other}' (known: engine-suspend-resume, engine-quit)")),
+            "trng-control" => check_trng_control(cid("trng").unwrap()),
+            "trng-quit" => check_trng_quit(cid("trng").unwrap()),
+            other => Err(format!("unknown check '{other}' (known: engine-suspend-resume, engine-quit, trng-control, trng-quit)")),
         };
         match r {
             Ok(()) => say(&format!("SYSCTL CHECK {check} ok")),

@@ -3,7 +3,7 @@
 
 use trng::api::{self, ErrorStats, HealthStats, SourceStats, TrngError};
 use trng_core::conditioner::ConditionerConfig;
-use trng_core::engine::{Engine, EngineError, Feed, RawMode, WordSource, SLOTS, SLOT_EXT};
+use trng_core::pipeline::{Pipeline, PipelineError, Feed, RawMode, WordSource, SLOTS, SLOT_EXT};
 
 pub trait Backend: Send {
     fn name(&self) -> &'static str;
@@ -18,10 +18,10 @@ pub trait Backend: Send {
     fn take_new_error(&mut self) -> bool;
 }
 
-fn map_err(e: EngineError) -> TrngError {
+fn map_err(e: PipelineError) -> TrngError {
     match e {
-        EngineError::Health => TrngError::HealthFailure,
-        EngineError::NotSupported => TrngError::NotSupported,
+        PipelineError::Health => TrngError::HealthFailure,
+        PipelineError::NotSupported => TrngError::NotSupported,
     }
 }
 
@@ -54,16 +54,16 @@ impl WordSource for OsSource {
     }
 }
 
-/// The software pipeline (trng-core Engine).
+/// The software pipeline (trng-core Pipeline).
 pub struct SoftBackend {
-    engine: Engine,
+    pipeline: Pipeline,
     name: &'static str,
     ext_kind: u32,
 }
 
 impl SoftBackend {
     pub fn new(feed: Feed, ext: Option<Box<dyn WordSource>>, ext_kind: u32, model_seed: [u8; 32], name: &'static str) -> Self {
-        SoftBackend { engine: Engine::new(feed, ext, model_seed, ConditionerConfig::default()), name, ext_kind }
+        SoftBackend { pipeline: Pipeline::new(feed, ext, model_seed, ConditionerConfig::default()), name, ext_kind }
     }
 }
 
@@ -72,43 +72,43 @@ impl Backend for SoftBackend {
         self.name
     }
     fn fill_conditioned(&mut self, out: &mut [u8]) -> Result<(), TrngError> {
-        self.engine.fill_conditioned(out).map_err(map_err)
+        self.pipeline.fill_conditioned(out).map_err(map_err)
     }
     fn fill_raw(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), TrngError> {
-        self.engine.fill_raw(mode, out).map_err(map_err)
+        self.pipeline.fill_raw(mode, out).map_err(map_err)
     }
     fn clear_errors(&mut self) {
-        self.engine.clear_errors();
+        self.pipeline.clear_errors();
     }
     fn seed_user(&mut self, w: u32) {
-        self.engine.seed_user(w);
+        self.pipeline.seed_user(w);
     }
     fn set_faults(&mut self, spec: &str) -> Result<(), TrngError> {
-        self.engine.set_faults(spec).map_err(|_| TrngError::BadConfig)
+        self.pipeline.set_faults(spec).map_err(|_| TrngError::BadConfig)
     }
     fn health_stats(&self) -> HealthStats {
         let mut hs = HealthStats::default();
         let kinds = [api::SOURCE_AV0, api::SOURCE_AV1, api::SOURCE_RO, self.ext_kind];
         for slot in 0..SLOTS {
-            if slot == SLOT_EXT && self.engine.feed() != Feed::External {
+            if slot == SLOT_EXT && self.pipeline.feed() != Feed::External {
                 continue;
             }
-            hs.sources[slot] = source_stats(&self.engine, slot, kinds[slot]);
+            hs.sources[slot] = source_stats(&self.pipeline, slot, kinds[slot]);
         }
-        conditioner_stats(&self.engine, &mut hs);
+        conditioner_stats(&self.pipeline, &mut hs);
         hs
     }
     fn error_stats(&self) -> ErrorStats {
-        engine_error_stats(&self.engine)
+        pipeline_error_stats(&self.pipeline)
     }
     fn take_new_error(&mut self) -> bool {
-        self.engine.take_new_error()
+        self.pipeline.take_new_error()
     }
 }
 
 /// Health statistics of one slot of the pipeline (shared by every source backend).
-pub fn source_stats(engine: &Engine, slot: usize, kind: u32) -> SourceStats {
-    let h = engine.health(slot);
+pub fn source_stats(pipeline: &Pipeline, slot: usize, kind: u32) -> SourceStats {
+    let h = pipeline.health(slot);
     let c = h.counters();
     let p = h.params();
     SourceStats {
@@ -128,9 +128,9 @@ pub fn source_stats(engine: &Engine, slot: usize, kind: u32) -> SourceStats {
 }
 
 /// The conditioner's part of HealthStats.
-pub fn conditioner_stats(engine: &Engine, hs: &mut HealthStats) {
-    let cs = engine.conditioner_stats();
-    hs.conditioner_valid = engine.conditioner_valid();
+pub fn conditioner_stats(pipeline: &Pipeline, hs: &mut HealthStats) {
+    let cs = pipeline.conditioner_stats();
+    hs.conditioner_valid = pipeline.conditioner_valid();
     hs.blocks_out = cs.blocks_out;
     hs.reseeds = cs.reseeds;
     hs.rekeys = cs.rekeys;
@@ -139,10 +139,9 @@ pub fn conditioner_stats(engine: &Engine, hs: &mut HealthStats) {
 }
 
 /// ErrorStats from the pipeline's latched errors (the server fills in subscriber counts).
-pub fn engine_error_stats(engine: &Engine) -> ErrorStats {
-    let e = engine.errors();
+pub fn pipeline_error_stats(pipeline: &Pipeline) -> ErrorStats {
+    let e = pipeline.errors();
     ErrorStats {
-        status: 0,
         latched: e.latched,
         error_bits: e.error_bits,
         total_failures: e.total_failures,

@@ -7,7 +7,7 @@
 
 use trng::api::{ErrorStats, HealthStats, TrngError};
 use trng_core::conditioner::ConditionerConfig;
-use trng_core::engine::{Engine, Feed, RawMode, WordSource};
+use trng_core::pipeline::{Pipeline, Feed, RawMode, WordSource};
 use trng_core::health::HealthParams;
 use trng_core::spec::regs::server::{self as regs, registers as r};
 use trng_core::spec::regs::constants;
@@ -91,7 +91,7 @@ impl WordSource for HwUrandom {
 
 pub struct HwBackend {
     regs: HwRegs,
-    engine: Engine,
+    pipeline: Pipeline,
     raw_mode: Option<RawMode>,
 }
 
@@ -111,8 +111,8 @@ impl HwBackend {
                 | r::chacha::SELFMIX_ENA.val(cc.selfmix_enable as u32),
         );
         regs.wr(r::CONTROL, r::control::ENABLE.val(1));
-        let engine = Engine::new(Feed::External, Some(Box::new(HwUrandom(regs))), model_seed, cc);
-        Ok(HwBackend { regs, engine, raw_mode: None })
+        let pipeline = Pipeline::new(Feed::External, Some(Box::new(HwUrandom(regs))), model_seed, cc);
+        Ok(HwBackend { regs, pipeline, raw_mode: None })
     }
 
     fn select_raw(&mut self, mode: RawMode) {
@@ -142,7 +142,7 @@ impl Backend for HwBackend {
             out.fill(0);
             return Err(TrngError::HealthFailure);
         }
-        self.engine.fill_conditioned(out).map_err(|_| TrngError::HealthFailure)
+        self.pipeline.fill_conditioned(out).map_err(|_| TrngError::HealthFailure)
     }
     fn fill_raw(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), TrngError> {
         self.select_raw(mode);
@@ -161,35 +161,35 @@ impl Backend for HwBackend {
         let ctl = self.regs.rd(r::CONTROL);
         self.regs.wr(r::CONTROL, r::control::CLR_ERR.set(ctl, 1));
         self.regs.wr(r::CONTROL, r::control::CLR_ERR.set(ctl, 0));
-        self.engine.clear_errors();
+        self.pipeline.clear_errors();
     }
     fn seed_user(&mut self, w: u32) {
         self.regs.wr(r::SEED, w);
-        self.engine.seed_user(w);
+        self.pipeline.seed_user(w);
     }
     fn set_faults(&mut self, _spec: &str) -> Result<(), TrngError> {
         Err(TrngError::NotSupported)
     }
     fn health_stats(&self) -> HealthStats {
         let mut hs = HealthStats::default();
-        let mut src = crate::backend::source_stats(&self.engine, trng_core::engine::SLOT_EXT, trng::api::SOURCE_HW);
+        let mut src = crate::backend::source_stats(&self.pipeline, trng_core::pipeline::SLOT_EXT, trng::api::SOURCE_HW);
         // the hardware's own RCT/APT failures (latched in NIST_ERRORS) on top of ours
         let nist = self.regs.rd(r::NIST_ERRORS);
         src.rct_failures += r::nist_errors::AV_REPCOUNT.get(nist) + r::nist_errors::RO_REPCOUNT.get(nist);
         src.apt_failures += r::nist_errors::AV_ADAPTIVE.get(nist) + r::nist_errors::RO_ADAPTIVE.get(nist);
         hs.sources[0] = src;
-        crate::backend::conditioner_stats(&self.engine, &mut hs);
+        crate::backend::conditioner_stats(&self.pipeline, &mut hs);
         hs
     }
     fn error_stats(&self) -> ErrorStats {
-        let mut es = crate::backend::engine_error_stats(&self.engine);
+        let mut es = crate::backend::pipeline_error_stats(&self.pipeline);
         if self.regs.hw_error() {
             es.latched = true;
-            es.error_bits |= trng_core::engine::ERR_SOURCE;
+            es.error_bits |= trng_core::pipeline::ERR_SOURCE;
         }
         es
     }
     fn take_new_error(&mut self) -> bool {
-        self.engine.take_new_error()
+        self.pipeline.take_new_error()
     }
 }

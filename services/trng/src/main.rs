@@ -1,6 +1,13 @@
 //! TRNG server (`trng`): raw sources -> SP 800-90B health tests -> ChaCha20 conditioner ->
 //! clients over Xous IPC, plus the hosted tester (TCP, interface 5).
 //!
+//! This file decodes, dispatches and replies (service-ipc conventions, docs/ipc.md); the work is
+//! done by the kernel-free [`server::TrngServer`]. Two servers (docs/security.md): the control
+//! server `api::CONTROL_NAME` (registered first, `api::CONTROL_SLOTS` connections, claimed at
+//! boot by the system controller) serves ClearErrors, test modes and raw data, fault injection
+//! and Quit; the public server `api::SERVER_NAME` serves everything else and answers the
+//! privileged opcode numbers `NotPermitted`.
+//!
 //! Start-up configuration (arguments win over environment variables):
 //!
 //! | argument | env | meaning |
@@ -16,16 +23,20 @@
 mod backend;
 #[cfg(target_os = "xous")]
 mod hw;
+mod server;
 #[cfg(not(target_os = "xous"))]
 mod tester;
 
 use std::sync::{Arc, Mutex};
 
 use num_traits::FromPrimitive;
-use trng::api::{self, Opcode, TestMode, TrngError};
-use trng_core::engine::RawMode;
+use service_ipc::options::{Opt, Takes};
+use service_ipc::server::{reply_archive, reply_bad_kind, reply_bytes, reply_error, reply_ok, reply_scalar2, scalar_args, sender_pid, Kind};
+use trng::api::{self, Opcode, TrngError};
+use xous::{Message, MessageEnvelope};
 
 use backend::Backend;
+use server::{check_bulk_len, Delivery, Notifier, TrngServer};
 
 struct Config {
     source: String,
@@ -33,6 +44,16 @@ struct Config {
     model_seed: Option<[u8; 32]>,
     tester: bool,
 }
+
+const OPTS: &[Opt] = &[
+    Opt { flag: "--source", env: Some("TRNG_SOURCE"), takes: Takes::Value },
+    Opt { flag: "--faults", env: Some("TRNG_FAULTS"), takes: Takes::Value },
+    Opt { flag: "--model-seed", env: Some("TRNG_MODEL_SEED"), takes: Takes::Value },
+    // the variable TRNG_TESTER=0 turns the tester off (any other value leaves it on)
+    Opt { flag: "--no-tester", env: Some("TRNG_TESTER"), takes: Takes::Nothing },
+];
+
+const USAGE: &str = "usage: trng [--source hosted-os|model|hw] [--faults SPEC] [--model-seed HEX64] [--no-tester]";
 
 fn parse_seed(s: &str) -> Result<[u8; 32], String> {
     let s = s.trim();
@@ -49,35 +70,20 @@ fn parse_seed(s: &str) -> Result<[u8; 32], String> {
     Ok(out)
 }
 
-fn parse_config() -> Result<Config, String> {
-    parse_config_from(std::env::args().skip(1), &|k: &str| std::env::var(k).ok())
-}
-
 /// Configuration from `args` (after the program name) and the environment lookup `getenv`.
-fn parse_config_from(args: impl IntoIterator<Item = String>, getenv: &dyn Fn(&str) -> Option<String>) -> Result<Config, String> {
-    let env = |k: &str| getenv(k).filter(|v| !v.is_empty());
-    let default_source = if cfg!(target_os = "xous") { "hw" } else { "hosted-os" };
-    let mut cfg = Config {
-        source: env("TRNG_SOURCE").unwrap_or_else(|| default_source.into()),
-        faults: env("TRNG_FAULTS"),
-        model_seed: env("TRNG_MODEL_SEED").map(|s| parse_seed(&s)).transpose()?,
-        tester: env("TRNG_TESTER").map(|v| v != "0").unwrap_or(true),
-    };
-    let mut args = args.into_iter();
-    while let Some(a) = args.next() {
-        let mut val = |name: &str| args.next().ok_or_else(|| format!("{name} needs a value"));
-        match a.as_str() {
-            "--source" => cfg.source = val("--source")?,
-            "--faults" => cfg.faults = Some(val("--faults")?),
-            "--model-seed" => cfg.model_seed = Some(parse_seed(&val("--model-seed")?)?),
-            "--no-tester" => cfg.tester = false,
-            "-h" | "--help" => {
-                return Err("usage: trng [--source hosted-os|model|hw] [--faults SPEC] [--model-seed HEX64] [--no-tester]".into())
-            }
-            other => return Err(format!("unknown argument {other:?}")),
-        }
+fn parse_config_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result<Config, String> {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        return Err(USAGE.into());
     }
-    Ok(cfg)
+    let p = service_ipc::options::parse(OPTS, args, getenv).map_err(|e| format!("{e}\n{USAGE}"))?;
+    let default_source = if cfg!(target_os = "xous") { "hw" } else { "hosted-os" };
+    Ok(Config {
+        source: p.get("--source").unwrap_or(default_source).to_string(),
+        faults: p.get("--faults").map(str::to_string),
+        model_seed: p.get("--model-seed").map(parse_seed).transpose()?,
+        // `--no-tester` (no value) or TRNG_TESTER=0
+        tester: !(p.is_set("--no-tester") && p.get("--no-tester").map_or(true, |v| v.trim() == "0")),
+    })
 }
 
 fn model_seed(cfg: &Config) -> [u8; 32] {
@@ -99,7 +105,7 @@ fn model_seed(cfg: &Config) -> [u8; 32] {
 }
 
 fn make_backend(cfg: &Config) -> Result<Box<dyn Backend>, String> {
-    use trng_core::engine::Feed;
+    use trng_core::pipeline::Feed;
     let seed = model_seed(cfg);
     let mut b: Box<dyn Backend> = match cfg.source.as_str() {
         #[cfg(not(target_os = "xous"))]
@@ -121,348 +127,196 @@ fn make_backend(cfg: &Config) -> Result<Box<dyn Backend>, String> {
     Ok(b)
 }
 
-/// Validated view of a lent buffer holding an rkyv archive of `T`: the archive must lie inside
-/// the buffer, aligned. Every field of our request types is a plain integer/array, so any bit
-/// pattern is a valid value.
-fn archived_in_bounds<T: rkyv::Archive>(mem: &xous::MemoryMessage) -> bool {
-    let off = mem.offset.map(|o| o.get()).unwrap_or(0);
-    let size = core::mem::size_of::<T::Archived>();
-    let align = core::mem::align_of::<T::Archived>();
-    mem.buf.len() >= 4096 && off % align == 0 && off.checked_add(size).is_some_and(|end| end <= mem.buf.len())
-}
+/// Subscriber notifications through the kernel: one connection per subscriber server, a
+/// non-blocking scalar per latched error.
+struct KernelNotifier;
 
-struct Subscribers {
-    list: Vec<(xous::CID, u32)>,
-    sent: u32,
-}
-
-impl Subscribers {
-    fn notify(&mut self, bits: u32, total: u32) {
-        let mut keep = Vec::with_capacity(self.list.len());
-        for (cid, opcode) in self.list.drain(..) {
-            match xous::try_send_message(cid, xous::Message::new_scalar(opcode as usize, bits as usize, total as usize, 0, 0)) {
-                Ok(_) => {
-                    self.sent += 1;
-                    keep.push((cid, opcode));
-                }
-                Err(xous::Error::ServerQueueFull) => keep.push((cid, opcode)),
-                Err(e) => log::warn!("dropping error subscriber (cid {cid}): {e:?}"),
-            }
+impl Notifier for KernelNotifier {
+    fn connect(&mut self, sid: [u32; 4]) -> Option<u32> {
+        xous::try_connect(xous::SID::from_array(sid)).ok()
+    }
+    fn notify(&mut self, conn: u32, opcode: u32, bits: u32, total: u32) -> Delivery {
+        match xous::try_send_message(conn, Message::new_scalar(opcode as usize, bits as usize, total as usize, 0, 0)) {
+            Ok(_) => Delivery::Sent,
+            Err(xous::Error::ServerQueueFull) => Delivery::Busy,
+            Err(_) => Delivery::Gone,
         }
-        self.list = keep;
     }
 }
 
-/// The memory part of any memory message, including immutable lends (which
-/// `Message::memory_message_mut` leaves out; their offset/valid are still returned to the caller).
-fn mem_mut(body: &mut xous::Message) -> Option<&mut xous::MemoryMessage> {
-    match body {
-        xous::Message::MutableBorrow(m) | xous::Message::Borrow(m) | xous::Message::Move(m) => Some(m),
-        _ => None,
+/// Reply to a result without payload.
+fn reply_status(env: MessageEnvelope, r: Result<(), TrngError>) {
+    match r {
+        Ok(()) => reply_ok(env),
+        Err(e) => reply_error(env, e),
     }
-}
-
-fn err_reply_mem(mem: &mut xous::MemoryMessage, e: TrngError) {
-    mem.offset = xous::MemoryAddress::new(e.code());
-    mem.valid = None;
 }
 
 /// FillTrng / TestGetData: validate the lend, produce `valid` bytes into it.
-fn bulk(msg: &mut xous::MessageEnvelope, f: &mut dyn FnMut(&mut [u8]) -> Result<(), TrngError>) {
-    let is_mut = matches!(msg.body, xous::Message::MutableBorrow(_));
-    match mem_mut(&mut msg.body) {
-        Some(mem) => {
-            if !is_mut {
-                return err_reply_mem(mem, TrngError::BadMessage);
-            }
-            let n = match mem.valid {
-                None => return err_reply_mem(mem, TrngError::ZeroLength),
-                Some(v) => v.get(),
-            };
-            if n > mem.buf.len() || n > api::MAX_FILL_BYTES {
-                return err_reply_mem(mem, TrngError::TooLarge);
-            }
+fn bulk(mut env: MessageEnvelope, f: impl FnOnce(&mut [u8]) -> Result<(), TrngError>) {
+    let r = match &mut env.body {
+        Message::MutableBorrow(mem) => check_bulk_len(mem.valid.map(|v| v.get()), mem.buf.len()).and_then(|n| {
             // Safety: the kernel mapped `buf` (page-aligned, buf.len() bytes) into our space for
             // the duration of this message; n <= buf.len().
             let out = unsafe { core::slice::from_raw_parts_mut(mem.buf.as_mut_ptr(), n) };
-            match f(out) {
-                Ok(()) => {
-                    mem.offset = None;
-                    mem.valid = xous::MemorySize::new(n);
-                }
-                Err(e) => {
-                    out.fill(0);
-                    err_reply_mem(mem, e)
-                }
-            }
-        }
-        None => reply_bad_kind(msg),
+            f(out).map(|()| n)
+        }),
+        _ => return reply_bad_kind(env, TrngError::BadMessage),
+    };
+    match r {
+        Ok(n) => reply_bytes(env, n),
+        Err(e) => reply_error(env, e), // wipes the page
     }
 }
 
-/// A message of the wrong kind for its opcode: a clear error where a reply is possible.
-fn reply_bad_kind(msg: &mut xous::MessageEnvelope) {
-    if let Some(mem) = mem_mut(&mut msg.body) {
-        err_reply_mem(mem, TrngError::BadMessage);
-    } else if msg.body.is_blocking() {
-        xous::return_scalar(msg.sender, TrngError::BadMessage.code()).ok();
-    } else {
-        log::debug!("ignoring non-blocking message of the wrong kind, id {}", msg.body.id());
-    }
-}
-
-fn scalar_args(msg: &xous::MessageEnvelope) -> Option<[usize; 4]> {
-    match &msg.body {
-        xous::Message::BlockingScalar(s) => Some([s.arg1, s.arg2, s.arg3, s.arg4]),
+/// Decode the request archive of a lend_mut after its bounds check (`None`: malformed).
+fn decode<T>(env: &MessageEnvelope) -> Option<T>
+where
+    T: rkyv::Archive,
+    rkyv::Archived<T>: rkyv::Deserialize<T, dyn rkyv::Fallible<Error = xous_ipc::XousUnreachable>>,
+{
+    match &env.body {
+        Message::MutableBorrow(mem) => service_ipc::archive::decode::<T>(mem),
         _ => None,
     }
 }
 
-fn main() {
+/// One message to either server. `control`: it arrived on the control server.
+fn dispatch(srv: &Mutex<TrngServer>, env: MessageEnvelope, control: bool) {
+    let op = match Opcode::from_usize(env.body.id()) {
+        Some(op) => op,
+        None => return reply_error(env, TrngError::UnknownOpcode),
+    };
+    if op.is_control() && !control {
+        log::warn!("trng: pid {} sent privileged opcode {:?} to the public server: refused", sender_pid(&env), op);
+        return reply_error(env, TrngError::NotPermitted);
+    }
+    if !op.is_control() && control {
+        return reply_error(env, TrngError::UnknownOpcode);
+    }
+    let kind = Kind::of(&env.body);
+    let mut s = srv.lock().unwrap();
+    match (op, kind) {
+        (Opcode::GetTrng, Kind::BlockingScalar) => {
+            let [count, ..] = scalar_args(&env).unwrap();
+            match s.get_words(count) {
+                Ok((a, b)) => reply_scalar2(env, a as usize, b as usize),
+                Err(e) => reply_error(env, e),
+            }
+        }
+        (Opcode::SeedTrng, Kind::BlockingScalar) => {
+            let words = scalar_args(&env).unwrap();
+            reply_status(env, s.seed(words))
+        }
+        (Opcode::ClearErrors, Kind::BlockingScalar) => reply_status(env, s.clear_errors()),
+        (Opcode::TestSetMode, Kind::BlockingScalar) => {
+            let [mode, ..] = scalar_args(&env).unwrap();
+            reply_status(env, s.set_test_mode(mode))
+        }
+        (Opcode::Quit, Kind::BlockingScalar) => reply_status(env, s.quit()),
+        (Opcode::FillTrng, Kind::LendMut) => bulk(env, |out| s.fill(out)),
+        (Opcode::TestGetData, Kind::LendMut) => bulk(env, |out| s.test_get_data(out)),
+        (Opcode::HealthStats, Kind::LendMut) => match s.health_stats() {
+            Ok(h) => reply_archive(env, h, TrngError::BadMessage),
+            Err(e) => reply_error(env, e),
+        },
+        (Opcode::ErrorStats, Kind::LendMut) => match s.error_stats() {
+            Ok(es) => reply_archive(env, es, TrngError::BadMessage),
+            Err(e) => reply_error(env, e),
+        },
+        (Opcode::ErrorSubscribe, Kind::LendMut) => match decode::<api::Subscription>(&env) {
+            Some(sub) => match s.subscribe(&sub) {
+                Ok(()) => reply_archive(env, sub, TrngError::BadMessage),
+                Err(e) => reply_error(env, e),
+            },
+            None => reply_error(env, TrngError::BadMessage),
+        },
+        (Opcode::TestInjectFault, Kind::LendMut) => match decode::<api::FaultRequest>(&env) {
+            Some(req) => match s.inject_fault(&req) {
+                Ok(()) => reply_archive(env, req, TrngError::BadMessage),
+                Err(e) => reply_error(env, e),
+            },
+            None => reply_error(env, TrngError::BadMessage),
+        },
+        _ => reply_bad_kind(env, TrngError::BadMessage),
+    }
+    s.check_new_error();
+}
+
+fn fail(msg: &str) -> ! {
+    log::error!("trng: {msg}");
+    eprintln!("trng: {msg}");
+    xous::terminate_process(2)
+}
+
+fn main() -> ! {
     xous_api_log::init_wait().unwrap();
     log::set_max_level(log::LevelFilter::Info);
-    let cfg = match parse_config() {
-        Ok(c) => c,
-        Err(e) => {
-            log::error!("trng: {e}");
-            eprintln!("trng: {e}");
-            xous::terminate_process(2);
-        }
-    };
-    let mut backend_box = match make_backend(&cfg) {
-        Ok(b) => b,
-        Err(e) => {
-            log::error!("trng: {e}");
-            eprintln!("trng: {e}");
-            xous::terminate_process(2);
-        }
-    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let cfg = parse_config_from(&args, &|k: &str| std::env::var(k).ok()).unwrap_or_else(|e| fail(&e));
+    let backend = make_backend(&cfg).unwrap_or_else(|e| fail(&e));
+    let mut srv = TrngServer::new(backend, Box::new(KernelNotifier));
     // start-up test + conditioner seeding before we accept clients (errors are latched and
     // reported through ErrorStats; the server still serves)
-    let mut probe = [0u8; 4];
-    if backend_box.fill_conditioned(&mut probe).is_err() {
+    if srv.startup().is_err() {
         log::error!("TRNG start-up test failed: output disabled until ClearErrors");
     }
-    probe.fill(0);
-    let backend: Arc<Mutex<Box<dyn Backend>>> = Arc::new(Mutex::new(backend_box));
+    let source_name = srv.source_name();
+    let srv = Arc::new(Mutex::new(srv));
 
     let xns = xous_api_names::XousNames::new().unwrap();
-    let sid = xns.register_name(api::SERVER_NAME, None).expect("can't register server");
+    // control first: once the public name resolves, the control name exists (docs/security.md)
+    let control = service_ipc::control::register_control(&xns, api::CONTROL_NAME, api::CONTROL_SLOTS).unwrap_or_else(|e| fail(&e));
+    let public = service_ipc::control::register_public(&xns, api::SERVER_NAME).unwrap_or_else(|e| fail(&e));
 
-    // notifier: tester threads signal health failures over a std channel; this one thread (one
-    // kernel slot) turns them into ErrorNotification messages to our own loop
+    // notifier: tester threads report health failures over a std channel; this one thread (one
+    // kernel slot) notifies the subscribers
     let (notify_tx, notify_rx) = std::sync::mpsc::channel::<()>();
     {
-        let sid_arr = sid.to_array();
+        let srv = srv.clone();
         std::thread::spawn(move || {
-            let cid = xous::connect(xous::SID::from_array(sid_arr)).expect("connect to self");
             for () in notify_rx {
-                xous::send_message(cid, xous::Message::new_scalar(Opcode::ErrorNotification as usize, 0, 0, 0, 0)).ok();
+                srv.lock().unwrap().check_new_error();
             }
         });
     }
     #[cfg(not(target_os = "xous"))]
     if cfg.tester {
-        if let Err(e) = tester::start(backend.clone(), notify_tx.clone()) {
+        if let Err(e) = tester::start(srv.clone(), notify_tx.clone()) {
             log::error!("TRNG tester failed to start: {e}");
         }
     }
     #[cfg(target_os = "xous")]
     let _ = (&notify_tx, cfg.tester);
+    {
+        let srv = srv.clone();
+        std::thread::Builder::new()
+            .name("trng-control".into())
+            .spawn(move || loop {
+                match xous::receive_message(control) {
+                    Ok(env) => dispatch(&srv, env, true),
+                    Err(e) => log::error!("receive_message (control): {e:?}"),
+                }
+            })
+            .unwrap_or_else(|e| fail(&format!("spawn control thread: {e}")));
+    }
 
-    let source_name = backend.lock().unwrap().name();
-    log::info!("TRNG-SERVER ready source={} name={:?}", source_name, api::SERVER_NAME);
+    log::info!(
+        "TRNG-SERVER ready source={} name={:?} control={:?} ({} slot(s))",
+        source_name,
+        api::SERVER_NAME,
+        api::CONTROL_NAME,
+        api::CONTROL_SLOTS
+    );
     println!("TRNG-SERVER ready source={source_name}");
-
-    let mut test_mode = TestMode::None;
-    let mut subs = Subscribers { list: Vec::new(), sent: 0 };
+    // the server never exits: after Quit it answers `Stopped` until the system shuts down, so
+    // no client ever waits on a server that is gone
     loop {
-        let mut msg = match xous::receive_message(sid) {
-            Ok(m) => m,
-            Err(e) => {
-                log::error!("receive_message: {e:?}");
-                continue;
-            }
-        };
-        let opcode: Option<Opcode> = FromPrimitive::from_usize(msg.body.id());
-        let mut quit = false;
-        {
-            let mut be = backend.lock().unwrap();
-            match opcode {
-                Some(Opcode::GetTrng) => match scalar_args(&msg) {
-                    Some([count, ..]) => {
-                        if count == 0 {
-                            xous::return_scalar(msg.sender, TrngError::ZeroLength.code()).ok();
-                        } else if count > 2 {
-                            xous::return_scalar(msg.sender, TrngError::TooLarge.code()).ok();
-                        } else {
-                            let mut b = [0u8; 8];
-                            match be.fill_conditioned(&mut b[..count * 4]) {
-                                Ok(()) => {
-                                    let w0 = u32::from_le_bytes(b[0..4].try_into().unwrap());
-                                    let w1 = u32::from_le_bytes(b[4..8].try_into().unwrap());
-                                    b.fill(0);
-                                    xous::return_scalar2(msg.sender, w0 as usize, w1 as usize).ok();
-                                }
-                                Err(e) => {
-                                    xous::return_scalar(msg.sender, e.code()).ok();
-                                }
-                            }
-                        }
-                    }
-                    None => reply_bad_kind(&mut msg),
-                },
-                Some(Opcode::FillTrng) => bulk(&mut msg, &mut |out| be.fill_conditioned(out)),
-                Some(Opcode::TestGetData) => {
-                    let mode = test_mode;
-                    bulk(&mut msg, &mut |out| match mode {
-                        TestMode::None => Err(TrngError::TestModeOff),
-                        TestMode::Cprng => be.fill_conditioned(out),
-                        TestMode::Av => be.fill_raw(RawMode::Av, out),
-                        TestMode::Ro => be.fill_raw(RawMode::Ro, out),
-                        TestMode::Both => be.fill_raw(RawMode::Both, out),
-                    })
-                }
-                Some(Opcode::TestSetMode) => match scalar_args(&msg) {
-                    Some([m, ..]) => {
-                        let code = match <TestMode as FromPrimitive>::from_usize(m) {
-                            Some(mode) => {
-                                test_mode = mode;
-                                0
-                            }
-                            None => TrngError::UnknownMode.code(),
-                        };
-                        xous::return_scalar(msg.sender, code).ok();
-                    }
-                    None => reply_bad_kind(&mut msg),
-                },
-                Some(Opcode::ClearErrors) => match scalar_args(&msg) {
-                    Some(_) => {
-                        be.clear_errors();
-                        log::info!("TRNG errors cleared");
-                        xous::return_scalar(msg.sender, 0).ok();
-                    }
-                    None => reply_bad_kind(&mut msg),
-                },
-                Some(Opcode::SeedTrng) => match scalar_args(&msg) {
-                    Some(words) => {
-                        for w in words {
-                            be.seed_user(w as u32);
-                        }
-                        xous::return_scalar(msg.sender, 0).ok();
-                    }
-                    None => reply_bad_kind(&mut msg),
-                },
-                Some(Opcode::HealthStats) | Some(Opcode::ErrorStats) => {
-                    let is_mut = matches!(msg.body, xous::Message::MutableBorrow(_));
-                    match msg.body.memory_message_mut() {
-                        Some(mem) if is_mut && mem.buf.len() >= 4096 => {
-                            let mut buf = unsafe { xous_ipc::Buffer::from_memory_message_mut(mem) };
-                            let r = if opcode == Some(Opcode::HealthStats) {
-                                buf.replace(be.health_stats())
-                            } else {
-                                let mut es = be.error_stats();
-                                es.subscribers = subs.list.len() as u32;
-                                es.notifications_sent = subs.sent;
-                                buf.replace(es)
-                            };
-                            if r.is_err() {
-                                log::error!("stats reply serialisation failed");
-                            }
-                        }
-                        _ => reply_bad_kind(&mut msg),
-                    }
-                }
-                Some(Opcode::ErrorSubscribe) => {
-                    let is_mut = matches!(msg.body, xous::Message::MutableBorrow(_));
-                    match msg.body.memory_message_mut() {
-                        Some(mem) if is_mut && archived_in_bounds::<api::Subscription>(mem) => {
-                            let mut buf = unsafe { xous_ipc::Buffer::from_memory_message_mut(mem) };
-                            let mut s: api::Subscription = buf.to_original().unwrap();
-                            s.status = if subs.list.len() >= api::MAX_SUBSCRIBERS {
-                                TrngError::TooManySubscribers.code() as u32
-                            } else if s.opcode as usize > u32::MAX as usize {
-                                TrngError::BadMessage.code() as u32
-                            } else {
-                                match xous::try_connect(xous::SID::from_array(s.sid)) {
-                                    Ok(cid) => {
-                                        subs.list.push((cid, s.opcode));
-                                        0
-                                    }
-                                    Err(_) => TrngError::BadMessage.code() as u32,
-                                }
-                            };
-                            buf.replace(s).ok();
-                        }
-                        Some(mem) if is_mut && mem.buf.len() >= 4096 => {
-                            let mut buf = unsafe { xous_ipc::Buffer::from_memory_message_mut(mem) };
-                            buf.replace(api::Subscription { status: TrngError::BadMessage.code() as u32, ..Default::default() }).ok();
-                        }
-                        _ => reply_bad_kind(&mut msg),
-                    }
-                }
-                Some(Opcode::TestInjectFault) => {
-                    let is_mut = matches!(msg.body, xous::Message::MutableBorrow(_));
-                    match msg.body.memory_message_mut() {
-                        Some(mem) if is_mut && archived_in_bounds::<api::FaultRequest>(mem) => {
-                            let mut buf = unsafe { xous_ipc::Buffer::from_memory_message_mut(mem) };
-                            let mut r: api::FaultRequest = buf.to_original().unwrap();
-                            r.status = match (r.len as usize <= r.spec.len()).then(|| core::str::from_utf8(&r.spec[..r.len as usize])) {
-                                Some(Ok(spec)) => match be.set_faults(spec) {
-                                    Ok(()) => {
-                                        log::info!("TRNG fault injection set to {spec:?}");
-                                        0
-                                    }
-                                    Err(e) => e.code() as u32,
-                                },
-                                _ => TrngError::BadConfig.code() as u32,
-                            };
-                            buf.replace(r).ok();
-                        }
-                        Some(mem) if is_mut && mem.buf.len() >= 4096 => {
-                            let mut buf = unsafe { xous_ipc::Buffer::from_memory_message_mut(mem) };
-                            buf.replace(api::FaultRequest { spec: [0; 256], len: 0, status: TrngError::BadMessage.code() as u32 }).ok();
-                        }
-                        _ => reply_bad_kind(&mut msg),
-                    }
-                }
-                // internal, non-blocking only; the latched-error check below does the work
-                Some(Opcode::ErrorNotification) => {
-                    if !matches!(msg.body, xous::Message::Scalar(_)) {
-                        reply_bad_kind(&mut msg);
-                    }
-                }
-                Some(Opcode::Quit) => match scalar_args(&msg) {
-                    Some(_) => {
-                        xous::return_scalar(msg.sender, 0).ok();
-                        quit = true;
-                    }
-                    None => reply_bad_kind(&mut msg),
-                },
-                None => {
-                    log::warn!("unknown opcode {}", msg.body.id());
-                    if let Some(mem) = mem_mut(&mut msg.body) {
-                        err_reply_mem(mem, TrngError::UnknownOpcode);
-                    } else if msg.body.is_blocking() {
-                        xous::return_scalar(msg.sender, TrngError::UnknownOpcode.code()).ok();
-                    }
-                }
-            }
-            if be.take_new_error() {
-                let es = be.error_stats();
-                log::warn!("TRNG health failure latched: error bits {:#x}; output disabled until ClearErrors", es.error_bits);
-                subs.notify(es.error_bits, es.total_failures);
-            }
-        }
-        drop(msg); // returns lent memory to the caller
-        if quit {
-            break;
+        match xous::receive_message(public) {
+            Ok(env) => dispatch(&srv, env, false),
+            Err(e) => log::error!("receive_message: {e:?}"),
         }
     }
-    log::info!("TRNG server quitting");
-    xns.unregister_server(sid).ok();
-    xous::destroy_server(sid).ok();
-    xous::terminate_process(0);
 }
 
 #[cfg(test)]
@@ -471,7 +325,8 @@ mod config_tests {
 
     fn parse(args: &[&str], env: &[(&str, &str)]) -> Result<Config, String> {
         let env: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        parse_config_from(args.iter().map(|s| s.to_string()), &move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        parse_config_from(&args, &move |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
     }
 
     #[test]
@@ -481,6 +336,9 @@ mod config_tests {
         let seed = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
         let c = parse(&[], &[("TRNG_SOURCE", "model"), ("TRNG_MODEL_SEED", seed), ("TRNG_TESTER", "0")]).unwrap();
         assert_eq!((c.source.as_str(), c.model_seed.unwrap()[1], c.tester), ("model", 0x11, false));
+        assert!(parse(&[], &[("TRNG_TESTER", "1")]).unwrap().tester, "TRNG_TESTER=1 leaves the tester on");
+        assert!(parse(&[], &[]).unwrap().tester, "tester on by default");
+        assert!(parse(&["--source=model"], &[("TRNG_SOURCE", "hw")]).unwrap().source == "model", "arguments win");
         assert!(make_backend(&c).is_ok());
     }
 
@@ -499,7 +357,7 @@ mod config_tests {
             (&["--source"][..], "--source needs a value"),
             (&["--faults"][..], "--faults needs a value"),
             (&["--model-seed"][..], "--model-seed needs a value"),
-            (&["--bogus"][..], "unknown argument"),
+            (&["--bogus"][..], "unknown option"),
             (&["--help"][..], "usage: trng"),
         ] {
             let e = parse(args, &[]).err().unwrap_or_else(|| panic!("{args:?} accepted"));

@@ -4,7 +4,10 @@
 //! Threads here make no Xous calls (each Xous-calling thread costs a kernel slot for good): the
 //! acceptor logs through the `log` facade only when a listener starts; connection and filler
 //! threads report health failures through `notify` (a std channel drained by the server's
-//! notifier thread).
+//! notifier thread, which sends the subscribers' notifications).
+//!
+//! The tester is part of the server process and reachable only on the host's loopback
+//! interface; it is the hosted stand-in for the device's tester mailbox (docs/security.md).
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -14,10 +17,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use trng::api::TrngError;
-use trng_core::engine::RawMode;
+use trng_core::pipeline::RawMode;
 use trng_core::spec::tester as T;
 
-use crate::backend::Backend;
+use crate::server::TrngServer;
 
 /// Global phase counter: 1, 2, 3, ... over the server's lifetime.
 static SEQ: AtomicU64 = AtomicU64::new(1);
@@ -52,7 +55,7 @@ pub fn parse_request(req: &[u8; 16]) -> Result<u32, u32> {
     Ok(mode)
 }
 
-fn fill(backend: &Mutex<Box<dyn Backend>>, mode: u32, buf: &mut [u8]) -> Result<(), TrngError> {
+fn fill(server: &Mutex<TrngServer>, mode: u32, buf: &mut [u8]) -> Result<(), TrngError> {
     let raw = match mode as usize {
         T::modes::CPRNG => None,
         T::modes::AV => Some(RawMode::Av),
@@ -61,11 +64,8 @@ fn fill(backend: &Mutex<Box<dyn Backend>>, mode: u32, buf: &mut [u8]) -> Result<
         _ => return Err(TrngError::UnknownMode),
     };
     for chunk in buf.chunks_mut(FILL_CHUNK) {
-        let mut b = backend.lock().map_err(|_| TrngError::Internal)?;
-        let r = match raw {
-            None => b.fill_conditioned(chunk),
-            Some(m) => b.fill_raw(m, chunk),
-        };
+        let mut b = server.lock().map_err(|_| TrngError::Internal)?;
+        let r = b.tester_fill(raw, chunk);
         if let Err(e) = r {
             drop(b);
             buf.fill(0);
@@ -75,7 +75,7 @@ fn fill(backend: &Mutex<Box<dyn Backend>>, mode: u32, buf: &mut [u8]) -> Result<
     Ok(())
 }
 
-fn serve(mut s: TcpStream, backend: Arc<Mutex<Box<dyn Backend>>>, notify: Sender<()>) {
+fn serve(mut s: TcpStream, server: Arc<Mutex<TrngServer>>, notify: Sender<()>) {
     let _ = s.set_nodelay(true);
     let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
     let _ = s.set_write_timeout(Some(Duration::from_secs(60)));
@@ -96,7 +96,7 @@ fn serve(mut s: TcpStream, backend: Arc<Mutex<Box<dyn Backend>>>, notify: Sender
     let (full_tx, full_rx) = sync_channel::<(u64, u32, Vec<u8>)>(2);
     empty_tx.send(vec![0u8; buffer_bytes]).unwrap();
     empty_tx.send(vec![0u8; buffer_bytes]).unwrap();
-    let fb = backend.clone();
+    let fb = server.clone();
     let filler = std::thread::spawn(move || {
         for mut buf in empty_rx {
             let status = match fill(&fb, mode, &mut buf) {
@@ -135,7 +135,7 @@ fn serve(mut s: TcpStream, backend: Arc<Mutex<Box<dyn Backend>>>, notify: Sender
 
 /// Bind the listener (TRNG_TESTER_PORT, unset/0 = ephemeral), announce it and serve forever on
 /// a background thread. Returns the port.
-pub fn start(backend: Arc<Mutex<Box<dyn Backend>>>, notify: Sender<()>) -> std::io::Result<u16> {
+pub fn start(server: Arc<Mutex<TrngServer>>, notify: Sender<()>) -> std::io::Result<u16> {
     let port: u16 = match std::env::var(T::PORT_ENV) {
         Ok(s) if !s.trim().is_empty() => s.trim().parse().map_err(|_| std::io::Error::other(format!("bad {}: {s:?}", T::PORT_ENV)))?,
         _ => 0,
@@ -159,7 +159,7 @@ pub fn start(backend: Arc<Mutex<Box<dyn Backend>>>, notify: Sender<()>) -> std::
                 continue;
             }
             ACTIVE.fetch_add(1, Ordering::SeqCst);
-            let b = backend.clone();
+            let b = server.clone();
             let n = notify.clone();
             std::thread::spawn(move || {
                 serve(s, b, n);

@@ -17,10 +17,10 @@
 //! control slot itself (`ENGINE-PRIVILEGE stole=yes|no`) and waits; the harness then checks that
 //! sysctl notices (its claim is refused) and shuts the system down.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use engine25519::api::{Opcode, Status, CONTROL_NAME};
-use xous::{Message, MemoryMessage};
+use hosted_tests::privilege;
 
 fn steal() -> ! {
     let stole = engine25519::Control::claim(Duration::from_secs(20)).is_ok();
@@ -39,63 +39,12 @@ fn main() {
     let mut bad: Vec<String> = Vec::new();
 
     // 1. the system has finished its trusted boot (sysctl holds the control slots)
-    let t0 = Instant::now();
-    while !service_ipc::control::trusted_init_done().unwrap_or(false) {
-        if t0.elapsed() > Duration::from_secs(20) {
-            bad.push("trusted_init_done still false after 20 s (is sysctl running?)".into());
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-
+    privilege::wait_trusted_boot(&mut bad);
     // 2. the control name: lookup and claim refused
-    let lookup = match service_ipc::control::try_lookup(CONTROL_NAME) {
-        Err(_) => "refused",
-        Ok(cid) => {
-            bad.push(format!("lookup of {CONTROL_NAME:?} granted (cid {cid})"));
-            "GRANTED"
-        }
-    };
-    let claim = match engine25519::Control::claim(Duration::from_secs(2)) {
-        Err(service_ipc::control::ClaimError::SlotTaken(_)) => "refused",
-        Err(other) => {
-            bad.push(format!("claim failed for the wrong reason: {other}"));
-            "wrong-reason"
-        }
-        Ok(c) => {
-            bad.push(format!("claim of the control server granted (cid {})", c.conn()));
-            "GRANTED"
-        }
-    };
-
+    let (lookup, claim) = privilege::control_refused(CONTROL_NAME, engine25519::Control::claim(Duration::from_secs(2)), &mut bad);
     // 3. privileged opcodes on the public server, every message kind
-    let conn = e.conn();
-    let not_permitted = Status::NotPermitted as usize;
-    let page = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).unwrap();
-    let (mut refused, mut tried) = (0, 0);
-    for op in [Opcode::Suspend, Opcode::Resume, Opcode::Quit] {
-        let id = op as usize;
-        // blocking scalar: the real form of these opcodes
-        tried += 1;
-        match xous::send_message(conn, Message::new_blocking_scalar(id, 0, 0, 0, 0)) {
-            Ok(xous::Result::Scalar1(c)) if c == not_permitted => refused += 1,
-            other => bad.push(format!("{op:?} blocking scalar: {other:?}")),
-        }
-        // lend_mut and lend
-        for mutable in [true, false] {
-            tried += 1;
-            let mm = MemoryMessage { id, buf: page, offset: None, valid: xous::MemorySize::new(4096) };
-            let msg = if mutable { Message::MutableBorrow(mm) } else { Message::Borrow(mm) };
-            match xous::send_message(conn, msg) {
-                Ok(xous::Result::MemoryReturned(Some(c), None)) if c.get() == not_permitted => refused += 1,
-                other => bad.push(format!("{op:?} {}: {other:?}", if mutable { "lend_mut" } else { "lend" })),
-            }
-        }
-        // scalar and move: nothing can be answered; they must simply have no effect
-        let _ = xous::send_message(conn, Message::new_scalar(id, 0, 0, 0, 0));
-        let moved = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).unwrap();
-        let _ = xous::send_message(conn, Message::Move(MemoryMessage { id, buf: moved, offset: None, valid: None }));
-    }
+    let ops: Vec<(usize, &str)> = [(Opcode::Suspend, "Suspend"), (Opcode::Resume, "Resume"), (Opcode::Quit, "Quit")].iter().map(|(o, n)| (*o as usize, *n)).collect();
+    let (refused, tried) = privilege::privileged_opcodes_refused(e.conn(), &ops, Status::NotPermitted as usize, &mut bad);
 
     // 4. no effect, and the service still serves
     let mut served = 0;

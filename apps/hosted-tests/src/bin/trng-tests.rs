@@ -1,22 +1,33 @@
-//! TRNG hosted scenarios and bench provider (owner: trng-service, issue 5).
+//! TRNG hosted scenarios and bench provider.
 //!
 //! `trng-tests [tests]`: runs the steps below with the SMOKE-* markers of hosted_tests
 //! (`SMOKE-DONE pass=N fail=M` at the end), against a running `trng` server started with
 //! `--source model` or `--source hosted-os` (fault injection drives the models in both cases;
-//! the error latch is global, so conditioned output stops too).
+//! the error latch is global, so conditioned output stops too). The test system it runs in has
+//! no sysctl: this program claims the TRNG's control slot itself at start, as the system's own
+//! process of that system (docs/security.md), for the privileged steps (test modes, fault
+//! injection, clearing errors).
 //! `trng-tests bench`: prints `BENCH-JSON {"trng_fill_mb_s": .., "trng_u32_us_p50": ..}`.
-//! Add `--quit` to ask the server to exit afterwards, `--quick` to skip the 0..=70,000 fill sweep
+//! Add `--quit` to stop the service afterwards, `--quick` to skip the 0..=70,000 fill sweep
 //! (~45 s hosted).
 
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use hosted_tests::{marker, median, run_steps, Step, StepResult};
 use num_traits::ToPrimitive;
 use trng::api::{self, Opcode, TestMode, TrngError};
-use trng::Trng;
+use trng::{Trng, TrngControl};
 
 fn connect() -> Result<Trng, String> {
     Trng::new().map_err(|e| format!("connect: {e:?}"))
+}
+
+/// The control connection claimed at start (privileged steps).
+static CONTROL: OnceLock<Mutex<TrngControl>> = OnceLock::new();
+
+fn control() -> Result<std::sync::MutexGuard<'static, TrngControl>, String> {
+    CONTROL.get().ok_or("the control slot was not claimed")?.lock().map_err(|_| "control lock poisoned".to_string())
 }
 
 const POISON: u8 = 0xA5;
@@ -108,76 +119,91 @@ fn alive(t: &Trng) -> StepResult {
     t.get_u32().map(|_| ()).map_err(|e| format!("server stopped serving: {e}"))
 }
 
-/// Malformed input to every opcode; the server must answer with clear errors and keep serving.
+/// Malformed input to every opcode on both servers; each must answer with clear errors and keep
+/// serving. Privileged opcodes on the public server are refused `NotPermitted`, public opcodes
+/// on the control server `UnknownOpcode`.
 fn malformed() -> StepResult {
     let t = connect()?;
-    let cid = t.conn();
+    let c = control()?;
+    let (public, ctl) = (t.conn(), c.conn());
+    let cid = |o: Opcode| if o.is_control() { ctl } else { public };
     let op = |o: Opcode| o.to_usize().unwrap();
     // scalar calls with bad arguments
-    expect_scalar_err(raw_blocking_scalar(cid, op(Opcode::GetTrng), [0, 0, 0, 0])?, TrngError::ZeroLength, "GetTrng(0)")?;
-    expect_scalar_err(raw_blocking_scalar(cid, op(Opcode::GetTrng), [3, 0, 0, 0])?, TrngError::TooLarge, "GetTrng(3)")?;
-    expect_scalar_err(raw_blocking_scalar(cid, op(Opcode::GetTrng), [usize::MAX, 0, 0, 0])?, TrngError::TooLarge, "GetTrng(huge)")?;
-    expect_scalar_err(raw_blocking_scalar(cid, op(Opcode::TestSetMode), [99, 0, 0, 0])?, TrngError::UnknownMode, "TestSetMode(99)")?;
-    expect_scalar_err(raw_blocking_scalar(cid, 1234, [1, 2, 3, 4])?, TrngError::UnknownOpcode, "unknown opcode")?;
-    expect_scalar_err(raw_blocking_scalar(cid, op(Opcode::ErrorNotification), [0; 4])?, TrngError::BadMessage, "ErrorNotification as blocking")?;
+    expect_scalar_err(raw_blocking_scalar(public, op(Opcode::GetTrng), [0, 0, 0, 0])?, TrngError::ZeroLength, "GetTrng(0)")?;
+    expect_scalar_err(raw_blocking_scalar(public, op(Opcode::GetTrng), [3, 0, 0, 0])?, TrngError::TooLarge, "GetTrng(3)")?;
+    expect_scalar_err(raw_blocking_scalar(public, op(Opcode::GetTrng), [usize::MAX, 0, 0, 0])?, TrngError::TooLarge, "GetTrng(huge)")?;
+    expect_scalar_err(raw_blocking_scalar(ctl, op(Opcode::TestSetMode), [99, 0, 0, 0])?, TrngError::UnknownMode, "TestSetMode(99)")?;
+    for conn in [public, ctl] {
+        expect_scalar_err(raw_blocking_scalar(conn, 1234, [1, 2, 3, 4])?, TrngError::UnknownOpcode, "unknown opcode")?;
+        expect_scalar_err(raw_blocking_scalar(conn, 16, [0; 4])?, TrngError::UnknownOpcode, "opcode 16")?;
+    }
+    // each server refuses the other's opcodes
+    for o in [Opcode::ClearErrors, Opcode::TestSetMode, Opcode::Quit] {
+        expect_scalar_err(raw_blocking_scalar(public, op(o), [0; 4])?, TrngError::NotPermitted, &format!("{o:?} on the public server"))?;
+    }
+    for o in [Opcode::GetTrng, Opcode::SeedTrng] {
+        expect_scalar_err(raw_blocking_scalar(ctl, op(o), [1, 0, 0, 0])?, TrngError::UnknownOpcode, &format!("{o:?} on the control server"))?;
+    }
     // memory opcodes sent as blocking scalars
     for o in [Opcode::FillTrng, Opcode::TestGetData, Opcode::HealthStats, Opcode::ErrorStats, Opcode::ErrorSubscribe, Opcode::TestInjectFault] {
-        expect_scalar_err(raw_blocking_scalar(cid, op(o), [1, 2, 3, 4])?, TrngError::BadMessage, &format!("{o:?} as scalar"))?;
+        expect_scalar_err(raw_blocking_scalar(cid(o), op(o), [1, 2, 3, 4])?, TrngError::BadMessage, &format!("{o:?} as scalar"))?;
     }
-    // non-blocking scalars to everything (no reply possible; the server must not choke)
+    // non-blocking scalars to everything (no reply possible; the servers must not choke)
     for id in 0..=20usize {
         if id == op(Opcode::Quit) {
             continue;
         }
-        xous::send_message(cid, xous::Message::new_scalar(id, 7, 7, 7, 7)).map_err(|e| format!("send: {e:?}"))?;
+        for conn in [public, ctl] {
+            xous::send_message(conn, xous::Message::new_scalar(id, 7, 7, 7, 7)).map_err(|e| format!("send: {e:?}"))?;
+        }
     }
     alive(&t)?;
     // memory messages to scalar opcodes
-    for o in [Opcode::GetTrng, Opcode::ClearErrors, Opcode::TestSetMode, Opcode::SeedTrng, Opcode::Quit, Opcode::ErrorNotification] {
-        let (off, _) = raw_lend(cid, op(o), 1, 0x55, 0, 16, true)?;
+    for o in [Opcode::GetTrng, Opcode::ClearErrors, Opcode::TestSetMode, Opcode::SeedTrng, Opcode::Quit] {
+        let (off, _) = raw_lend(cid(o), op(o), 1, 0x55, 0, 16, true)?;
         if off != TrngError::BadMessage.code() {
             return Err(format!("{o:?} as memory message: offset {off}"));
         }
     }
     // bulk calls: zero, oversized (beyond the buffer, beyond MAX_FILL), immutable lend, unknown id
     for o in [Opcode::FillTrng, Opcode::TestGetData] {
-        let (off, v) = raw_lend(cid, op(o), 1, 0, 0, 0, true)?;
+        let (off, v) = raw_lend(cid(o), op(o), 1, 0, 0, 0, true)?;
         if (off, v) != (TrngError::ZeroLength.code(), 0) {
             return Err(format!("{o:?} len 0: ({off}, {v})"));
         }
-        let (off, _) = raw_lend(cid, op(o), 1, 0, 0, 4097, true)?;
+        let (off, _) = raw_lend(cid(o), op(o), 1, 0, 0, 4097, true)?;
         if off != TrngError::TooLarge.code() {
             return Err(format!("{o:?} len > buffer: {off}"));
         }
-        let (off, _) = raw_lend(cid, op(o), 1, 0, 0, usize::MAX, true)?;
+        let (off, _) = raw_lend(cid(o), op(o), 1, 0, 0, usize::MAX, true)?;
         if off != TrngError::TooLarge.code() {
             return Err(format!("{o:?} len huge: {off}"));
         }
         let pages = api::MAX_FILL_BYTES / 4096 + 1;
-        let (off, _) = raw_lend(cid, op(o), pages, 0, 0, pages * 4096, true)?;
+        let (off, _) = raw_lend(cid(o), op(o), pages, 0, 0, pages * 4096, true)?;
         if off != TrngError::TooLarge.code() {
             return Err(format!("{o:?} len > MAX_FILL: {off}"));
         }
-        let (off, _) = raw_lend(cid, op(o), 1, 0, 0, 64, false)?;
+        let (off, _) = raw_lend(cid(o), op(o), 1, 0, 0, 64, false)?;
         if off != TrngError::BadMessage.code() {
             return Err(format!("{o:?} immutable lend: {off}"));
         }
     }
-    let (off, _) = raw_lend(cid, 999, 1, 0, 0, 64, true)?;
+    let (off, _) = raw_lend(public, 999, 1, 0, 0, 64, true)?;
     if off != TrngError::UnknownOpcode.code() {
         return Err(format!("unknown memory opcode: {off}"));
     }
     // TestGetData with the test mode off
-    t.test_set_mode(TestMode::None).map_err(|e| e.to_string())?;
-    let (off, _) = raw_lend(cid, op(Opcode::TestGetData), 1, 0, 0, 64, true)?;
+    c.test_set_mode(TestMode::None).map_err(|e| e.to_string())?;
+    let (off, _) = raw_lend(ctl, op(Opcode::TestGetData), 1, 0, 0, 64, true)?;
     if off != TrngError::TestModeOff.code() {
         return Err(format!("TestGetData with mode None: {off}"));
     }
     // rkyv calls with garbage buffers and out-of-range archive offsets
     for o in [Opcode::ErrorSubscribe, Opcode::TestInjectFault, Opcode::HealthStats, Opcode::ErrorStats] {
         for (fill, offset) in [(0xFFu8, 0usize), (0x00, 4095), (0x13, usize::MAX - 8), (0xFF, 3)] {
-            raw_lend(cid, op(o), 1, fill, offset, 4096, true).map_err(|e| format!("{o:?}: {e}"))?;
-            let (off, _) = raw_lend(cid, op(o), 1, fill, offset, 4096, false)?;
+            raw_lend(cid(o), op(o), 1, fill, offset, 4096, true).map_err(|e| format!("{o:?}: {e}"))?;
+            let (off, _) = raw_lend(cid(o), op(o), 1, fill, offset, 4096, false)?;
             if off != TrngError::BadMessage.code() {
                 return Err(format!("{o:?} immutable: {off}"));
             }
@@ -185,10 +211,10 @@ fn malformed() -> StepResult {
     }
     // a moved (not lent) buffer: the server frees it and carries on
     let range = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).map_err(|e| format!("{e:?}"))?;
-    xous::send_message(cid, xous::Message::Move(xous::MemoryMessage { id: op(Opcode::FillTrng), buf: range, offset: None, valid: xous::MemorySize::new(64) })).map_err(|e| format!("move: {e:?}"))?;
+    xous::send_message(public, xous::Message::Move(xous::MemoryMessage { id: op(Opcode::FillTrng), buf: range, offset: None, valid: xous::MemorySize::new(64) })).map_err(|e| format!("move: {e:?}"))?;
     // bad fault specifications
     for bad in ["av9:stuck", "ro:bias=7", "garbage", &"x".repeat(257)] {
-        match t.inject_fault(bad) {
+        match c.inject_fault(bad) {
             Err(TrngError::BadConfig) => {}
             other => return Err(format!("inject_fault({bad:.20}): {other:?}")),
         }
@@ -206,7 +232,8 @@ const NOTIFY_OPCODE: u32 = 0x77;
 /// Stuck-at fault: errors reported (stats + notification), zero output bytes, recovery after clear.
 fn fault_injection() -> StepResult {
     let mut t = connect()?;
-    t.clear_errors().map_err(|e| e.to_string())?;
+    let mut c = control()?;
+    c.clear_errors().map_err(|e| e.to_string())?;
     let before = t.error_stats().map_err(|e| e.to_string())?;
     if before.latched {
         return Err("error latched before the test".into());
@@ -217,10 +244,10 @@ fn fault_injection() -> StepResult {
     let av0 = hs.sources.iter().find(|s| s.kind == api::SOURCE_AV0).ok_or("no av0 source in HealthStats")?;
     let cutoff = av0.rct_cutoff;
 
-    t.inject_fault("av0:stuck=0x123").map_err(|e| format!("inject: {e}"))?;
-    t.test_set_mode(TestMode::Av).map_err(|e| e.to_string())?;
+    c.inject_fault("av0:stuck=0x123").map_err(|e| format!("inject: {e}"))?;
+    c.test_set_mode(TestMode::Av).map_err(|e| e.to_string())?;
     let mut raw = vec![0xEEu8; 4096];
-    match t.test_get_data(&mut raw) {
+    match c.test_get_data(&mut raw) {
         Err(TrngError::HealthFailure) => {}
         other => return Err(format!("raw av with stuck source: {other:?}")),
     }
@@ -265,16 +292,16 @@ fn fault_injection() -> StepResult {
         other => return Err(format!("error notification: {other:?}")),
     }
     // clearing while the fault persists: start-up test fails again
-    t.clear_errors().map_err(|e| e.to_string())?;
-    if t.test_get_data(&mut raw).is_ok() {
+    c.clear_errors().map_err(|e| e.to_string())?;
+    if c.test_get_data(&mut raw).is_ok() {
         return Err("output while the source is still stuck".into());
     }
     // remove the fault, clear: output resumes
-    t.inject_fault("").map_err(|e| e.to_string())?;
-    t.clear_errors().map_err(|e| e.to_string())?;
-    t.test_get_data(&mut raw).map_err(|e| format!("raw after recovery: {e}"))?;
+    c.inject_fault("").map_err(|e| e.to_string())?;
+    c.clear_errors().map_err(|e| e.to_string())?;
+    c.test_get_data(&mut raw).map_err(|e| format!("raw after recovery: {e}"))?;
     t.fill_buf(&mut out).map_err(|e| format!("fill after recovery: {e}"))?;
-    t.test_set_mode(TestMode::None).map_err(|e| e.to_string())?;
+    c.test_set_mode(TestMode::None).map_err(|e| e.to_string())?;
     let es = t.error_stats().map_err(|e| e.to_string())?;
     if es.latched || es.clears < 2 || es.notifications_sent == 0 {
         return Err(format!("error stats after recovery: {es:?}"));
@@ -284,18 +311,19 @@ fn fault_injection() -> StepResult {
 }
 
 fn test_modes() -> StepResult {
-    let mut t = connect()?;
+    let t = connect()?;
+    let mut c = control()?;
     for m in [TestMode::Av, TestMode::Ro, TestMode::Both, TestMode::Cprng] {
-        t.test_set_mode(m).map_err(|e| e.to_string())?;
+        c.test_set_mode(m).map_err(|e| e.to_string())?;
         let mut a = vec![0u8; 8192];
-        t.test_get_data(&mut a).map_err(|e| format!("{m:?}: {e}"))?;
+        c.test_get_data(&mut a).map_err(|e| format!("{m:?}: {e}"))?;
         let ones: u32 = a.iter().map(|b| b.count_ones()).sum();
         let frac = ones as f64 / (8192.0 * 8.0);
         if (frac - 0.5).abs() > 0.03 {
             return Err(format!("{m:?}: bit balance {frac}"));
         }
     }
-    t.test_set_mode(TestMode::None).map_err(|e| e.to_string())?;
+    c.test_set_mode(TestMode::None).map_err(|e| e.to_string())?;
     t.seed([1, 2, 3, 4]).map_err(|e| e.to_string())?;
     alive(&t)
 }
@@ -331,6 +359,12 @@ fn main() {
     if args.iter().any(|a| a == "bench") {
         bench();
     } else {
+        match TrngControl::claim(Duration::from_secs(20)) {
+            Ok(c) => {
+                let _ = CONTROL.set(Mutex::new(c));
+            }
+            Err(e) => eprintln!("trng-tests: cannot claim the TRNG control slot: {e}"),
+        }
         let mut steps = vec![
             Step { name: "trng/fill-lengths-0..=70000", run: fill_lengths },
             Step { name: "trng/fill-large", run: fill_large },
@@ -344,8 +378,8 @@ fn main() {
         failed = run_steps(&steps);
     }
     if args.iter().any(|a| a == "--quit") {
-        if let Ok(t) = Trng::new() {
-            t.quit().ok();
+        if let Ok(c) = control() {
+            c.quit().ok();
         }
     }
     std::process::exit(if failed == 0 { 0 } else { 1 });

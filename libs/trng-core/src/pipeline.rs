@@ -1,8 +1,8 @@
 //! The software TRNG pipeline: raw sources -> health tests -> ChaCha20 conditioner.
 //!
 //! Output gating: any health-test failure latches a global error; while it is latched every
-//! request (conditioned or raw) fails with [`EngineError::Health`] and writes zeros only. A
-//! failure invalidates (zeroizes) the conditioner, so after [`Engine::clear_errors`] the sources
+//! request (conditioned or raw) fails with [`PipelineError::Health`] and writes zeros only. A
+//! failure invalidates (zeroizes) the conditioner, so after [`Pipeline::clear_errors`] the sources
 //! run their start-up tests again and the conditioner is fully reseeded before the next output.
 
 use zeroize::Zeroize;
@@ -34,14 +34,14 @@ pub enum RawMode {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum EngineError {
+pub enum PipelineError {
     /// A health test failed (latched until cleared): no output.
     Health,
     /// The request is not possible with this configuration.
     NotSupported,
 }
 
-/// Health slots (index into [`Engine::health`]).
+/// Health slots (index into [`Pipeline::health`]).
 pub const SLOT_AV0: usize = 0;
 pub const SLOT_AV1: usize = 1;
 pub const SLOT_RO: usize = 2;
@@ -53,7 +53,7 @@ pub const ERR_SOURCE: u32 = 1 << 31;
 
 /// Error statistics.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct EngineErrors {
+pub struct PipelineErrors {
     pub latched: bool,
     pub error_bits: u32,
     pub total_failures: u32,
@@ -67,7 +67,7 @@ struct Raw {
     ro: RoModel,
     ext: Option<Box<dyn WordSource>>,
     health: [SourceHealth; SLOTS],
-    errors: EngineErrors,
+    errors: PipelineErrors,
     /// Set when an error latches; taken by the server to notify subscribers.
     new_error: bool,
 }
@@ -199,20 +199,20 @@ impl Raw {
 }
 
 /// The pipeline.
-pub struct Engine {
+pub struct Pipeline {
     raw: Raw,
     feed: Feed,
     cond: Conditioner,
 }
 
-impl Engine {
+impl Pipeline {
     /// `model_seed` seeds the models' physics; `ext` is the external source (required for
     /// `Feed::External`).
     pub fn new(feed: Feed, ext: Option<Box<dyn WordSource>>, model_seed: [u8; 32], cfg: ConditionerConfig) -> Self {
         assert!(feed == Feed::Models || ext.is_some(), "Feed::External needs a WordSource");
         let mut s2 = model_seed;
         s2[0] ^= 0x5A; // independent physics for the two models
-        Engine {
+        Pipeline {
             raw: Raw {
                 av: AvModel::new(model_seed),
                 ro: RoModel::new(s2),
@@ -223,7 +223,7 @@ impl Engine {
                     SourceHealth::new(HealthParams::ro()),
                     SourceHealth::new(HealthParams::os()),
                 ],
-                errors: EngineErrors::default(),
+                errors: PipelineErrors::default(),
                 new_error: false,
             },
             feed,
@@ -236,19 +236,19 @@ impl Engine {
     }
 
     /// Start-up: run the start-up tests of the feeding sources and seed the conditioner.
-    pub fn startup(&mut self) -> Result<(), EngineError> {
+    pub fn startup(&mut self) -> Result<(), PipelineError> {
         self.prepare_conditioned()
     }
 
-    fn fail_health(&mut self) -> EngineError {
+    fn fail_health(&mut self) -> PipelineError {
         self.cond.invalidate();
-        EngineError::Health
+        PipelineError::Health
     }
 
-    fn prepare_conditioned(&mut self) -> Result<(), EngineError> {
+    fn prepare_conditioned(&mut self) -> Result<(), PipelineError> {
         if self.raw.errors.latched {
             self.cond.invalidate();
-            return Err(EngineError::Health);
+            return Err(PipelineError::Health);
         }
         let slots = self.raw.slots_for(Some(self.feed), None);
         if !self.raw.ensure_started(slots) {
@@ -264,7 +264,7 @@ impl Engine {
     }
 
     /// Fill `out` with conditioned bytes. On error `out` is all zeros.
-    pub fn fill_conditioned(&mut self, out: &mut [u8]) -> Result<(), EngineError> {
+    pub fn fill_conditioned(&mut self, out: &mut [u8]) -> Result<(), PipelineError> {
         let r = self.fill_conditioned_inner(out);
         if r.is_err() {
             out.zeroize();
@@ -273,7 +273,7 @@ impl Engine {
         r
     }
 
-    fn fill_conditioned_inner(&mut self, out: &mut [u8]) -> Result<(), EngineError> {
+    fn fill_conditioned_inner(&mut self, out: &mut [u8]) -> Result<(), PipelineError> {
         self.prepare_conditioned()?;
         // every request folds at least one fresh raw word: fresh entropy, and a failing source
         // is noticed by the very next request
@@ -290,7 +290,7 @@ impl Engine {
     }
 
     /// Fill `out` with raw source words (little-endian). On error `out` is all zeros.
-    pub fn fill_raw(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), EngineError> {
+    pub fn fill_raw(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), PipelineError> {
         let r = self.fill_raw_inner(mode, out);
         if r.is_err() {
             out.zeroize();
@@ -299,9 +299,9 @@ impl Engine {
         r
     }
 
-    fn fill_raw_inner(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), EngineError> {
+    fn fill_raw_inner(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), PipelineError> {
         if self.raw.errors.latched {
-            return Err(EngineError::Health);
+            return Err(PipelineError::Health);
         }
         let slots = self.raw.slots_for(None, Some(mode));
         if !self.raw.ensure_started(slots) {
@@ -349,7 +349,7 @@ impl Engine {
         self.cond.self_mix();
     }
 
-    pub fn errors(&self) -> EngineErrors {
+    pub fn errors(&self) -> PipelineErrors {
         self.raw.errors
     }
 
@@ -399,22 +399,47 @@ mod tests {
         }
     }
 
-    fn model_engine() -> Engine {
-        Engine::new(Feed::Models, None, [9; 32], ConditionerConfig::default())
+    fn model_pipeline() -> Pipeline {
+        Pipeline::new(Feed::Models, None, [9; 32], ConditionerConfig::default())
     }
 
     #[test]
     fn conditioned_output_from_models_and_external() {
-        let mut e = model_engine();
+        let mut e = model_pipeline();
         let mut a = [0u8; 1000];
         e.fill_conditioned(&mut a).unwrap();
         let mut b = [0u8; 1000];
         e.fill_conditioned(&mut b).unwrap();
         assert_ne!(a, b);
         assert!(e.conditioner_valid());
-        let mut e = Engine::new(Feed::External, Some(Box::new(Counter(1))), [9; 32], ConditionerConfig::default());
+        let mut e = Pipeline::new(Feed::External, Some(Box::new(Counter(1))), [9; 32], ConditionerConfig::default());
         e.fill_conditioned(&mut a).unwrap();
         assert!(e.health(SLOT_EXT).startup_done());
+    }
+
+    /// Raw samples handed out (test modes, the tester) are never fed to the conditioner: every
+    /// model sample is drawn once and goes to exactly one consumer. Drawing raw words moves
+    /// neither the conditioner's absorbed-word counter nor its output, and the sample counters
+    /// advance by exactly what was handed out.
+    #[test]
+    fn raw_samples_never_reach_the_conditioner() {
+        let mut e = model_pipeline();
+        e.startup().unwrap();
+        for mode in [RawMode::Av, RawMode::Ro, RawMode::Both] {
+            let absorbed = e.conditioner_stats().words_absorbed;
+            let (a0, a1, r) = e.model_samples();
+            let mut raw = [0u8; 4096];
+            e.fill_raw(mode, &mut raw).unwrap();
+            assert_eq!(e.conditioner_stats().words_absorbed, absorbed, "{mode:?}: raw words reached the conditioner");
+            let (b0, b1, br) = e.model_samples();
+            let drawn = (b0 - a0) + (b1 - a1) + (br - r);
+            assert!(drawn > 0, "{mode:?}: no samples drawn");
+        }
+        // and the conditioned path does absorb fresh words (the counter is live)
+        let absorbed = e.conditioner_stats().words_absorbed;
+        let mut out = [0u8; 64];
+        e.fill_conditioned(&mut out).unwrap();
+        assert!(e.conditioner_stats().words_absorbed > absorbed);
     }
 
     /// The fault-injection requirement: a stuck-at source produces zero output bytes
@@ -422,12 +447,12 @@ mod tests {
     #[test]
     fn stuck_source_stops_output_within_rct_cutoff_and_recovers() {
         for (target, slot) in [("av0", SLOT_AV0), ("av1", SLOT_AV1), ("ro", SLOT_RO)] {
-            let mut e = model_engine();
+            let mut e = model_pipeline();
             e.startup().unwrap();
             let cutoff = e.health(slot).rct_cutoff() as u64;
             // stuck for a bounded window so the source recovers afterwards
             e.set_faults(&format!("{target}:stuck@0+100000")).unwrap();
-            let sample_count = |e: &Engine| {
+            let sample_count = |e: &Pipeline| {
                 let (a0, a1, r) = e.model_samples();
                 [a0, a1, r][slot.min(2)]
             };
@@ -443,7 +468,7 @@ mod tests {
                         assert!(sample_count(&e) < cutoff + 32 * 2, "{target}: output after {} stuck samples", sample_count(&e));
                         emitted_after_fault += 16;
                     }
-                    Err(EngineError::Health) => {
+                    Err(PipelineError::Health) => {
                         assert!(b.iter().all(|x| *x == 0), "failed request must write zeros only");
                         break;
                     }
@@ -464,16 +489,16 @@ mod tests {
             // zero output while latched, also raw modes
             for _ in 0..10 {
                 let mut b = [0xFFu8; 64];
-                assert_eq!(e.fill_conditioned(&mut b), Err(EngineError::Health));
+                assert_eq!(e.fill_conditioned(&mut b), Err(PipelineError::Health));
                 assert!(b.iter().all(|x| *x == 0));
-                assert_eq!(e.fill_raw(RawMode::Ro, &mut b), Err(EngineError::Health));
+                assert_eq!(e.fill_raw(RawMode::Ro, &mut b), Err(PipelineError::Health));
             }
             assert!(!e.conditioner_valid());
             assert!(e.errors().refused_requests >= 20);
             // clear while still stuck: the start-up test fails again, still no output
             e.clear_errors();
             let mut b = [0u8; 64];
-            assert_eq!(e.fill_conditioned(&mut b), Err(EngineError::Health));
+            assert_eq!(e.fill_conditioned(&mut b), Err(PipelineError::Health));
             assert_ne!(e.errors().error_bits & ERR_STARTUP, 0);
             // remove the fault, clear: start-up test passes, conditioner reseeded, output flows
             e.set_faults("").unwrap();
@@ -488,10 +513,10 @@ mod tests {
 
     #[test]
     fn startup_test_blocks_first_output_with_a_broken_source() {
-        let mut e = model_engine();
+        let mut e = model_pipeline();
         e.set_faults("ro:stuck=1").unwrap();
         let mut b = [0u8; 32];
-        assert_eq!(e.fill_conditioned(&mut b), Err(EngineError::Health));
+        assert_eq!(e.fill_conditioned(&mut b), Err(PipelineError::Health));
         assert!(e.errors().error_bits & ERR_STARTUP != 0);
         assert_eq!(e.conditioner_stats().blocks_out, 0);
         assert_eq!(e.conditioner_stats().full_seeds, 0);
@@ -499,7 +524,7 @@ mod tests {
 
     #[test]
     fn raw_modes() {
-        let mut e = model_engine();
+        let mut e = model_pipeline();
         let mut av = [0u8; 4096];
         let mut ro = [0u8; 4096];
         e.fill_raw(RawMode::Av, &mut av).unwrap();
@@ -510,7 +535,7 @@ mod tests {
         // a biased ro source fails the APT in raw mode too
         e.set_faults("ro:bias=0.97").unwrap();
         let mut big = vec![0u8; 65536];
-        assert_eq!(e.fill_raw(RawMode::Ro, &mut big), Err(EngineError::Health));
+        assert_eq!(e.fill_raw(RawMode::Ro, &mut big), Err(PipelineError::Health));
         assert!(big.iter().all(|x| *x == 0));
         assert!(e.errors().error_bits & (3 << (2 * SLOT_RO)) != 0);
     }

@@ -1,17 +1,25 @@
-//! The TRNG server's IPC interface: name, opcodes, status codes and rkyv message types.
+//! The TRNG service's IPC interface: names, opcodes, status codes and rkyv message types.
 //!
-//! Conventions:
-//! - Scalar calls (`GetTrng`, `ClearErrors`, `TestSetMode`, `SeedTrng`) are blocking scalars.
-//!   Success replies `Scalar2(w0, w1)` (GetTrng) or `Scalar1(0)`; failure replies `Scalar1(code)`
-//!   with a nonzero [`TrngError`] code (GetTrng: a `Scalar1` reply is always an error).
+//! Two servers (docs/security.md): the public server [`SERVER_NAME`] (any app: words, fills,
+//! statistics, error subscription, user seeding) and the control server [`CONTROL_NAME`]
+//! (privileged: clearing latched health failures, test modes and raw data, fault injection,
+//! Quit), registered first with [`CONTROL_SLOTS`] connections that the system's own controller
+//! claims at boot. The public server answers every control opcode with
+//! [`TrngError::NotPermitted`]; the control server answers public opcodes with
+//! [`TrngError::UnknownOpcode`].
+//!
+//! Replies follow the one convention of docs/ipc.md (service-ipc):
+//! - Scalar calls (`GetTrng`, `SeedTrng`, `ClearErrors`, `TestSetMode`, `Quit`) are blocking
+//!   scalars. Success: `Scalar2(w0, w1)` (GetTrng) or `Scalar1(0)`; failure: `Scalar1(code)`
+//!   with a nonzero [`TrngError`] code.
 //! - Bulk data (`FillTrng`, `TestGetData`): a mutable lend of a page-aligned buffer; the message's
 //!   `valid` field carries the number of bytes requested (1..=MAX_FILL_BYTES, <= buffer length).
 //!   The server writes exactly that many bytes at the start of the buffer and returns
-//!   `offset = None, valid = Some(len)` on success, or `offset = Some(code)` (a [`TrngError`]),
-//!   `valid = None` and the buffer zeroed on failure.
+//!   `offset = None, valid = Some(len)`; on failure the buffer is wiped and returned with
+//!   `offset = code`, `valid = None`.
 //! - Structured calls (`HealthStats`, `ErrorStats`, `ErrorSubscribe`, `TestInjectFault`) use
 //!   xous-ipc `Buffer` + rkyv: the request struct is archived in the buffer and the server replaces
-//!   it with the reply struct.
+//!   it with the reply struct (`valid = Some(..)`); failures as for bulk data.
 //! - Error notifications: a subscriber registers `(SID, opcode)`; when a health test latches an
 //!   error, the server sends the subscriber a non-blocking scalar `opcode` with
 //!   `arg1 = error bits ([`ErrorStats::error_bits`])`, `arg2 = total failures (low 32 bits)`.
@@ -24,11 +32,16 @@ pub const SERVER_NAME: &str = spec::server::NAME;
 pub const MAX_FILL_BYTES: usize = spec::server::MAX_FILL_BYTES;
 /// Most error subscribers the server keeps.
 pub const MAX_SUBSCRIBERS: usize = spec::server::MAX_SUBSCRIBERS;
+/// Name of the privileged control server.
+pub const CONTROL_NAME: &str = spec::server::CONTROL_NAME;
+/// Connections xous-names brokers to [`CONTROL_NAME`] (claimed at boot by the system controller).
+pub const CONTROL_SLOTS: u32 = spec::server::CONTROL_SLOTS as u32;
 /// Bytes per client FillTrng request (the client splits larger fills).
 pub const CLIENT_CHUNK_BYTES: usize = 64 * 1024;
 
 #[derive(num_derive::FromPrimitive, num_derive::ToPrimitive, Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opcode {
+    // ---- public server
     /// blocking scalar: arg1 = number of words (1 or 2) -> Scalar2(w0, w1) | Scalar1(err)
     GetTrng = 0,
     /// lend_mut raw buffer, valid = bytes -> conditioned bytes
@@ -37,22 +50,30 @@ pub enum Opcode {
     HealthStats = 2,
     /// lend_mut rkyv [`ErrorStats`]
     ErrorStats = 3,
-    /// lend_mut rkyv [`Subscription`] -> [`Subscription::status`] set
+    /// lend_mut rkyv [`Subscription`]
     ErrorSubscribe = 4,
+    /// blocking scalar: arg1..arg4 = user seed words folded into the conditioner -> Scalar1(0)
+    SeedTrng = 9,
+    // ---- control server (privileged)
     /// blocking scalar -> Scalar1(0 | err): clears latched errors, re-runs the start-up test
     ClearErrors = 5,
     /// blocking scalar: arg1 = [`TestMode`] -> Scalar1(0 | err)
     TestSetMode = 6,
     /// lend_mut raw buffer, valid = bytes -> output of the current test mode
     TestGetData = 7,
-    /// lend_mut rkyv [`FaultRequest`] (model sources only) -> [`FaultRequest::status`] set
+    /// lend_mut rkyv [`FaultRequest`] (model sources only)
     TestInjectFault = 8,
-    /// blocking scalar: arg1..arg4 = user seed words folded into the conditioner -> Scalar1(0)
-    SeedTrng = 9,
-    /// blocking scalar -> Scalar1(0); the server exits (hosted tests)
+    /// blocking scalar -> Scalar1(0): the service stops: every later request is answered
+    /// [`TrngError::Stopped`]; the process stays until the system shuts down, so no client ever
+    /// waits on a server that is gone
     Quit = 15,
-    /// internal (tester thread -> main loop), non-blocking scalar: notify subscribers
-    ErrorNotification = 16,
+}
+
+impl Opcode {
+    /// Served only by the control server.
+    pub fn is_control(self) -> bool {
+        matches!(self, Opcode::ClearErrors | Opcode::TestSetMode | Opcode::TestGetData | Opcode::TestInjectFault | Opcode::Quit)
+    }
 }
 
 /// Status codes (nonzero) in replies.
@@ -82,6 +103,10 @@ pub enum TrngError {
     UnknownOpcode = 11,
     /// Transport error on the client side (IPC failed).
     Ipc = 12,
+    /// A privileged opcode sent to the public server (docs/security.md).
+    NotPermitted = 13,
+    /// The service was stopped (Quit): it serves nothing until the system restarts.
+    Stopped = 14,
 }
 
 impl TrngError {
@@ -108,12 +133,30 @@ impl core::fmt::Display for TrngError {
             TrngError::BadConfig => "bad fault specification",
             TrngError::UnknownOpcode => "unknown opcode",
             TrngError::Ipc => "IPC failure",
+            TrngError::NotPermitted => "not permitted: a privileged operation (control server only)",
+            TrngError::Stopped => "the TRNG service was stopped",
         };
         f.write_str(s)
     }
 }
 
 impl std::error::Error for TrngError {}
+
+impl service_ipc::ErrorCode for TrngError {
+    fn code(self) -> u32 {
+        self as u32
+    }
+}
+
+impl From<service_ipc::client::CallError> for TrngError {
+    fn from(e: service_ipc::client::CallError) -> Self {
+        match e {
+            service_ipc::client::CallError::Service(c) => TrngError::from_code(c as usize),
+            service_ipc::client::CallError::Ipc(_) => TrngError::Ipc,
+            service_ipc::client::CallError::Protocol(_) => TrngError::Internal,
+        }
+    }
+}
 
 /// Test modes (TestSetMode / TestGetData; the tester's TCP modes use the same numbers + 1:
 /// tester mode 0 = Cprng, 1 = Av, 2 = Ro, 3 = Both).
@@ -156,8 +199,6 @@ pub struct SourceStats {
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HealthStats {
-    /// 0 on success, else a TrngError code.
-    pub status: u32,
     pub sources: [SourceStats; MAX_SOURCES],
     pub conditioner_valid: bool,
     pub blocks_out: u64,
@@ -169,7 +210,6 @@ pub struct HealthStats {
 
 #[derive(rkyv::Archive, rkyv::Serialize, rkyv::Deserialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ErrorStats {
-    pub status: u32,
     /// True while an error is latched (output refused).
     pub latched: bool,
     /// Bit (2*i) = RCT failure of source slot i, bit (2*i+1) = APT failure, bit 30 = start-up
@@ -189,8 +229,6 @@ pub struct ErrorStats {
 pub struct Subscription {
     pub sid: [u32; 4],
     pub opcode: u32,
-    /// Reply: 0 = subscribed, else a TrngError code.
-    pub status: u32,
 }
 
 /// TestInjectFault payload: a fault specification (see `trng_core::sources::FaultSpec`), e.g.
@@ -201,5 +239,4 @@ pub struct Subscription {
 pub struct FaultRequest {
     pub spec: [u8; 256],
     pub len: u32,
-    pub status: u32,
 }

@@ -1,0 +1,57 @@
+//! TRNG service: the privilege test step (docs/security.md).
+//!
+//! `trng-service:privilege`:
+//! 1. the hosted system with sysctl and an ordinary client (`trng-privilege`): the control name
+//!    is refused, every privileged opcode on the public server is refused `NotPermitted` as
+//!    every message kind, and the service keeps serving (`TRNG-PRIVILEGE ... verdict=PASS`);
+//! 2. a second system where sysctl, the system's own process, uses the control server
+//!    (test mode, ClearErrors, refusal of public opcodes there) and then stops the service
+//!    with Quit: a request afterwards is answered `Stopped` at once, it does not hang.
+
+use crate::hosted::{field, shell_quote, system, system_env};
+use crate::steps::TestStep;
+use crate::Ctx;
+use anyhow::{bail, Result};
+use std::time::Duration;
+
+pub fn test_steps() -> Vec<TestStep> {
+    vec![TestStep { name: "trng-service:privilege", timeout: Duration::from_secs(180), run: privilege }]
+}
+
+fn privilege(ctx: &Ctx) -> Result<()> {
+    let mut sys = system(ctx, &[shell_quote(&ctx.program("trng-privilege")?)])?;
+    let r = (|| -> Result<()> {
+        let l = sys
+            .wait_line(Duration::from_secs(60), "SYSCTL READY and TRNG-PRIVILEGE", |l| {
+                ["TRNG-PRIVILEGE", "SYSCTL ERROR", "panicked"].iter().any(|m| l.contains(m))
+            })?
+            .text;
+        eprintln!("trng-service: {l}");
+        if field(&l, "verdict") != Some("PASS") {
+            bail!("an ordinary client was not refused cleanly: {l}");
+        }
+        Ok(())
+    })();
+    let tail = sys.tail(30);
+    sys.stop();
+    r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))?;
+
+    let mut sys = system_env(ctx, &[], &[("SYSCTL_CHECK", "trng-control,trng-quit")])?;
+    let r = (|| -> Result<()> {
+        for check in ["trng-control", "trng-quit"] {
+            let l = sys
+                .wait_line(Duration::from_secs(60), &format!("SYSCTL CHECK {check}"), |l| {
+                    l.contains("SYSCTL CHECK") || l.contains("SYSCTL ERROR")
+                })?
+                .text;
+            eprintln!("trng-service: {l}");
+            if !l.contains(&format!("SYSCTL CHECK {check} ok")) {
+                bail!("the system's own process could not run {check} through the control server: {l}");
+            }
+        }
+        Ok(())
+    })();
+    let tail = sys.tail(30);
+    sys.stop();
+    r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))
+}
