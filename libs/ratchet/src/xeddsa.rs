@@ -1,0 +1,111 @@
+//! XEdDSA (Signal's XEdDSA and VXEdDSA specification, section 2.3 / 2.4): Ed25519-compatible
+//! signatures made with an X25519 key, so one identity key both agrees and signs.
+//!
+//! Built from curve25519-dalek group operations and SHA-512; verification is plain Ed25519
+//! (ed25519-dalek, strict) against the Edwards form of the Montgomery key with sign bit 0,
+//! exactly what the Python `xeddsa` / `x3dh` peer does.
+
+use curve25519_dalek::edwards::EdwardsPoint;
+use curve25519_dalek::montgomery::MontgomeryPoint;
+use curve25519_dalek::scalar::{clamp_integer, Scalar};
+use sha2::{Digest, Sha512};
+use subtle::{Choice, ConditionallyNegatable};
+use x25519_dalek::StaticSecret;
+use zeroize::Zeroize;
+
+use crate::Error;
+
+/// Signs `msg` with the X25519 secret `k`; `z` is 64 bytes of fresh randomness.
+pub fn sign(k: &StaticSecret, msg: &[u8], z: &[u8; 64]) -> [u8; 64] {
+    // calculate_key_pair(k): E = kB; a = k (or -k) so that the sign bit of A is 0.
+    let mut kb = k.to_bytes();
+    let mut a = Scalar::from_bytes_mod_order(clamp_integer(kb));
+    kb.zeroize();
+    let e = EdwardsPoint::mul_base(&a).compress().to_bytes();
+    let negative = Choice::from(e[31] >> 7);
+    a.conditional_negate(negative);
+    let a_pub = EdwardsPoint::mul_base(&a).compress().to_bytes();
+    // r = hash_1(a || M || Z) mod q, hash_1(X) = SHA-512(0xFE || 0xFF * 31 || X).
+    let mut prefix = [0xFFu8; 32];
+    prefix[0] = 0xFE;
+    let mut a_bytes = a.to_bytes();
+    let mut h1 = Sha512::new();
+    h1.update(prefix);
+    h1.update(a_bytes);
+    h1.update(msg);
+    h1.update(z);
+    let mut r = Scalar::from_bytes_mod_order_wide(&h1.finalize().into());
+    let r_pub = EdwardsPoint::mul_base(&r).compress().to_bytes();
+    // h = SHA-512(R || A || M) mod q; s = r + h a.
+    let mut h2 = Sha512::new();
+    h2.update(r_pub);
+    h2.update(a_pub);
+    h2.update(msg);
+    let h = Scalar::from_bytes_mod_order_wide(&h2.finalize().into());
+    let s = r + h * a;
+    a_bytes.zeroize();
+    a.zeroize();
+    r.zeroize();
+    let mut sig = [0u8; 64];
+    sig[..32].copy_from_slice(&r_pub);
+    sig[32..].copy_from_slice(&s.to_bytes());
+    sig
+}
+
+/// The Ed25519 public key (compressed) that verifies XEdDSA signatures of X25519 key `u`.
+pub fn ed25519_public(u: &[u8; 32]) -> Result<[u8; 32], Error> {
+    if !u_is_canonical(u) {
+        return Err(Error::BadSignature);
+    }
+    let ed = MontgomeryPoint(*u)
+        .to_edwards(0)
+        .ok_or(Error::BadSignature)?;
+    Ok(ed.compress().to_bytes())
+}
+
+/// Verifies an XEdDSA signature of `msg` under the X25519 public key `u`.
+pub fn verify(u: &[u8; 32], msg: &[u8], sig: &[u8; 64]) -> Result<(), Error> {
+    let a = ed25519_public(u)?;
+    let vk = ed25519_dalek::VerifyingKey::from_bytes(&a).map_err(|_| Error::BadSignature)?;
+    let sig = ed25519_dalek::Signature::from_bytes(sig);
+    vk.verify_strict(msg, &sig).map_err(|_| Error::BadSignature)
+}
+
+/// u < p = 2^255 - 19 (XEdDSA verify rejects non-canonical u).
+fn u_is_canonical(u: &[u8; 32]) -> bool {
+    if u[31] & 0x80 != 0 {
+        return false;
+    }
+    let all_ff = u[1..31].iter().all(|&b| b == 0xff);
+    !(u[31] == 0x7f && all_ff && u[0] >= 0xed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use x25519_dalek::PublicKey;
+
+    #[test]
+    fn sign_verify_and_reject() {
+        for i in 0u8..16 {
+            let k = StaticSecret::from([i.wrapping_mul(37).wrapping_add(1); 32]);
+            let u = *PublicKey::from(&k).as_bytes();
+            let sig = sign(&k, b"message", &[i; 64]);
+            verify(&u, b"message", &sig).unwrap();
+            assert_eq!(verify(&u, b"messagf", &sig), Err(Error::BadSignature));
+            let mut bad = sig;
+            bad[40] ^= 1;
+            assert_eq!(verify(&u, b"message", &bad), Err(Error::BadSignature));
+        }
+    }
+
+    #[test]
+    fn non_canonical_u_rejected() {
+        let mut p = [0xffu8; 32];
+        p[0] = 0xed;
+        p[31] = 0x7f;
+        assert!(!u_is_canonical(&p));
+        p[0] = 0xec;
+        assert!(u_is_canonical(&p));
+    }
+}
