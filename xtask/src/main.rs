@@ -8,6 +8,7 @@ mod engine;
 mod engine_service;
 mod hosted;
 mod kernel_test;
+mod ratchet;
 mod setup;
 mod smoke;
 mod steps;

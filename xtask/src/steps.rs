@@ -42,6 +42,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(crate::trng_service::test_steps());
     v.extend(crate::demo::test_steps());
     v.extend(crate::device::test_steps());
+    v.extend(crate::ratchet::test_steps());
     v
 }
 

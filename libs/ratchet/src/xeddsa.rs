@@ -9,7 +9,7 @@ use curve25519_dalek::edwards::EdwardsPoint;
 use curve25519_dalek::montgomery::MontgomeryPoint;
 use curve25519_dalek::scalar::{clamp_integer, Scalar};
 use sha2::{Digest, Sha512};
-use subtle::{Choice, ConditionallyNegatable};
+use subtle::{Choice, ConditionallyNegatable, ConditionallySelectable};
 use x25519_dalek::StaticSecret;
 use zeroize::Zeroize;
 
@@ -17,18 +17,25 @@ use crate::Error;
 
 /// Signs `msg` with the X25519 secret `k`; `z` is 64 bytes of fresh randomness.
 pub fn sign(k: &StaticSecret, msg: &[u8], z: &[u8; 64]) -> [u8; 64] {
-    // calculate_key_pair(k): E = kB; a = k (or -k) so that the sign bit of A is 0.
-    let mut kb = k.to_bytes();
-    let mut a = Scalar::from_bytes_mod_order(clamp_integer(kb));
-    kb.zeroize();
+    // calculate_key_pair(k): E = kB; a = k, or -k mod q if E's sign bit is 1, so that A = aB
+    // has sign bit 0. The bytes hashed into r are the clamped k itself when it is not negated
+    // (as libsignal and libxeddsa do; the spec writes k mod q, which differs only in the nonce,
+    // and matching them makes our signatures byte-identical to libxeddsa's).
+    let mut k_clamped = clamp_integer(k.to_bytes());
+    let mut a = Scalar::from_bytes_mod_order(k_clamped);
     let e = EdwardsPoint::mul_base(&a).compress().to_bytes();
     let negative = Choice::from(e[31] >> 7);
     a.conditional_negate(negative);
     let a_pub = EdwardsPoint::mul_base(&a).compress().to_bytes();
+    let neg_bytes = a.to_bytes();
+    let mut a_bytes = [0u8; 32];
+    for i in 0..32 {
+        a_bytes[i] = u8::conditional_select(&k_clamped[i], &neg_bytes[i], negative);
+    }
+    k_clamped.zeroize();
     // r = hash_1(a || M || Z) mod q, hash_1(X) = SHA-512(0xFE || 0xFF * 31 || X).
     let mut prefix = [0xFFu8; 32];
     prefix[0] = 0xFE;
-    let mut a_bytes = a.to_bytes();
     let mut h1 = Sha512::new();
     h1.update(prefix);
     h1.update(a_bytes);

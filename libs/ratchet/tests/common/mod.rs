@@ -4,6 +4,7 @@ use rand_core::{CryptoRng, OsRng, RngCore};
 use ratchet::{x3dh, DalekDh, KeyPair, Responder, Session};
 
 /// Deterministic test RNG (SplitMix64) so failures reproduce.
+#[derive(Clone)]
 pub struct TestRng(pub u64);
 
 impl RngCore for TestRng {
