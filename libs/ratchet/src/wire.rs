@@ -40,6 +40,26 @@ pub const MAX_MESSAGE_LEN: usize = 2 + 4 * 32 + MAX_RATCHET_MESSAGE_LEN;
 /// Smallest ratchet message (one AES block).
 pub const MIN_RATCHET_MESSAGE_LEN: usize = HEADER_LEN + crate::kdf::BLOCK_LEN + crate::kdf::TAG_LEN;
 
+/// True when `u` is a canonical field element (u < 2^255 - 19). X25519 ignores bit 255 and
+/// reduces mod p (RFC 7748, section 5), so a non-canonical encoding would give a second wire
+/// form of the same key: the EK_A of a prekey message is not in the AD, and such a twin would
+/// be accepted. Every key on the wire must be canonical.
+pub fn is_canonical_u(u: &[u8; 32]) -> bool {
+    if u[31] & 0x80 != 0 {
+        return false;
+    }
+    let all_ff = u[1..31].iter().all(|&b| b == 0xff);
+    !(u[31] == 0x7f && all_ff && u[0] >= 0xed)
+}
+
+fn canonical(u: [u8; 32], what: &'static str) -> Result<[u8; 32], Error> {
+    if is_canonical_u(&u) {
+        Ok(u)
+    } else {
+        Err(Error::Malformed(what))
+    }
+}
+
 /// The Double Ratchet header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Header {
@@ -101,8 +121,10 @@ impl<'a> RatchetMessage<'a> {
                 "ciphertext length is not a multiple of the AES block size",
             ));
         }
-        let mut ratchet_key = [0u8; 32];
-        ratchet_key.copy_from_slice(&b[1..33]);
+        let ratchet_key = canonical(
+            b[1..33].try_into().expect("32 bytes"),
+            "non-canonical ratchet public key",
+        )?;
         let pn = u32::from_be_bytes(b[33..37].try_into().expect("4 bytes"));
         let n = u32::from_be_bytes(b[37..41].try_into().expect("4 bytes"));
         Ok(RatchetMessage {
@@ -202,10 +224,14 @@ impl<'a> PreKeyMessage<'a> {
                 .expect("32 bytes")
         };
         let x3dh = X3dhHeader {
-            identity_key: k(0),
-            ephemeral_key: k(1),
-            signed_prekey: k(2),
-            one_time_prekey: if keys == 4 { Some(k(3)) } else { None },
+            identity_key: canonical(k(0), "non-canonical identity key")?,
+            ephemeral_key: canonical(k(1), "non-canonical ephemeral key")?,
+            signed_prekey: canonical(k(2), "non-canonical signed prekey")?,
+            one_time_prekey: if keys == 4 {
+                Some(canonical(k(3), "non-canonical one-time prekey")?)
+            } else {
+                None
+            },
         };
         let message = RatchetMessage::parse(&b[fixed..])?;
         Ok(PreKeyMessage { x3dh, message })

@@ -61,7 +61,7 @@ pub fn sign(k: &StaticSecret, msg: &[u8], z: &[u8; 64]) -> [u8; 64] {
 
 /// The Ed25519 public key (compressed) that verifies XEdDSA signatures of X25519 key `u`.
 pub fn ed25519_public(u: &[u8; 32]) -> Result<[u8; 32], Error> {
-    if !u_is_canonical(u) {
+    if !crate::wire::is_canonical_u(u) {
         return Err(Error::BadSignature);
     }
     let ed = MontgomeryPoint(*u)
@@ -76,15 +76,6 @@ pub fn verify(u: &[u8; 32], msg: &[u8], sig: &[u8; 64]) -> Result<(), Error> {
     let vk = ed25519_dalek::VerifyingKey::from_bytes(&a).map_err(|_| Error::BadSignature)?;
     let sig = ed25519_dalek::Signature::from_bytes(sig);
     vk.verify_strict(msg, &sig).map_err(|_| Error::BadSignature)
-}
-
-/// u < p = 2^255 - 19 (XEdDSA verify rejects non-canonical u).
-fn u_is_canonical(u: &[u8; 32]) -> bool {
-    if u[31] & 0x80 != 0 {
-        return false;
-    }
-    let all_ff = u[1..31].iter().all(|&b| b == 0xff);
-    !(u[31] == 0x7f && all_ff && u[0] >= 0xed)
 }
 
 #[cfg(test)]
@@ -111,8 +102,8 @@ mod tests {
         let mut p = [0xffu8; 32];
         p[0] = 0xed;
         p[31] = 0x7f;
-        assert!(!u_is_canonical(&p));
+        assert!(!crate::wire::is_canonical_u(&p));
         p[0] = 0xec;
-        assert!(u_is_canonical(&p));
+        assert!(crate::wire::is_canonical_u(&p));
     }
 }
