@@ -27,12 +27,13 @@ pub fn sign(k: &StaticSecret, msg: &[u8], z: &[u8; 64]) -> [u8; 64] {
     let negative = Choice::from(e[31] >> 7);
     a.conditional_negate(negative);
     let a_pub = EdwardsPoint::mul_base(&a).compress().to_bytes();
-    let neg_bytes = a.to_bytes();
+    let mut neg_bytes = a.to_bytes();
     let mut a_bytes = [0u8; 32];
     for i in 0..32 {
         a_bytes[i] = u8::conditional_select(&k_clamped[i], &neg_bytes[i], negative);
     }
     k_clamped.zeroize();
+    neg_bytes.zeroize();
     // r = hash_1(a || M || Z) mod q, hash_1(X) = SHA-512(0xFE || 0xFF * 31 || X).
     let mut prefix = [0xFFu8; 32];
     prefix[0] = 0xFE;
