@@ -281,3 +281,15 @@ pub fn encode_public_key(pk: &[u8; 32]) -> [u8; 33] {
     e[1..].copy_from_slice(pk);
     e
 }
+
+#[cfg(test)]
+mod tests {
+    /// docs/ratchet.md quotes these sizes.
+    #[test]
+    fn documented_limits() {
+        assert_eq!(super::MAX_RATCHET_MESSAGE_LEN, 16_473);
+        assert_eq!(super::MAX_MESSAGE_LEN, 16_603);
+        let doc = include_str!("../../../docs/ratchet.md");
+        assert!(doc.contains("16,603 bytes") && doc.contains("16,473"));
+    }
+}
