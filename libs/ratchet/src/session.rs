@@ -34,6 +34,9 @@ fn check_ad(ad: &[u8]) -> Result<(), Error> {
     Ok(())
 }
 
+/// Largest value either limit may take (bounds the work and memory one header can cost).
+pub const MAX_LIMIT: u32 = 1 << 16;
+
 /// Limits of a session (stored with it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -41,6 +44,15 @@ pub struct Limits {
     pub max_skip: u32,
     /// Cap on stored skipped message keys (oldest evicted first).
     pub max_stored_keys: u32,
+}
+
+impl Limits {
+    pub(crate) fn check(&self) -> Result<(), Error> {
+        if self.max_skip > MAX_LIMIT || self.max_stored_keys > MAX_LIMIT {
+            return Err(Error::Malformed("limits above MAX_LIMIT"));
+        }
+        Ok(())
+    }
 }
 
 impl Default for Limits {
@@ -276,10 +288,13 @@ impl Session {
     }
 
     /// Changes the limits (applies to later messages; stored keys over the cap are evicted now).
-    pub fn set_limits(&mut self, limits: Limits) {
+    /// Each limit must be at most [`MAX_LIMIT`].
+    pub fn set_limits(&mut self, limits: Limits) -> Result<(), Error> {
+        limits.check()?;
         self.limits = limits;
         self.trim_skipped();
         self.generation += 1;
+        Ok(())
     }
 
     /// Our current ratchet public key.
@@ -506,6 +521,9 @@ impl Session {
             }
         }
         self.check_skip(0, h.n)?;
+        if h.n == u32::MAX {
+            return Err(Error::CounterOverflow);
+        }
         let (rk1, ckr) = kdf_rk(&self.rk, &results[0]);
         let (ckr_next, mk, s) = walk_chain(&ckr, &h.ratchet_key, 0, h.n);
         skipped.extend(s);

@@ -239,6 +239,9 @@ impl Session {
             max_skip: r.u32()?,
             max_stored_keys: r.u32()?,
         };
+        limits
+            .check()
+            .map_err(|_| Error::StateCorrupt("limits above MAX_LIMIT"))?;
         let ad_len = r.u16()? as usize;
         if ad_len > crate::session::MAX_AD_LEN {
             return Err(Error::StateCorrupt(

@@ -144,7 +144,7 @@ fn skip_beyond_max_skip_rejected_in_every_chain() {
         max_stored_keys: 100,
     };
     let (mut a, mut b, _) = pair(true);
-    a.set_limits(limits);
+    a.set_limits(limits).unwrap();
     // New chain: N = 21.
     let msgs: Vec<Vec<u8>> = (0..23u8).map(|i| b.encrypt(&[i]).unwrap()).collect();
     let before = a.to_bytes();
@@ -165,7 +165,7 @@ fn skip_beyond_max_skip_rejected_in_every_chain() {
     assert_eq!(dec(&mut a, &msgs[21]).unwrap(), [21]);
     // Previous chain: the peer sent 40 in a chain of which we got 1, then ratchets: PN = 40.
     let (mut a, mut b, _) = pair(true);
-    a.set_limits(limits);
+    a.set_limits(limits).unwrap();
     let msgs: Vec<Vec<u8>> = (0..40u8).map(|i| b.encrypt(&[i]).unwrap()).collect();
     dec(&mut a, &msgs[0]).unwrap();
     let r = a.encrypt(b"r").unwrap();
@@ -265,7 +265,14 @@ fn corrupted_session_state_refused() {
         let _ = b.encrypt(&[i]).unwrap(); // leaves skipped keys behind
     }
     dec(&mut a, &b.encrypt(b"last").unwrap()).unwrap();
+    let probe_same = b.encrypt(b"probe").unwrap();
     let good = a.to_bytes();
+    let probe_new = {
+        let r = a.clone().encrypt(b"r").unwrap();
+        let mut b2 = b.clone();
+        dec(&mut b2, &r).unwrap();
+        b2.encrypt(b"new chain").unwrap()
+    };
     Session::from_bytes(&good).unwrap();
     // Every single-bit flip.
     for bit in 0..good.len() * 8 {
@@ -316,6 +323,18 @@ fn corrupted_session_state_refused() {
     // Garbage.
     assert!(Session::from_bytes(b"").is_err());
     assert!(Session::from_bytes(&[0u8; 4096]).is_err());
+    let mut t = good.to_vec();
+    // max_stored_keys (2000) is followed by the AD length (66).
+    let limits_at = t
+        .windows(6)
+        .position(|w| w == [0, 0, 0x07, 0xd0, 0, 66])
+        .expect("layout changed; update the test");
+    t[limits_at..limits_at + 4].copy_from_slice(&u32::MAX.to_be_bytes());
+    refresh_checksum(&mut t);
+    assert_eq!(
+        Session::from_bytes(&t).err(),
+        Some(Error::StateCorrupt("limits above MAX_LIMIT"))
+    );
     // Damage that passes the checksum (fields rewritten, checksum recomputed): never a panic.
     let mut g = TestRng(99);
     let mut refused = 0;
@@ -331,8 +350,15 @@ fn corrupted_session_state_refused() {
             t[6..10].copy_from_slice(&len.to_be_bytes());
         }
         refresh_checksum(&mut t);
-        if Session::from_bytes(&t).is_err() {
-            refused += 1;
+        match Session::from_bytes(&t) {
+            Err(_) => refused += 1,
+            // A damaged session that parses must still never panic when used.
+            Ok(mut s) => {
+                let _ = s.encrypt(b"probe");
+                let _ = dec(&mut s, &probe_same);
+                let _ = dec(&mut s, &probe_new);
+                let _ = s.to_bytes();
+            }
         }
     }
     assert!(refused > 100, "{refused}");

@@ -138,7 +138,8 @@ fn stored_key_cap_evicts_oldest() {
     a.set_limits(Limits {
         max_skip: 100,
         max_stored_keys: 5,
-    });
+    })
+    .unwrap();
     let msgs: Vec<Vec<u8>> = (0..11u32)
         .map(|i| b.encrypt(&i.to_be_bytes()).unwrap())
         .collect();
