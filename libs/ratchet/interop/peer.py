@@ -14,6 +14,7 @@ Ops:
   dr_alice     {id, sk, other_pub, ad, pt}       -> {wire}   encrypt_initial_message
   dr_bob       {id, sk, own_priv, ad, wire}      -> {pt}     decrypt_initial_message
   encrypt      {id, pt}                          -> {wire}
+  encrypt_n    {id, pt, n}                       -> {wires}  n messages with the same plaintext
   decrypt      {id, wire}                        -> {pt}
   x3dh_new     {id, identity_priv}               -> {identity_key, signed_pre_key, signature, pre_keys}
   x3dh_active  {id, sess, bundle{...}, pt}       -> {wire, sk, ad}   X3DH as initiator + first message
@@ -218,6 +219,9 @@ async def handle(req):
     if op == "encrypt":
         dr, ad = SESSIONS[req["id"]]
         return {"wire": h(encode_message(await dr.encrypt_message(u(req["pt"]), ad)))}
+    if op == "encrypt_n":
+        dr, ad = SESSIONS[req["id"]]
+        return {"wires": [h(encode_message(await dr.encrypt_message(u(req["pt"]), ad))) for _ in range(req["n"])]}
     if op == "decrypt":
         dr, ad = SESSIONS[req["id"]]
         wire = u(req["wire"])

@@ -522,3 +522,59 @@ fn xeddsa_byte_exact_with_libxeddsa() {
         .unwrap();
     }
 }
+
+/// The one documented behavioural difference (docs/ratchet.md): a new chain whose PN skips more
+/// than MAX_SKIP keys of the previous chain. DoubleRatchet 1.3.0 drops those keys and accepts;
+/// this crate refuses the message, as the spec's SkipMessageKeys does.
+#[test]
+#[ignore = "needs the project venv: cargo xtask test --only ratchet:interop"]
+fn previous_chain_beyond_max_skip_difference() {
+    let mut peer = Peer::spawn();
+    let mut g = TestRng(61);
+    let sk = rand32(&mut g);
+    let ad = b"pn".to_vec();
+    let bob_secret = rand32(&mut g);
+    let bob_kp = KeyPair::from_secret(StaticSecret::from(bob_secret));
+    let mut a = Session::initiate_with(&sk, &bob_kp.public, &ad, &mut OsRng, &mut DalekDh).unwrap();
+    let w = a.encrypt(b"hello").unwrap();
+    peer.call(json!({"op": "dr_bob", "id": "B", "sk": hex(&sk), "own_priv": hex(&bob_secret), "ad": hex(&ad), "wire": hex(&w)}))
+        .unwrap();
+    let n = ratchet::MAX_SKIP as usize + 2;
+    // Python -> Rust: Rust gets only the first of n, replies, then Python's new chain has PN = n.
+    let v = peer
+        .call(json!({"op": "encrypt_n", "id": "B", "pt": hex(b"x"), "n": n}))
+        .unwrap();
+    let wires: Vec<Vec<u8>> = v["wires"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| unhex(w.as_str().unwrap()))
+        .collect();
+    a.decrypt_with(&wires[0], &mut OsRng, &mut DalekDh).unwrap();
+    let r = a.encrypt(b"reply").unwrap();
+    peer.decrypt("B", &r).unwrap();
+    let next = peer.encrypt("B", b"new chain");
+    let before = a.to_bytes();
+    assert!(matches!(
+        a.decrypt_with(&next, &mut OsRng, &mut DalekDh),
+        Err(ratchet::Error::TooManySkipped { .. })
+    ));
+    assert!(a.to_bytes() == before);
+    // Rust -> Python: the same situation is accepted by DoubleRatchet 1.3.0 (it only warns).
+    let v = peer
+        .call(json!({"op": "dr_alice", "id": "A", "sk": hex(&sk), "other_pub": hex(bob_kp.public.as_bytes()), "ad": hex(&ad), "pt": hex(b"hi")}))
+        .unwrap();
+    let first = unhex(v["wire"].as_str().unwrap());
+    let mut b = Session::respond(&sk, bob_kp, &ad).unwrap();
+    b.decrypt_with(&first, &mut OsRng, &mut DalekDh).unwrap();
+    let many: Vec<Vec<u8>> = (0..n).map(|_| b.encrypt(b"y").unwrap()).collect();
+    peer.decrypt("A", &many[0]).unwrap();
+    let r = peer.encrypt("A", b"reply");
+    b.decrypt_with(&r, &mut OsRng, &mut DalekDh).unwrap();
+    let next = b.encrypt(b"new chain").unwrap();
+    assert_eq!(
+        peer.decrypt("A", &next).unwrap(),
+        b"new chain",
+        "DoubleRatchet 1.3.0 accepts (documented difference)"
+    );
+}
