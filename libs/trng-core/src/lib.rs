@@ -9,6 +9,7 @@
 //! - [`conditioner`]: ChaCha20 conditioner organised like the hardware block plus fast key erasure.
 //! - [`pipeline`]: sources -> health tests -> conditioner, with output gating: no bytes while any
 //!   health test has a latched failure.
+//! - [`vectors`]: the conditioner and health-test vector files the gateware is checked against.
 //!
 //! Without the default `pipeline` feature only [`spec`] and [`Field`] are built: what the TRNG
 //! client crate (`api/trng`) needs, with no conditioner or source models in an app.
@@ -22,6 +23,8 @@ pub mod health;
 pub mod pipeline;
 #[cfg(feature = "pipeline")]
 pub mod sources;
+#[cfg(feature = "pipeline")]
+pub mod vectors;
 
 /// Constants generated from `spec/trng.toml` by `build.rs`.
 pub mod spec {
