@@ -13,6 +13,7 @@ mod setup;
 mod smoke;
 mod steps;
 mod trng;
+mod trng_gateware;
 mod trng_service;
 mod util;
 mod xous;

@@ -38,6 +38,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     // v.extend(crate::engine::test_steps());
     v.extend(crate::engine::test_steps());
     v.extend(crate::trng::test_steps());
+    v.extend(crate::trng_gateware::test_steps());
     v.extend(crate::engine_service::test_steps());
     v.extend(crate::trng_service::test_steps());
     v.extend(crate::demo::test_steps());
@@ -52,6 +53,7 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     // v.extend(crate::engine::bench_providers());
     v.extend(crate::engine::bench_providers());
     v.extend(crate::trng::bench_providers());
+    v.extend(crate::trng_gateware::bench_providers());
     v.extend(crate::engine_service::bench_providers());
     v
 }

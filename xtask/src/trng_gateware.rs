@@ -1,0 +1,71 @@
+//! TRNG gateware (gateware/trng, docs/trng-gateware.md): test step and bench provider.
+//!
+//! * `trng:gateware-rtl` — writes the conditioner/health vector file from the software model
+//!   (`trng-core` example `trng_vectors`), runs gateware/trng/tests (conditioner word for word,
+//!   health failures on the same samples, RFC 8439, Wycheproof counter carry, ports, gating)
+//!   and the yosys synthesis with its budget: conditioner + health tests <= 5% of an XC7S50's
+//!   LUTs, and a reader polling one port never waits longer than one block.
+//! * bench provider `trng-gateware`: `synth_trng_luts`, `synth_trng_ffs`,
+//!   `rtl_trng_words_per_kcycle` (and per-block detail).
+
+use crate::bench::parse_flat_json;
+use crate::steps::{BenchProvider, BenchResults, TestStep};
+use crate::{setup, util, Ctx};
+use anyhow::{bail, Context, Result};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+/// 5% of the XC7S50's 32,600 LUTs.
+const LUT_BUDGET: f64 = 1630.0;
+
+pub fn test_steps() -> Vec<TestStep> {
+    vec![TestStep { name: "trng:gateware-rtl", timeout: Duration::from_secs(20 * 60), run: gateware_rtl }]
+}
+
+pub fn bench_providers() -> Vec<BenchProvider> {
+    vec![BenchProvider { name: "trng-gateware", timeout: Duration::from_secs(20 * 60), run: |_| synth() }]
+}
+
+/// The vector file from the software model (target/trng-vectors/trng.vec).
+fn vectors() -> Result<PathBuf> {
+    let path = util::target_dir().join("trng-vectors").join("trng.vec");
+    std::fs::create_dir_all(path.parent().unwrap())?;
+    let mut cmd = util::cargo();
+    cmd.args(["run", "-q", "--release", "-p", "trng-core", "--example", "trng_vectors", "--"]).arg(&path).current_dir(util::root());
+    util::run(&mut cmd, Duration::from_secs(600), "trng_vectors")?;
+    Ok(path)
+}
+
+fn synth() -> Result<BenchResults> {
+    setup::require_apt(&["yosys"])?;
+    let py = setup::venv()?;
+    let dir = util::target_dir().join("trng-gateware");
+    std::fs::create_dir_all(&dir)?;
+    let json = dir.join("synth.json");
+    let mut cmd = Command::new(py);
+    cmd.args(["-m", "trng.synth", "--json"]).arg(&json).arg("--workdir").arg(dir.join("synth")).current_dir(util::root().join("gateware"));
+    util::run(&mut cmd, Duration::from_secs(15 * 60), "trng.synth (yosys)")?;
+    parse_flat_json(&std::fs::read_to_string(&json).context("synth JSON")?)
+}
+
+fn gateware_rtl(ctx: &Ctx) -> Result<()> {
+    let vec = vectors()?;
+    let py = setup::venv()?;
+    let mut cmd = Command::new(&py);
+    cmd.args(["-m", "pytest", "-p", "no:cacheprovider", if ctx.verbose { "-v" } else { "-q" }, "gateware/trng/tests"])
+        .env("TRNG_VECTORS", &vec)
+        .current_dir(util::root());
+    util::run(&mut cmd, Duration::from_secs(15 * 60), "pytest gateware/trng/tests")?;
+    let r = synth()?;
+    let get = |k: &str| r.get(k).copied().with_context(|| format!("no {k} in the synthesis report"));
+    let (luts, run, block) = (get("synth_trng_luts")?, get("rtl_trng_max_invalid_run")?, get("rtl_trng_cycles_per_block")?);
+    eprintln!("trng gateware: {luts} LUTs (budget {LUT_BUDGET}), longest wait for a word {run} cycles (block {block})");
+    if luts > LUT_BUDGET {
+        bail!("conditioner + health tests take {luts} LUTs, over the budget of {LUT_BUDGET} (5% of an XC7S50)");
+    }
+    if run > block {
+        bail!("a reader polling one port waited {run} cycles for a word, longer than one block ({block})");
+    }
+    Ok(())
+}
