@@ -1,0 +1,272 @@
+//! Running the ratchet's X25519 jobs: asynchronously on a worker thread (the UI thread only
+//! submits and polls) or synchronously on the calling thread (`--sync-dh`, to show the stall),
+//! with completions paced to device time.
+//!
+//! Device time of one job:
+//! - engine (v1 or v2 microcode): the engine cycles the service reports, at the engine clock
+//!   (`eng_clk_hz` of spec/engine25519.toml, handed to the app by xtask);
+//! - software: [`SOFTWARE_DH`] per X25519, the time of a software X25519 on a 100 MHz RV32 core
+//!   (docs/chat.md).
+//!
+//! The engine is one device: jobs run one after the other on a virtual device timeline, and a
+//! batch completes no earlier than that timeline says (and no earlier than the real result).
+
+use std::collections::HashMap;
+use std::sync::mpsc;
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use ratchet::{DhJob, DhOutput};
+use zeroize::Zeroizing;
+
+/// Device time of one software X25519 on the Precursor's 100 MHz RV32 CPU.
+pub const SOFTWARE_DH: Duration = Duration::from_millis(100);
+
+/// How completions are paced.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Pacing {
+    /// engine cycles at this clock (Hz)
+    Engine { clock_hz: u64 },
+    /// a fixed time per X25519
+    Software { per_dh: Duration },
+    /// no pacing (tests, throughput benchmarks): device time still computed from cycles if known
+    Off { clock_hz: u64 },
+}
+
+impl Pacing {
+    /// Device time of one job that took `cycles` engine cycles.
+    pub fn device_time(&self, cycles: u64) -> Duration {
+        match *self {
+            Pacing::Engine { clock_hz } | Pacing::Off { clock_hz } if clock_hz > 0 => {
+                Duration::from_nanos((cycles as u128 * 1_000_000_000 / clock_hz as u128) as u64)
+            }
+            Pacing::Software { per_dh } => per_dh,
+            _ => Duration::ZERO,
+        }
+    }
+    fn paces(&self) -> bool {
+        !matches!(self, Pacing::Off { .. })
+    }
+}
+
+/// One X25519 provider: the result and the engine cycles it took (0 if not an engine).
+pub type DhFn = Box<dyn FnMut(&DhJob) -> Result<(DhOutput, u64), String> + Send>;
+
+/// Results of a batch, in job order, with its timing.
+pub struct DhBatch {
+    pub outputs: Vec<DhOutput>,
+    pub jobs: usize,
+    pub cycles: u64,
+    /// device time of the batch (cycles at the clock, or the software figure)
+    pub device: Duration,
+    /// host time from submission to the real result (before pacing)
+    pub host: Duration,
+    /// submission to delivery (what the user waits, pacing included)
+    pub latency: Duration,
+}
+
+/// Submit a batch, poll for its result. The async runner never blocks in either call.
+pub trait DhRunner: Send {
+    fn submit(&mut self, jobs: Vec<DhJob>) -> u64;
+    fn poll(&mut self, ticket: u64) -> Option<Result<DhBatch, String>>;
+    /// "async" or "sync"
+    fn mode(&self) -> &'static str;
+}
+
+/// The device timeline shared by everything that submits to one engine.
+#[derive(Clone)]
+pub struct Device {
+    free_at: Arc<Mutex<Instant>>,
+    pacing: Pacing,
+}
+
+impl Device {
+    pub fn new(pacing: Pacing) -> Device {
+        Device { free_at: Arc::new(Mutex::new(Instant::now())), pacing }
+    }
+    pub fn pacing(&self) -> Pacing {
+        self.pacing
+    }
+
+    /// Runs a batch on the calling thread: computes, then sleeps until the device timeline says
+    /// the batch is done.
+    fn run(&self, f: &mut DhFn, jobs: &[DhJob], submitted: Instant) -> Result<DhBatch, String> {
+        let mut outputs = Vec::with_capacity(jobs.len());
+        let mut cycles = 0u64;
+        let mut device = Duration::ZERO;
+        for j in jobs {
+            let (o, c) = f(j)?;
+            outputs.push(o);
+            cycles += c;
+            device += self.pacing.device_time(c);
+        }
+        let host = submitted.elapsed();
+        if self.pacing.paces() {
+            let release = {
+                let mut free = self.free_at.lock().unwrap();
+                let start = (*free).max(submitted);
+                *free = start + device;
+                *free
+            };
+            let now = Instant::now();
+            if release > now {
+                std::thread::sleep(release - now);
+            }
+        }
+        Ok(DhBatch { outputs, jobs: jobs.len(), cycles, device, host, latency: submitted.elapsed() })
+    }
+}
+
+/// Runs batches on the calling thread (submit blocks for the whole batch).
+pub struct SyncRunner {
+    f: DhFn,
+    device: Device,
+    next: u64,
+    done: HashMap<u64, Result<DhBatch, String>>,
+}
+
+impl SyncRunner {
+    pub fn new(f: DhFn, device: Device) -> Self {
+        SyncRunner { f, device, next: 1, done: HashMap::new() }
+    }
+}
+
+impl DhRunner for SyncRunner {
+    fn submit(&mut self, jobs: Vec<DhJob>) -> u64 {
+        let t = self.next;
+        self.next += 1;
+        let r = self.device.run(&mut self.f, &jobs, Instant::now());
+        self.done.insert(t, r);
+        t
+    }
+    fn poll(&mut self, ticket: u64) -> Option<Result<DhBatch, String>> {
+        self.done.remove(&ticket)
+    }
+    fn mode(&self) -> &'static str {
+        "sync"
+    }
+}
+
+type Done = Arc<(Mutex<HashMap<u64, Result<DhBatch, String>>>, Condvar)>;
+
+/// Runs batches on a worker thread; submit and poll return at once.
+pub struct AsyncRunner {
+    tx: mpsc::Sender<(u64, Vec<DhJob>, Instant)>,
+    done: Done,
+    next: u64,
+}
+
+impl AsyncRunner {
+    pub fn new(mut f: DhFn, device: Device) -> Self {
+        let (tx, rx) = mpsc::channel::<(u64, Vec<DhJob>, Instant)>();
+        let done: Done = Arc::new((Mutex::new(HashMap::new()), Condvar::new()));
+        let d2 = done.clone();
+        std::thread::Builder::new()
+            .name("chat-dh".into())
+            .spawn(move || {
+                for (ticket, jobs, submitted) in rx {
+                    let r = device.run(&mut f, &jobs, submitted);
+                    drop(jobs); // secrets wiped
+                    d2.0.lock().unwrap().insert(ticket, r);
+                    d2.1.notify_all();
+                }
+            })
+            .expect("spawn the DH worker");
+        AsyncRunner { tx, done, next: 1 }
+    }
+
+    /// Blocks until `ticket` is done or `timeout` passes (for headless callers; never the UI).
+    pub fn wait(&mut self, ticket: u64, timeout: Duration) -> Option<Result<DhBatch, String>> {
+        let deadline = Instant::now() + timeout;
+        let mut g = self.done.0.lock().unwrap();
+        loop {
+            if let Some(r) = g.remove(&ticket) {
+                return Some(r);
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                return None;
+            }
+            g = self.done.1.wait_timeout(g, deadline - now).unwrap().0;
+        }
+    }
+}
+
+impl DhRunner for AsyncRunner {
+    fn submit(&mut self, jobs: Vec<DhJob>) -> u64 {
+        let t = self.next;
+        self.next += 1;
+        if let Err(mpsc::SendError((t, _, _))) = self.tx.send((t, jobs, Instant::now())) {
+            self.done.0.lock().unwrap().insert(t, Err("DH worker stopped".into()));
+        }
+        t
+    }
+    fn poll(&mut self, ticket: u64) -> Option<Result<DhBatch, String>> {
+        self.done.0.lock().unwrap().remove(&ticket)
+    }
+    fn mode(&self) -> &'static str {
+        "async"
+    }
+}
+
+/// x25519-dalek on the CPU (tests, and the reference the engine is compared with).
+pub fn dalek_fn() -> DhFn {
+    Box::new(|j: &DhJob| Ok((j.run_dalek(), 0)))
+}
+
+/// X25519 on the engine25519 service (blocking call: only ever on a worker thread, or the UI
+/// thread in `--sync-dh` mode).
+pub fn engine_fn(engine: engine25519::Engine25519) -> DhFn {
+    Box::new(move |j: &DhJob| {
+        let r = engine.x25519_detailed(&j.secret_bytes(), &j.public).map_err(|e| format!("engine25519: {e:?}"))?;
+        let out = Zeroizing::new(r.result);
+        Ok((out, r.cycles))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand_core::OsRng;
+
+    fn job() -> DhJob {
+        let s = ratchet::generate_secret(&mut OsRng).unwrap();
+        DhJob::public_key(&s)
+    }
+
+    #[test]
+    fn async_runner_returns_at_once_and_paces_to_device_time() {
+        // 10,000 "cycles" per job at 1 MHz = 10 ms per job
+        let f: DhFn = Box::new(|j: &DhJob| Ok((j.run_dalek(), 10_000)));
+        let mut r = AsyncRunner::new(f, Device::new(Pacing::Engine { clock_hz: 1_000_000 }));
+        let jobs = vec![job(), job(), job()];
+        let want: Vec<[u8; 32]> = jobs.iter().map(|j| *j.run_dalek()).collect();
+        let t0 = Instant::now();
+        let t = r.submit(jobs);
+        assert!(t0.elapsed() < Duration::from_millis(5), "submit blocked");
+        assert!(r.poll(t).is_none());
+        let b = r.wait(t, Duration::from_secs(5)).unwrap().unwrap();
+        assert!(t0.elapsed() >= Duration::from_millis(30), "completed before the device would");
+        assert_eq!(b.device, Duration::from_millis(30));
+        assert_eq!(b.cycles, 30_000);
+        assert_eq!(b.outputs.iter().map(|o| **o).collect::<Vec<_>>(), want);
+    }
+
+    #[test]
+    fn sync_runner_blocks_for_the_batch() {
+        let mut r = SyncRunner::new(dalek_fn(), Device::new(Pacing::Software { per_dh: Duration::from_millis(20) }));
+        let t0 = Instant::now();
+        let t = r.submit(vec![job(), job()]);
+        assert!(t0.elapsed() >= Duration::from_millis(40));
+        let b = r.poll(t).unwrap().unwrap();
+        assert_eq!((b.jobs, b.device), (2, Duration::from_millis(40)));
+    }
+
+    #[test]
+    fn provider_errors_are_delivered() {
+        let f: DhFn = Box::new(|_j: &DhJob| Err("engine down".to_string()));
+        let mut r = AsyncRunner::new(f, Device::new(Pacing::Off { clock_hz: 0 }));
+        let t = r.submit(vec![job()]);
+        assert_eq!(r.wait(t, Duration::from_secs(5)).unwrap().err().unwrap(), "engine down");
+    }
+}

@@ -1,0 +1,232 @@
+//! Alice and Bob over the relay's network model with every fault on, natively (x25519-dalek,
+//! OsRng): reliable delivery, rejection of corrupted and replayed frames, and crash recovery from
+//! the store. The hosted runs (cargo xtask smoke / test) do the same over the real services.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use chat::dh::{dalek_fn, AsyncRunner, Device, DhRunner, Pacing, SyncRunner};
+use chat::party::{Dir, Event, Party};
+use chat::relay_api::Faults;
+use chat::relay_net::Net;
+use chat::{ALICE, BOB};
+use rand_core::OsRng;
+use ratchet::{DalekDh, KeyPair, Responder};
+
+fn dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("chat-parties-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn make_bob(path: &std::path::Path) -> Party {
+    let mut p = Party::responder(path, BOB, || {
+        let id = KeyPair::generate(&mut OsRng, &mut DalekDh).map_err(|e| e.to_string())?;
+        Responder::generate(id, 64, &mut OsRng, &mut DalekDh).map_err(|e| e.to_string())
+    })
+    .unwrap();
+    p.auto_reply = Some(Box::new(|seq, text| format!("re {seq}: {text}")));
+    p.retry = Duration::from_millis(30);
+    p
+}
+
+fn make_alice(path: &std::path::Path) -> Party {
+    let mut p = Party::initiator(path, ALICE, BOB).unwrap();
+    p.retry = Duration::from_millis(30);
+    p
+}
+
+fn runner(sync: bool) -> Box<dyn DhRunner> {
+    let dev = Device::new(Pacing::Off { clock_hz: 0 });
+    if sync {
+        Box::new(SyncRunner::new(dalek_fn(), dev))
+    } else {
+        Box::new(AsyncRunner::new(dalek_fn(), dev))
+    }
+}
+
+struct World {
+    net: Net,
+    t0: Instant,
+    alice: Party,
+    bob: Party,
+    da: Box<dyn DhRunner>,
+    db: Box<dyn DhRunner>,
+    pa: PathBuf,
+    pb: PathBuf,
+    alice_sent: u32,
+}
+
+impl World {
+    fn new(name: &str, faults: Faults, seed: u64) -> World {
+        let d = dir(name);
+        let (pa, pb) = (d.join("alice.state"), d.join("bob.state"));
+        let mut net = Net::new(seed);
+        net.set_faults(faults);
+        let bob = make_bob(&pb);
+        net.put_bundle(BOB, &bob.responder_keys().unwrap().bundle().encode()).unwrap();
+        World { net, t0: Instant::now(), alice: make_alice(&pa), bob, da: runner(false), db: runner(true), pa, pb, alice_sent: 0 }
+    }
+
+    fn now_ms(&self) -> u64 {
+        self.t0.elapsed().as_millis() as u64
+    }
+
+    /// One round: both parties tick, frames go through the network.
+    fn step(&mut self) {
+        if let Some(peer) = self.alice.needs_bundle() {
+            if let Ok(b) = self.net.get_bundle(peer) {
+                self.alice.set_bundle(&b.to_vec()).unwrap();
+            }
+        }
+        let now = Instant::now();
+        self.alice.tick(now, self.da.as_mut(), &mut OsRng).unwrap();
+        self.bob.tick(now, self.db.as_mut(), &mut OsRng).unwrap();
+        for e in self.bob.take_events() {
+            match e {
+                Event::BundleChanged => {
+                    let b = self.bob.responder_keys().unwrap().bundle().encode();
+                    self.net.put_bundle(BOB, &b).unwrap();
+                }
+                _ => {}
+            }
+        }
+        self.alice.take_events();
+        let ms = self.now_ms();
+        for (to, f) in self.alice.take_outgoing() {
+            self.net.send(ALICE, to, &f, ms).unwrap();
+        }
+        for (to, f) in self.bob.take_outgoing() {
+            self.net.send(BOB, to, &f, ms).unwrap();
+        }
+        while let Some(p) = self.net.recv(ALICE, ms).unwrap() {
+            self.alice.deliver(p.from, p.data);
+        }
+        while let Some(p) = self.net.recv(BOB, ms).unwrap() {
+            self.bob.deliver(p.from, p.data);
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+
+    fn send_alice(&mut self) {
+        self.alice_sent += 1;
+        let n = self.alice_sent;
+        self.alice.queue_text(BOB, &format!("message {n} from Alice")).unwrap();
+    }
+
+    fn done(&self, n: u32) -> bool {
+        let got_b = self.bob.history().iter().filter(|e| e.dir == Dir::In).count() as u32;
+        let got_a = self.alice.history().iter().filter(|e| e.dir == Dir::In).count() as u32;
+        got_b >= n && got_a >= n && self.alice.outbox_len() == 0 && self.bob.outbox_len() == 0
+    }
+
+    /// Every message arrived exactly once, with the text that was sent.
+    fn check(&self, n: u32) {
+        let mut at_bob: BTreeMap<u32, u32> = BTreeMap::new();
+        for e in self.bob.history().iter().filter(|e| e.dir == Dir::In) {
+            assert_eq!(e.text, format!("message {} from Alice", e.seq), "Bob accepted a text that was not sent");
+            *at_bob.entry(e.seq).or_default() += 1;
+        }
+        assert_eq!(at_bob.len() as u32, n, "Bob got {} distinct messages of {n}", at_bob.len());
+        assert!(at_bob.values().all(|&c| c == 1), "a message accepted twice at Bob: {at_bob:?}");
+        let mut at_alice: BTreeMap<u32, u32> = BTreeMap::new();
+        for e in self.alice.history().iter().filter(|e| e.dir == Dir::In) {
+            let want_prefix = "re ";
+            assert!(e.text.starts_with(want_prefix), "{:?}", e.text);
+            *at_alice.entry(e.seq).or_default() += 1;
+        }
+        assert_eq!(at_alice.len() as u32, n);
+        assert!(at_alice.values().all(|&c| c == 1), "a reply accepted twice at Alice");
+    }
+}
+
+#[test]
+fn two_hundred_messages_each_way_through_every_fault() {
+    let faults = Faults { drop: 15, reorder: 15, duplicate: 15, corrupt: 15 };
+    let mut w = World::new("faults", faults, 42);
+    let n = 200;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !w.done(n) {
+        assert!(Instant::now() < deadline, "not done: alice {:?} bob {:?}", w.alice.counters(), w.bob.counters());
+        if w.alice_sent < n && w.alice.queued_texts() == 0 && w.alice.outbox_len() < 4 {
+            w.send_alice();
+        }
+        w.step();
+    }
+    w.check(n);
+    let (ca, cb) = (w.alice.counters(), w.bob.counters());
+    let s = w.net.stats();
+    eprintln!("alice {ca:?}\nbob {cb:?}\nrelay {s:?}");
+    assert!(s.corrupted > 0 && s.duplicated > 0 && s.dropped > 0 && s.reordered > 0);
+    assert!(ca.rej_replay + cb.rej_replay > 0, "no replay rejected");
+    assert!(ca.rej_tampered + cb.rej_tampered + ca.rej_malformed + cb.rej_malformed > 0, "no corruption rejected");
+    assert!(ca.dh_steps > 10 && cb.dh_steps > 10, "DH ratchet steps: alice {} bob {}", ca.dh_steps, cb.dh_steps);
+}
+
+#[test]
+fn crashes_lose_nothing_and_accept_nothing_twice() {
+    let faults = Faults { drop: 10, reorder: 10, duplicate: 10, corrupt: 5 };
+    let mut w = World::new("crash", faults, 7);
+    let n = 60;
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let mut crashes = 0;
+    let mut round = 0u64;
+    // every sending key ever used, to show no key is reused after a restart
+    let mut keys_alice = std::collections::HashSet::new();
+    while !w.done(n) {
+        assert!(Instant::now() < deadline, "not done: alice {:?} bob {:?}", w.alice.counters(), w.bob.counters());
+        round += 1;
+        if w.alice_sent < n && w.alice.queued_texts() == 0 && w.alice.outbox_len() < 3 {
+            w.send_alice();
+        }
+        w.step();
+        if let Some(s) = w.alice.session(BOB) {
+            // (ratchet key, n) pairs already used for sending: a restart must never go back
+            keys_alice.insert((*s.our_ratchet_key().as_bytes(), s.sending_chain_length()));
+        }
+        // "kill -9": drop a party without letting it finish (DH in flight, frames not yet sent,
+        // queued texts lost from memory), then restart it from its store.
+        if round % 37 == 0 {
+            crashes += 1;
+            if round % 74 == 0 {
+                w.bob = make_bob(&w.pb);
+            } else {
+                let before = w.alice.session(BOB).map(|s| (*s.our_ratchet_key().as_bytes(), s.sending_chain_length()));
+                w.alice = make_alice(&w.pa);
+                let after = w.alice.session(BOB).map(|s| (*s.our_ratchet_key().as_bytes(), s.sending_chain_length()));
+                // the restored sending chain is where the store left it: never behind a key already used
+                if let (Some(b), Some(a)) = (before, after) {
+                    assert!(a.0 != b.0 || a.1 == b.1, "sending chain went back after a restart");
+                }
+            }
+            w.da = runner(false);
+        }
+    }
+    assert!(crashes >= 3, "only {crashes} crashes");
+    w.check(n);
+}
+
+#[test]
+fn a_damaged_store_is_refused_with_a_clear_error() {
+    let d = dir("damaged");
+    let p = d.join("alice.state");
+    let mut a = make_alice(&p);
+    a.queue_text(BOB, "x").unwrap();
+    a.save().unwrap();
+    let good = std::fs::read(&p).unwrap();
+    for (i, bit) in [(0usize, 0u8), (7, 3), (good.len() / 2, 5), (good.len() - 1, 7)] {
+        let mut bad = good.clone();
+        bad[i] ^= 1 << bit;
+        std::fs::write(&p, &bad).unwrap();
+        let e = Party::initiator(&p, ALICE, BOB).err().expect("damaged store accepted");
+        let msg = e.to_string();
+        assert!(msg.contains("damaged") || msg.contains("version"), "{msg}");
+    }
+    std::fs::write(&p, &good[..good.len() - 10]).unwrap();
+    assert!(Party::initiator(&p, ALICE, BOB).is_err());
+    // a store of another party is refused too
+    std::fs::write(&p, &good).unwrap();
+    assert!(Party::initiator(&p, 3, BOB).err().unwrap().to_string().contains("party"));
+}
