@@ -2,7 +2,7 @@
 #![allow(dead_code)] // hosted.rs / util.rs / bench.rs are a library for the area modules
 
 mod bench;
-mod demo;
+mod chat;
 mod device;
 mod engine;
 mod engine_service;
@@ -40,13 +40,23 @@ enum Cmd {
     /// Build (cached) the patched and stock xous-kernel 0.9.37, the base services (xous-names,
     /// xous-ticktimer, xous-log) and our Xous programs; print where they are.
     Build,
-    /// Start the hosted system (patched kernel, base services, our services, the ratchet demo)
-    /// in this terminal, engine completions paced to the modelled 50 MHz engine clock.
-    /// Ctrl-C stops everything.
+    /// The chat (docs/chat.md): the hosted system (patched kernel, base services, our services,
+    /// the relay, Bob) and Alice's terminal UI in this terminal, DH paced to device time.
+    /// Ctrl-C stops everything; the conversation is kept in target/chat (--fresh starts over).
     Run {
         /// Use the unpatched kernel.
         #[arg(long)]
         stock: bool,
+        /// The DH device: engine ISA v1 or v2 (paced to the engine clock), or software
+        /// (100 ms per X25519, a 100 MHz RV32 CPU).
+        #[arg(long, value_enum, default_value = "v2")]
+        engine: chat::Engine,
+        /// Run the DH on the UI thread (shows the stall the async path avoids).
+        #[arg(long)]
+        sync_dh: bool,
+        /// Forget the stored conversation and keys first.
+        #[arg(long)]
+        fresh: bool,
         /// Extra programs (shell command lines) to start after ours.
         #[arg(long = "program")]
         programs: Vec<String>,
@@ -104,7 +114,7 @@ pub struct Ctx {
 }
 
 /// Our packages with Xous programs, built (release) before anything is launched.
-pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "hosted-tests", "ratchet-demo"];
+pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "hosted-tests", "chat"];
 
 /// Our servers, started in every hosted system (binary names in target/release), then sysctl,
 /// the system controller that claims their control connections (docs/security.md).
@@ -153,6 +163,7 @@ fn main() {
     // Ctrl-C / SIGTERM: stop every process group we started, then exit.
     let _ = ctrlc::set_handler(|| {
         util::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        chat::restore_terminal();
         eprintln!("\nxtask: interrupted; stopping every process we started");
         util::kill_all_groups();
         std::process::exit(130);
@@ -161,7 +172,9 @@ fn main() {
     let ctx = Ctx::new(cli.verbose);
     let r = match cli.cmd {
         Cmd::Build => cmd_build(&ctx),
-        Cmd::Run { stock, programs } => cmd_run(&ctx, stock, programs),
+        Cmd::Run { stock, engine, sync_dh, fresh, programs } => {
+            chat::run(&ctx, if stock { xous::Flavor::Stock } else { xous::Flavor::Patched }, engine, sync_dh, fresh, programs)
+        }
         Cmd::Smoke { timeout } => smoke::smoke(&ctx, Duration::from_secs(timeout)),
         Cmd::KernelTest => kernel_test::all(&ctx),
         Cmd::Test { only, skip, list } => cmd_test(&ctx, only, skip, list),
@@ -187,40 +200,6 @@ fn cmd_build(ctx: &Ctx) -> Result<()> {
     }
     println!("our programs:     {}", dir.display());
     Ok(())
-}
-
-fn cmd_run(ctx: &Ctx, stock: bool, extra: Vec<String>) -> Result<()> {
-    let bins = ctx.xous()?.clone();
-    let flavor = if stock { xous::Flavor::Stock } else { xous::Flavor::Patched };
-    // The demo shows device-like latency: engine completions paced to the modelled cycle count
-    // at the engine clock (issue 4: pacing off by default, on in the demo).
-    let pace_hz = engine25519_core::isa::Isa::V2.info().eng_clk_hz;
-    let mut launch = hosted::Launch::new(&bins, flavor).echo(true).env("ENGINE25519_PACE_HZ", pace_hz.to_string());
-    for p in ctx.server_programs()? {
-        launch = launch.program(p);
-    }
-    launch = launch.program(hosted::shell_quote(&ctx.program("ratchet-demo")?));
-    for p in extra {
-        launch = launch.program(p);
-    }
-    eprintln!("xtask: starting hosted Xous ({} kernel): {} programs; Ctrl-C stops everything", flavor.name(), launch.programs.len());
-    let mut sys = launch.start()?;
-    // Runs until the kernel exits (Shutdown syscall) or Ctrl-C (the handler kills the group).
-    loop {
-        if let Some(st) = sys.try_status()? {
-            if util::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-                // The Ctrl-C handler is stopping everything and exits with 130.
-                std::thread::sleep(Duration::from_secs(10));
-            }
-            sys.stop();
-            eprintln!("xtask: kernel exited ({st})");
-            if !st.success() {
-                bail!("kernel exited with {st}");
-            }
-            return Ok(());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 /// The steps this module owns; areas add theirs in steps.rs.

@@ -131,5 +131,6 @@ pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
         bail!("smoke: {} step(s) passed, problems:\n  {}\n--- last output ---\n{tail}", passed, problems.join("\n  "));
     }
     eprintln!("smoke: all {passed} steps passed; system shut down cleanly, no process left");
-    Ok(())
+    // the chat, scripted (apps/chat, xtask/src/chat.rs)
+    crate::chat::smoke(ctx)
 }

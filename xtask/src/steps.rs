@@ -41,7 +41,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(crate::trng_gateware::test_steps());
     v.extend(crate::engine_service::test_steps());
     v.extend(crate::trng_service::test_steps());
-    v.extend(crate::demo::test_steps());
+    v.extend(crate::chat::test_steps());
     v.extend(crate::device::test_steps());
     v.extend(crate::ratchet::test_steps());
     v
@@ -55,6 +55,7 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     v.extend(crate::trng::bench_providers());
     v.extend(crate::trng_gateware::bench_providers());
     v.extend(crate::engine_service::bench_providers());
+    v.extend(crate::chat::bench_providers());
     v
 }
 
