@@ -2,7 +2,7 @@
 //!
 //! `cargo xtask device-build [-p PKG]...` builds them (default: every server) the way the device
 //! image needs them: nightly + rust-src, `-Zbuild-std=std,panic_abort`, panic = abort (see
-//! ../shared/docs/environment.md). It installs the nightly toolchain and rust-src through rustup
+//! docs/hosted.md). It installs the nightly toolchain and rust-src through rustup
 //! when they are missing. The same build is the test step `device:cross-build`, which keeps the
 //! `hw` backends (engine25519 CSR/memory-window driver, TRNG register driver) compiling.
 //! A bootable image also needs the Xous loader and the SoC bitstream, which are not built here.

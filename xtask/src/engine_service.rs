@@ -15,7 +15,7 @@
 //! xtask/src/device.rs.)
 //!
 //! Bench provider `engine-service`: `engine-service-bench` (hosted client: service_x25519_us_p50, overhead ratio,
-//! seed-001 style table) and a fairness run (8 clients, fixed window -> service_fairness_spread).
+//! per-backend provider table) and a fairness run (8 clients, fixed window -> service_fairness_spread).
 
 use crate::bench;
 use crate::hosted::{field, num, shell_quote, system, system_env, Launch};

@@ -1,4 +1,4 @@
-//! Launcher for hosted Xous systems (interface 2 of the project brief; see docs/hosted.md).
+//! Launcher for hosted Xous systems (docs/hosted.md).
 //!
 //! ```ignore
 //! let bins = xous::ensure_built(false)?;                // cached kernel + base services
@@ -36,7 +36,6 @@ pub enum Stream {
 /// One captured output line.
 #[derive(Clone, Debug)]
 pub struct Line {
-    pub stream: Stream,
     pub text: String,
     /// When xtask read it (relative to `Hosted::started`).
     pub at: Instant,
@@ -74,16 +73,6 @@ impl Launch {
     pub fn program(mut self, cmdline: impl Into<String>) -> Self {
         self.programs.push(cmdline.into());
         self
-    }
-
-    /// Add a program given as a path plus arguments (quoted for the shell).
-    pub fn program_args(self, bin: &Path, args: &[&str]) -> Self {
-        let mut s = shell_quote(bin);
-        for a in args {
-            s.push(' ');
-            s.push_str(&shell_quote(Path::new(a)));
-        }
-        self.program(s)
     }
 
     /// Environment variable for the kernel and (inherited) every program.
@@ -148,7 +137,7 @@ fn spawn_reader(
                 }
             }
             all.lock().unwrap_or_else(|e| e.into_inner()).push(text.clone());
-            if tx.send(Line { stream, text, at: Instant::now() }).is_err() {
+            if tx.send(Line { text, at: Instant::now() }).is_err() {
                 // Nobody listens any more; keep draining so programs never block on a full pipe.
             }
         }
@@ -177,11 +166,6 @@ pub struct Hosted {
 }
 
 impl Hosted {
-    /// Process group id (= kernel pid).
-    pub fn pgid(&self) -> i32 {
-        self.pgid
-    }
-
     /// Every line captured so far (both streams, arrival order).
     pub fn lines(&self) -> Vec<String> {
         self.all.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -212,19 +196,6 @@ impl Hosted {
     pub fn wait_marker(&mut self, marker: &str, timeout: Duration) -> Result<Line> {
         let m = marker.to_string();
         self.wait_line(timeout, &format!("{marker:?}"), move |l| l.contains(&m))
-    }
-
-    /// Wait until every marker has been seen (any order).
-    pub fn wait_all(&mut self, markers: &[&str], timeout: Duration) -> Result<()> {
-        let mut left: Vec<String> = markers.iter().map(|s| s.to_string()).collect();
-        let deadline = Instant::now() + timeout;
-        while !left.is_empty() {
-            let t = deadline.saturating_duration_since(Instant::now());
-            let what = format!("{left:?}");
-            let line = self.wait_line(t, &what, |l| left.iter().any(|m| l.contains(m.as_str())))?;
-            left.retain(|m| !line.text.contains(m.as_str()));
-        }
-        Ok(())
     }
 
     /// Non-blocking: has the kernel exited? (then its status)
@@ -357,7 +328,7 @@ mod tests {
         assert!(format!("{e}").contains("never printed"), "{e}");
         let e = sys.wait_exit(Duration::from_millis(300)).unwrap_err();
         assert!(format!("{e}").contains("did not exit"), "{e}");
-        assert!(!util::group_alive(sys.pgid()), "group left behind");
+        assert!(!util::group_alive(sys.pgid), "group left behind");
     }
 
     #[test]

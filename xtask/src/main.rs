@@ -1,5 +1,4 @@
 //! `cargo xtask`: the project's front door (see README.md and docs/hosted.md).
-#![allow(dead_code)] // hosted.rs / util.rs / bench.rs are a library for the area modules
 
 mod bench;
 mod chat;
@@ -260,6 +259,32 @@ fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> Resu
 
 #[cfg(test)]
 mod workspace_tests {
+    /// The repository stands alone: no tracked file points at documents outside it (a clone has
+    /// none of them). Facts go into docs/ with their public sources (docs/reference-system.md).
+    #[test]
+    fn no_file_refers_outside_the_repository() {
+        // built from pieces so that this file does not match itself
+        let banned: Vec<String> = [["../", "shared"], ["anch", "ors"], ["seed ", "00"], ["seed-", "00"], ["project ", "brief"], ["environment", ".md"], ["architecture", ".md"]]
+            .iter()
+            .map(|p| p.concat())
+            .collect();
+        let out = std::process::Command::new("git").args(["ls-files", "-z"]).current_dir(crate::util::root()).output().expect("git ls-files");
+        assert!(out.status.success(), "git ls-files failed");
+        let mut found = Vec::new();
+        for path in out.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            let path = String::from_utf8_lossy(path).to_string();
+            let Ok(text) = std::fs::read_to_string(crate::util::root().join(&path)) else { continue };
+            let lower = text.to_lowercase();
+            for b in &banned {
+                if let Some(i) = lower.find(b.as_str()) {
+                    let line = lower[..i].matches('\n').count() + 1;
+                    found.push(format!("{path}:{line}: {b:?}"));
+                }
+            }
+        }
+        assert!(found.is_empty(), "references to files outside the repository:\n{}", found.join("\n"));
+    }
+
     /// Every binary of the workspace lands in target/release/<name>: two packages declaring the
     /// same bin name silently overwrite each other (it happened: a hosted bench client and a
     /// native bench provider were both `engine-bench`, and the wrong one was launched).

@@ -23,7 +23,7 @@ pub struct TestStep {
 /// Flat benchmark results: key -> number.
 pub type BenchResults = BTreeMap<String, f64>;
 
-/// One provider of `cargo xtask bench`. Helpers for the two provider shapes of the brief:
+/// One provider of `cargo xtask bench`. Helpers for the two provider shapes:
 /// `bench::native_provider(cmd)` (one line of flat JSON on stdout) and
 /// `bench::hosted_bench_json(...)` (`BENCH-JSON {...}` lines from a hosted client).
 pub struct BenchProvider {

@@ -51,7 +51,7 @@ impl Source {
 pub enum Level {
     /// A few fast tests (~30 s): smoke level.
     Quick,
-    /// The CI subset of ../shared/docs/environment.md, one process per test.
+    /// The CI subset (docs/trng-tester-protocol.md), one process per test.
     Ci,
     /// `dieharder -a` (about an hour and ~250 GB of input).
     Full,
@@ -136,7 +136,7 @@ fn dh(d: u32, n: Option<u32>) -> DhTest {
     DhTest { label, args }
 }
 
-/// The test processes of a level. CI: environment.md's subset (245 s / 7.1 GB measured there;
+/// The test processes of a level. CI: the subset measured for CI (245 s / 7.1 GB measured there;
 /// 5, 6, 7 are suspect, 14 is not to be used, 17 is slow, 203 is huge).
 pub fn tests_for(level: Level) -> Vec<DhTest> {
     match level {

@@ -231,13 +231,6 @@ pub fn run_quiet(cmd: &mut Command, timeout: Duration, what: &str, verbose: bool
     Ok(())
 }
 
-/// Is `prog` on PATH?
-pub fn have(prog: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
-        .unwrap_or(false)
-}
-
 pub fn is_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }

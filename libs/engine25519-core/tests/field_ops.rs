@@ -1,6 +1,6 @@
 //! Field-operation microcode and the model's multiplier against a big-integer reference,
 //! including the boundary operands where the reference engine's overflow detector failed
-//! (anchors section 6, defect 1): results must always be fully reduced and exact.
+//! (the reference's defect 1, docs/reference-system.md): results must always be fully reduced and exact.
 
 use engine25519_core::isa::Isa;
 use engine25519_core::model_field as f;

@@ -1,4 +1,4 @@
-//! ChaCha20 conditioner, organised like the hardware block (anchors section 4, seed 003):
+//! ChaCha20 conditioner, organised like the hardware block (docs/trng-gateware.md):
 //!
 //! - a 384-bit seeded state (`seed`, 12 words): words 0..8 = 256-bit key, words 8..10 = 64-bit
 //!   block counter (low word first), words 10..12 = 64-bit iv. It is loaded word by word from raw

@@ -257,9 +257,10 @@ impl SourceHealth {
 mod tests {
     use super::*;
 
-    /// The table in ../shared/docs/environment.md (exact binomial), all entries.
+    /// The cutoff table in docs/reference-system.md (SP 800-90B section 4.4, exact binomial),
+    /// all entries.
     #[test]
-    fn cutoffs_match_environment_table() {
+    fn cutoffs_match_reference_table() {
         let hs = [0.5, 1.0, 2.0, 4.0, 8.0];
         let rct20 = [41, 21, 11, 6, 4];
         let apt20_512 = [410, 311, 177, 62, 13];

@@ -6,7 +6,7 @@
 //! * the IPC floor: a Stats request (4 KiB mutable lend, no engine work) to the same server with a
 //!   reused buffer, interleaved with the above -> service_ipc_floor_us_p50 (what any lend round
 //!   trip costs on the hosted kernel's TCP transport at that moment)
-//! * a provider table in the style of seed 001: per backend, key generation (k * basepoint) and
+//! * a provider table: per backend, key generation (k * basepoint) and
 //!   shared secret (k * peer) time and engine cycles.
 //! Prints `ENGINE-BENCH-TABLE ...` lines and one `BENCH-JSON {...}` line.
 //! Timed regions hold only the operation: every result is checked against x25519-dalek after the
@@ -122,7 +122,7 @@ fn main() {
     let inproc_p50 = p50(inproc);
     let floor_p50 = p50(floor);
 
-    // seed-001 style table
+    // the provider table
     let m = n / 3;
     let rows: Vec<(&str, f64, f64, u64)> = vec![
         (

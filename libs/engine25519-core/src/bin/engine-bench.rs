@@ -1,4 +1,4 @@
-//! Bench provider for `cargo xtask bench` (interface 3 of the project brief): prints ONE line of
+//! Bench provider for `cargo xtask bench` (a native provider, docs/hosted.md): prints ONE line of
 //! flat JSON (key -> number) on stdout and a readable table on stderr.
 //!
 //! Keys: engine_v1_x25519_cycles, engine_v2_x25519_cycles, engine_v1_ladder_step_cycles,
