@@ -166,6 +166,11 @@ pub struct Hosted {
 }
 
 impl Hosted {
+    /// Process group id (= kernel pid).
+    pub fn pgid(&self) -> i32 {
+        self.pgid
+    }
+
     /// Every line captured so far (both streams, arrival order).
     pub fn lines(&self) -> Vec<String> {
         self.all.lock().unwrap_or_else(|e| e.into_inner()).clone()
@@ -328,7 +333,7 @@ mod tests {
         assert!(format!("{e}").contains("never printed"), "{e}");
         let e = sys.wait_exit(Duration::from_millis(300)).unwrap_err();
         assert!(format!("{e}").contains("did not exit"), "{e}");
-        assert!(!util::group_alive(sys.pgid), "group left behind");
+        assert!(!util::group_alive(sys.pgid()), "group left behind");
     }
 
     #[test]
