@@ -1,12 +1,13 @@
-//! `cargo xtask bench`: runs every provider (steps.rs registry), merges their flat results,
-//! prints one table and optionally writes flat JSON.
+//! Bench helpers for providers (flat JSON from a native binary or from `BENCH-JSON` lines of a
+//! hosted client) and the core providers (hosted start-up, IPC). runner.rs runs them all.
 
-use crate::hosted::{shell_quote, Hosted, Launch};
+use crate::hosted::{Hosted, Launch};
+use crate::supervisor;
+use crate::util::shell_quote;
 use crate::steps::{BenchProvider, BenchResults};
 use crate::xous::Flavor;
-use crate::{util, Ctx};
+use crate::ctx::Ctx;
 use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -32,7 +33,7 @@ pub fn parse_flat_json(text: &str) -> Result<BenchResults> {
 /// A native provider: runs `cmd` (timeout), which prints ONE line of flat JSON on stdout (its
 /// table goes to stderr).
 pub fn native_provider(cmd: &mut Command, timeout: Duration, what: &str) -> Result<BenchResults> {
-    let out = util::run_capture(cmd, timeout, what)?;
+    let out = supervisor::run_capture(cmd, timeout, what)?;
     let line = out.lines().rev().find(|l| l.trim_start().starts_with('{')).with_context(|| format!("{what}: no JSON line on stdout"))?;
     parse_flat_json(line)
 }
@@ -123,56 +124,6 @@ fn hosted_ipc(ctx: &Ctx) -> Result<BenchResults> {
         }
     }
     Ok(runs.into_iter().map(|(k, v)| (k, median(v))).collect())
-}
-
-pub fn cmd_bench(ctx: &Ctx, json: Option<PathBuf>, only: Vec<String>) -> Result<()> {
-    let providers = crate::steps::all_bench_providers();
-    for o in &only {
-        if !providers.iter().any(|p| p.name == o) {
-            bail!("unknown bench provider {o:?}; known: {:?}", providers.iter().map(|p| p.name).collect::<Vec<_>>());
-        }
-    }
-    // Build first, outside the providers' time limits.
-    ctx.xous()?;
-    ctx.programs()?;
-    let mut all = BenchResults::new();
-    let mut failed = Vec::new();
-    for p in providers.iter().filter(|p| only.is_empty() || only.iter().any(|o| o == p.name)) {
-        eprintln!("xtask bench: {} ...", p.name);
-        let c = ctx.clone();
-        let run = p.run;
-        match crate::steps::with_timeout(p.name, p.timeout, move || run(&c)) {
-            Ok(r) => {
-                for k in r.keys() {
-                    if all.contains_key(k) {
-                        eprintln!("xtask bench: warning: key {k} reported twice; keeping the later value");
-                    }
-                }
-                all.extend(r);
-            }
-            Err(e) => {
-                eprintln!("xtask bench: provider {} FAILED: {e:#}", p.name);
-                failed.push(p.name);
-            }
-        }
-    }
-    let w = all.keys().map(|k| k.len()).max().unwrap_or(10).max(10);
-    println!("{:<w$}  {:>14}", "key", "value");
-    println!("{}", "-".repeat(w + 16));
-    for (k, v) in &all {
-        println!("{:<w$}  {:>14.3}", k, v);
-    }
-    if let Some(path) = json {
-        let obj: serde_json::Map<String, serde_json::Value> =
-            all.iter().map(|(k, v)| (k.clone(), serde_json::json!(v))).collect();
-        std::fs::write(&path, serde_json::to_string_pretty(&serde_json::Value::Object(obj))? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
-        eprintln!("xtask bench: wrote {}", path.display());
-    }
-    if !failed.is_empty() {
-        bail!("bench providers failed: {failed:?}");
-    }
-    Ok(())
 }
 
 #[cfg(test)]

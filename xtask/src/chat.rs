@@ -20,10 +20,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::hosted::{shell_quote, Hosted, Launch};
+use crate::hosted::{Hosted, Launch};
+use crate::supervisor;
+use crate::util::shell_quote;
 use crate::steps::{BenchProvider, BenchResults, TestStep};
 use crate::xous::Flavor;
-use crate::{util, Ctx};
+use crate::ctx::Ctx;
+use crate::util;
 
 /// Which DH device the chat runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -457,7 +460,7 @@ fn crash(ctx: &Ctx) -> Result<()> {
         eprintln!("chat:crash: round {round}: kill -9 {victim} (pid {pids:?}) after reply {after}");
         std::thread::sleep(Duration::from_millis(300));
         // then the rest of the system dies the same way
-        util::signal_group(sys.pgid(), libc::SIGKILL);
+        supervisor::signal_group(sys.pgid(), libc::SIGKILL);
         sys.stop();
     }
     let line = scripted(ctx, &base, Duration::from_secs(180))?;

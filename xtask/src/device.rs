@@ -14,7 +14,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 
 use crate::steps::TestStep;
-use crate::Ctx;
+use crate::ctx::Ctx;
 
 /// The device target triple.
 pub const TARGET: &str = "riscv32imac-unknown-xous-elf";
@@ -34,7 +34,7 @@ pub struct DeviceBuildArgs {
 pub fn ensure_toolchain() -> Result<()> {
     let mut c = Command::new("rustup");
     c.args(["toolchain", "install", TOOLCHAIN, "--profile", "minimal", "--component", "rust-src", "--no-self-update"]);
-    crate::util::run(&mut c, Duration::from_secs(900), "rustup toolchain install nightly + rust-src")
+    crate::supervisor::run(&mut c, Duration::from_secs(900), "rustup toolchain install nightly + rust-src")
         .context("the device build needs rustup (https://rustup.rs)")
 }
 
@@ -57,7 +57,7 @@ fn build(packages: &[String]) -> Result<()> {
         }
     }
     ensure_toolchain()?;
-    crate::util::run(&mut build_command(packages), Duration::from_secs(2300), &format!("cross-build of {} for {TARGET}", packages.join(", ")))?;
+    crate::supervisor::run(&mut build_command(packages), Duration::from_secs(2300), &format!("cross-build of {} for {TARGET}", packages.join(", ")))?;
     for p in packages {
         eprintln!("device-build: target/{TARGET}/release/{p}");
     }

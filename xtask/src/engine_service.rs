@@ -18,10 +18,11 @@
 //! per-backend provider table) and a fairness run (8 clients, fixed window -> service_fairness_spread).
 
 use crate::bench;
-use crate::hosted::{field, num, shell_quote, system, system_env, Launch};
+use crate::hosted::{field, num, system, system_env, Launch};
+use crate::util::shell_quote;
 use crate::steps::{BenchProvider, BenchResults, TestStep};
 use crate::xous::Flavor;
-use crate::Ctx;
+use crate::ctx::Ctx;
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

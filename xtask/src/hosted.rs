@@ -16,8 +16,10 @@
 //! kills the whole group and reaps it.
 
 use crate::util;
+use crate::supervisor;
 use crate::xous::{Flavor, XousBins};
-use crate::Ctx;
+use crate::ctx::Ctx;
+use crate::util::shell_quote;
 use anyhow::{bail, Context, Result};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -87,7 +89,7 @@ impl Launch {
     }
 
     pub fn start(self) -> Result<Hosted> {
-        util::become_subreaper();
+        supervisor::become_subreaper();
         let mut cmd = Command::new(&self.kernel);
         cmd.args(&self.programs)
             .stdin(Stdio::null())
@@ -101,7 +103,7 @@ impl Launch {
             cmd.env(k, v);
         }
         let started = Instant::now();
-        let mut child = util::spawn_grouped(&mut cmd)?;
+        let mut child = supervisor::spawn_grouped(&mut cmd)?;
         let pgid = child.id() as i32;
         let (tx, rx) = std::sync::mpsc::channel();
         let all = Arc::new(Mutex::new(Vec::new()));
@@ -142,16 +144,6 @@ fn spawn_reader(
             }
         }
     });
-}
-
-/// Quote a path or argument for `sh -c`.
-pub fn shell_quote(p: &Path) -> String {
-    let s = p.to_string_lossy();
-    if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "/._-=:,+@%".contains(c)) {
-        s.into_owned()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// A running hosted system (kernel + the programs it spawned, one process group).
@@ -229,8 +221,8 @@ impl Hosted {
             std::thread::sleep(Duration::from_millis(5));
         };
         loop {
-            util::reap_group(self.pgid);
-            if !util::group_alive(self.pgid) {
+            supervisor::reap_group(self.pgid);
+            if !supervisor::group_alive(self.pgid) {
                 break;
             }
             if Instant::now() > deadline {
@@ -239,33 +231,33 @@ impl Hosted {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
-        util::unregister_group(self.pgid);
+        supervisor::unregister_group(self.pgid);
         Ok(status)
     }
 
     /// Stop everything: SIGTERM to the group, up to 2 s grace, SIGKILL, reap. Idempotent.
     pub fn stop(&mut self) {
         let pgid = self.pgid;
-        if util::group_alive(pgid) {
-            util::signal_group(pgid, libc::SIGTERM);
+        if supervisor::group_alive(pgid) {
+            supervisor::signal_group(pgid, libc::SIGTERM);
             let t0 = Instant::now();
             while t0.elapsed() < Duration::from_secs(2) {
                 let _ = self.try_status();
-                util::reap_group(pgid);
-                if !util::group_alive(pgid) {
+                supervisor::reap_group(pgid);
+                if !supervisor::group_alive(pgid) {
                     break;
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
-            util::signal_group(pgid, libc::SIGKILL);
+            supervisor::signal_group(pgid, libc::SIGKILL);
         }
         if let Some(c) = self.child.as_mut() {
             if self.status.is_none() {
                 self.status = c.wait().ok();
             }
         }
-        util::reap_group(pgid);
-        util::unregister_group(pgid);
+        supervisor::reap_group(pgid);
+        supervisor::unregister_group(pgid);
     }
 }
 
@@ -333,7 +325,7 @@ mod tests {
         assert!(format!("{e}").contains("never printed"), "{e}");
         let e = sys.wait_exit(Duration::from_millis(300)).unwrap_err();
         assert!(format!("{e}").contains("did not exit"), "{e}");
-        assert!(!util::group_alive(sys.pgid()), "group left behind");
+        assert!(!supervisor::group_alive(sys.pgid()), "group left behind");
     }
 
     #[test]

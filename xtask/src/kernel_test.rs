@@ -1,9 +1,10 @@
 //! Tests for kernel-patches/: each runs the behaviour on the stock kernel (where it must fail,
 //! proving the test can fail) and on the patched kernel (where it must pass).
 
-use crate::hosted::{shell_quote, Launch};
+use crate::hosted::{Launch};
+use crate::util::shell_quote;
 use crate::xous::Flavor;
-use crate::Ctx;
+use crate::ctx::Ctx;
 use anyhow::{anyhow, bail, Result};
 use std::time::Duration;
 

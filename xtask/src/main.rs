@@ -2,27 +2,30 @@
 
 mod bench;
 mod chat;
+mod ctx;
 mod device;
-mod engine;
+mod isa;
 mod engine_service;
 mod hosted;
 mod kernel_test;
 mod ratchet;
+mod registry;
+mod runner;
 mod setup;
 mod smoke;
 mod steps;
+mod supervisor;
 mod trng;
 mod trng_gateware;
 mod trng_service;
 mod util;
 mod xous;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
-use steps::TestStep;
+use std::time::Duration;
+use ctx::Ctx;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "Build, run, test and benchmark the hosted Xous crypto subsystem", long_about = None)]
@@ -99,75 +102,22 @@ enum Cmd {
     /// rust-src and build-std, installed through rustup when missing).
     DeviceBuild(device::DeviceBuildArgs),
     #[command(flatten)]
-    Engine(engine::EngineCmd),
+    Engine(isa::EngineCmd),
     #[command(flatten)]
     Trng(trng::TrngCmd),
-}
-
-/// Shared context handed to test steps and bench providers.
-#[derive(Clone)]
-pub struct Ctx {
-    pub verbose: bool,
-    bins: Arc<OnceLock<xous::XousBins>>,
-    programs: Arc<OnceLock<PathBuf>>,
-}
-
-/// Our packages with Xous programs, built (release) before anything is launched.
-pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "hosted-tests", "chat"];
-
-/// Our servers, started in every hosted system (binary names in target/release), then sysctl,
-/// the system controller that claims their control connections (docs/security.md).
-pub const SERVER_BINS: &[&str] = &["engine25519", "trng", "sysctl"];
-
-impl Ctx {
-    pub fn new(verbose: bool) -> Self {
-        Ctx { verbose, bins: Arc::new(OnceLock::new()), programs: Arc::new(OnceLock::new()) }
-    }
-
-    /// Kernels and base services (built once, cached across runs).
-    pub fn xous(&self) -> Result<&xous::XousBins> {
-        if let Some(b) = self.bins.get() {
-            return Ok(b);
-        }
-        let b = xous::ensure_built(self.verbose)?;
-        Ok(self.bins.get_or_init(|| b))
-    }
-
-    /// Directory of our release Xous programs (built once per xtask run).
-    pub fn programs(&self) -> Result<&PathBuf> {
-        if let Some(p) = self.programs.get() {
-            return Ok(p);
-        }
-        let p = xous::build_programs(PROGRAM_PACKAGES, self.verbose)?;
-        Ok(self.programs.get_or_init(|| p))
-    }
-
-    /// Path of one of our programs.
-    pub fn program(&self, bin: &str) -> Result<PathBuf> {
-        let p = self.programs()?.join(bin);
-        if !p.is_file() {
-            bail!("program {} was not built", p.display());
-        }
-        Ok(p)
-    }
-
-    /// Shell command lines starting our servers.
-    pub fn server_programs(&self) -> Result<Vec<String>> {
-        SERVER_BINS.iter().map(|b| Ok(hosted::shell_quote(&self.program(b)?))).collect()
-    }
 }
 
 fn main() {
     let cli = Cli::parse();
     // Ctrl-C / SIGTERM: stop every process group we started, then exit.
     let _ = ctrlc::set_handler(|| {
-        util::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        supervisor::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         chat::restore_terminal();
         eprintln!("\nxtask: interrupted; stopping every process we started");
-        util::kill_all_groups();
+        supervisor::kill_all_groups();
         std::process::exit(130);
     });
-    util::become_subreaper();
+    supervisor::become_subreaper();
     let ctx = Ctx::new(cli.verbose);
     let r = match cli.cmd {
         Cmd::Build => cmd_build(&ctx),
@@ -176,13 +126,13 @@ fn main() {
         }
         Cmd::Smoke { timeout } => smoke::smoke(&ctx, Duration::from_secs(timeout)),
         Cmd::KernelTest => kernel_test::all(&ctx),
-        Cmd::Test { only, skip, list } => cmd_test(&ctx, only, skip, list),
-        Cmd::Bench { json, only } => bench::cmd_bench(&ctx, json, only),
+        Cmd::Test { only, skip, list } => runner::cmd_test(&ctx, only, skip, list),
+        Cmd::Bench { json, only } => runner::cmd_bench(&ctx, json, only),
         Cmd::DeviceBuild(a) => device::run(a),
-        Cmd::Engine(c) => engine::run(c),
+        Cmd::Engine(c) => isa::run(c),
         Cmd::Trng(c) => trng::run(&ctx, c),
     };
-    util::kill_all_groups();
+    supervisor::kill_all_groups();
     if let Err(e) = r {
         eprintln!("xtask: error: {e:#}");
         std::process::exit(1);
@@ -198,62 +148,6 @@ fn cmd_build(ctx: &Ctx) -> Result<()> {
         println!("base service:     {}", s.display());
     }
     println!("our programs:     {}", dir.display());
-    Ok(())
-}
-
-/// The steps this module owns; areas add theirs in steps.rs.
-pub fn core_test_steps() -> Vec<TestStep> {
-    vec![
-        TestStep { name: "xous:build", timeout: Duration::from_secs(40 * 60), run: |c| c.xous().map(|_| ()) },
-        TestStep { name: "programs:build", timeout: Duration::from_secs(30 * 60), run: |c| c.programs().map(|_| ()) },
-        TestStep { name: "rust:cargo-test", timeout: Duration::from_secs(40 * 60), run: setup::cargo_test },
-        TestStep { name: "kernel:patches", timeout: Duration::from_secs(5 * 60), run: kernel_test::all },
-        TestStep { name: "python:pytest", timeout: Duration::from_secs(20 * 60), run: setup::pytest },
-        TestStep { name: "hosted:smoke", timeout: Duration::from_secs(5 * 60), run: |c| smoke::smoke(c, Duration::from_secs(120)) },
-    ]
-}
-
-fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> Result<()> {
-    let all = steps::all_test_steps();
-    if list {
-        for s in &all {
-            println!("{:<28} timeout {:>5} s", s.name, s.timeout.as_secs());
-        }
-        return Ok(());
-    }
-    for n in only.iter().chain(skip.iter()) {
-        if !all.iter().any(|s| s.name == n) {
-            bail!("unknown step {n:?} (see cargo xtask test --list)");
-        }
-    }
-    let selected: Vec<&TestStep> = all
-        .iter()
-        .filter(|s| (only.is_empty() || only.iter().any(|o| o == s.name)) && !skip.iter().any(|o| o == s.name))
-        .collect();
-    let mut results = Vec::new();
-    let t_all = Instant::now();
-    for s in selected {
-        eprintln!("\n=== xtask test: {} (timeout {} s)", s.name, s.timeout.as_secs());
-        let t0 = Instant::now();
-        let c = ctx.clone();
-        let run = s.run;
-        let r = steps::with_timeout(s.name, s.timeout, move || run(&c));
-        let secs = t0.elapsed().as_secs_f64();
-        match &r {
-            Ok(()) => eprintln!("=== {}: PASS ({secs:.1} s)", s.name),
-            Err(e) => eprintln!("=== {}: FAIL ({secs:.1} s): {e:#}", s.name),
-        }
-        results.push((s.name, r.is_ok(), secs));
-    }
-    eprintln!("\n{:<28} {:>6} {:>9}", "step", "result", "seconds");
-    for (n, ok, secs) in &results {
-        eprintln!("{:<28} {:>6} {:>9.1}", n, if *ok { "PASS" } else { "FAIL" }, secs);
-    }
-    let failed = results.iter().filter(|r| !r.1).count();
-    eprintln!("total {:.1} s; {} passed, {} failed", t_all.elapsed().as_secs_f64(), results.len() - failed, failed);
-    if failed > 0 {
-        bail!("{failed} test step(s) failed");
-    }
     Ok(())
 }
 

@@ -8,7 +8,9 @@ use std::time::Duration;
 use anyhow::Result;
 
 use crate::steps::TestStep;
-use crate::{setup, util, Ctx};
+use crate::supervisor;
+use crate::ctx::Ctx;
+use crate::{setup, util};
 
 pub fn test_steps() -> Vec<TestStep> {
     vec![TestStep { name: "ratchet:interop", timeout: Duration::from_secs(20 * 60), run: interop }]
@@ -22,5 +24,5 @@ fn interop(ctx: &Ctx) -> Result<()> {
         cmd.arg("--quiet");
     }
     cmd.args(["--", "--ignored"]).env("RATCHET_INTEROP_PYTHON", &py);
-    util::run(&mut cmd, Duration::from_secs(15 * 60), "cargo test -p ratchet --test interop -- --ignored")
+    supervisor::run(&mut cmd, Duration::from_secs(15 * 60), "cargo test -p ratchet --test interop -- --ignored")
 }

@@ -1,7 +1,9 @@
 //! Installing what the test suite needs (Python venv, apt packages) and the generic steps
 //! (cargo test, pytest).
 
-use crate::{util, Ctx};
+use crate::ctx::Ctx;
+use crate::supervisor;
+use crate::util;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::process::Command;
@@ -14,7 +16,7 @@ pub fn cargo_test(ctx: &Ctx) -> Result<()> {
     if !ctx.verbose {
         cmd.arg("--quiet");
     }
-    util::run(&mut cmd, Duration::from_secs(40 * 60), "cargo test --workspace --release")
+    supervisor::run(&mut cmd, Duration::from_secs(40 * 60), "cargo test --workspace --release")
 }
 
 /// Ensure Debian packages are installed: installs them when root, otherwise fails printing the
@@ -40,8 +42,8 @@ pub fn require_apt(packages: &[&str]) -> Result<()> {
     }
     eprintln!("xtask: installing Debian packages {missing:?}");
     std::fs::create_dir_all("/var/cache/apt/archives/partial").ok();
-    util::run(Command::new("apt-get").arg("update"), Duration::from_secs(600), "apt-get update")?;
-    util::run(
+    supervisor::run(Command::new("apt-get").arg("update"), Duration::from_secs(600), "apt-get update")?;
+    supervisor::run(
         Command::new("apt-get")
             .args(["install", "-y", "--no-install-recommends"])
             .args(&missing)
@@ -64,7 +66,7 @@ pub fn venv() -> Result<PathBuf> {
     }
     if !py.is_file() {
         let python = std::env::var("PYTHON").unwrap_or_else(|_| "python3".into());
-        let made = util::run(
+        let made = supervisor::run(
             Command::new(&python).args(["-m", "venv"]).arg(&venv),
             Duration::from_secs(300),
             "python3 -m venv",
@@ -79,11 +81,11 @@ pub fn venv() -> Result<PathBuf> {
                 .unwrap_or_default();
             require_apt(&["python3-venv", &format!("python{minor}-venv")])
                 .context("creating the Python venv needs the venv module")?;
-            util::run(Command::new(&python).args(["-m", "venv"]).arg(&venv), Duration::from_secs(300), "python3 -m venv")?;
+            supervisor::run(Command::new(&python).args(["-m", "venv"]).arg(&venv), Duration::from_secs(300), "python3 -m venv")?;
         }
     }
     if req.is_file() {
-        util::run(
+        supervisor::run(
             Command::new(&py).args(["-m", "pip", "install", "--disable-pip-version-check", "-q", "-r"]).arg(&req),
             Duration::from_secs(900),
             "pip install -r tools/requirements.txt",
@@ -114,5 +116,5 @@ pub fn pytest(ctx: &Ctx) -> Result<()> {
         .env("XTASK_XOUS_KERNEL", &bins.kernel)
         .env("XTASK_XOUS_SERVICES", bins.services.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":"))
         .env("XTASK_PROGRAMS_DIR", progs);
-    util::run(&mut cmd, Duration::from_secs(20 * 60), "pytest tools/")
+    supervisor::run(&mut cmd, Duration::from_secs(20 * 60), "pytest tools/")
 }

@@ -5,9 +5,10 @@
 //! reported, xtask releases the client's shutdown gate and the client shuts the system down
 //! through the kernel's Shutdown syscall.
 
-use crate::hosted::{shell_quote, Launch};
+use crate::hosted::{Launch};
+use crate::util::shell_quote;
 use crate::xous::Flavor;
-use crate::Ctx;
+use crate::ctx::Ctx;
 use anyhow::{bail, Result};
 use std::time::{Duration, Instant};
 

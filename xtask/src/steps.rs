@@ -1,12 +1,10 @@
-//! Registration of test steps (`cargo xtask test`) and bench providers (`cargo xtask bench`).
-//!
-//! Area modules (xtask/src/engine.rs, xtask/src/trng.rs, ...) contribute by exposing
-//! `pub fn test_steps() -> Vec<TestStep>` and/or `pub fn bench_providers() -> Vec<BenchProvider>`
-//! and adding ONE line each to `all_test_steps()` / `all_bench_providers()` below (plus
-//! `mod <area>;` in main.rs). Every step has a timeout; the runner enforces it by killing the
-//! process groups started through `util::spawn_grouped`/`hosted::Launch`.
+//! What a test step (`cargo xtask test`) and a bench provider (`cargo xtask bench`) are, and
+//! the hard timeout every one of them runs under. Area modules (xtask/src/isa.rs, trng.rs, ...)
+//! expose `pub fn test_steps() -> Vec<TestStep>` and/or `pub fn bench_providers() ->
+//! Vec<BenchProvider>`; registry.rs lists them. The timeout is enforced by killing the process
+//! groups started through `supervisor::spawn_grouped` / `hosted::Launch`.
 
-use crate::Ctx;
+use crate::ctx::Ctx;
 use anyhow::Result;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -32,33 +30,6 @@ pub struct BenchProvider {
     pub run: fn(&Ctx) -> Result<BenchResults>,
 }
 
-pub fn all_test_steps() -> Vec<TestStep> {
-    let mut v = crate::core_test_steps();
-    // Area modules: one line each, e.g.
-    // v.extend(crate::engine::test_steps());
-    v.extend(crate::engine::test_steps());
-    v.extend(crate::trng::test_steps());
-    v.extend(crate::trng_gateware::test_steps());
-    v.extend(crate::engine_service::test_steps());
-    v.extend(crate::trng_service::test_steps());
-    v.extend(crate::chat::test_steps());
-    v.extend(crate::device::test_steps());
-    v.extend(crate::ratchet::test_steps());
-    v
-}
-
-pub fn all_bench_providers() -> Vec<BenchProvider> {
-    let mut v = crate::bench::core_providers();
-    // Area modules: one line each, e.g.
-    // v.extend(crate::engine::bench_providers());
-    v.extend(crate::engine::bench_providers());
-    v.extend(crate::trng::bench_providers());
-    v.extend(crate::trng_gateware::bench_providers());
-    v.extend(crate::engine_service::bench_providers());
-    v.extend(crate::chat::bench_providers());
-    v
-}
-
 /// Run `f` with a hard timeout; on timeout kill every process group started meanwhile.
 pub fn with_timeout<T: Send + 'static>(
     name: &str,
@@ -75,7 +46,7 @@ pub fn with_timeout<T: Send + 'static>(
     match rx.recv_timeout(timeout) {
         Ok(r) => r,
         Err(_) => {
-            crate::util::kill_all_groups();
+            crate::supervisor::kill_all_groups();
             anyhow::bail!("{name}: timed out after {timeout:?} (its processes were killed)")
         }
     }

@@ -12,12 +12,14 @@
 //! The tool exits 0 when dieharder closes the pipe; its --stats-json says how many bytes went in.
 
 use crate::bench;
-use crate::hosted::{shell_quote, Hosted, Launch};
+use crate::supervisor;
+use crate::hosted::{Hosted, Launch};
+use crate::util::shell_quote;
 use crate::setup;
 use crate::steps::{BenchProvider, BenchResults, TestStep};
 use crate::util;
 use crate::xous::Flavor;
-use crate::Ctx;
+use crate::ctx::Ctx;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
 use std::fs::File;
@@ -308,7 +310,7 @@ fn spawn_tool(py: &Path, port: u16, source: Source, limit: Option<u64>, stats: &
     if let Some(n) = limit {
         cmd.args(["--bytes", &n.to_string()]);
     }
-    util::spawn_grouped(&mut cmd)
+    supervisor::spawn_grouped(&mut cmd)
 }
 
 fn read_stats(path: &Path) -> Value {
@@ -337,11 +339,11 @@ pub fn run_one(py: &Path, port: u16, source: Source, t: &DhTest, dir: &Path, tim
         let out = File::create(&out_path)?;
         let mut cmd = Command::new("dieharder");
         cmd.args(["-g", "200"]).args(&t.args).stdin(pipe).stdout(out.try_clone()?).stderr(out);
-        let mut d = util::spawn_grouped(&mut cmd)?;
+        let mut d = supervisor::spawn_grouped(&mut cmd)?;
         drop(cmd); // the Command still holds the pipe's read end: close ours so the tool sees EPIPE
-        let st = util::wait_timeout(&mut d, timeout, &format!("dieharder {}", t.args.join(" ")));
+        let st = supervisor::wait_timeout(&mut d, timeout, &format!("dieharder {}", t.args.join(" ")));
         // dieharder closed its stdin: the tool sees EPIPE and exits 0.
-        let tst = util::wait_timeout(&mut tool, Duration::from_secs(60), "trng_test.py");
+        let tst = supervisor::wait_timeout(&mut tool, Duration::from_secs(60), "trng_test.py");
         let st = st?;
         let tst = tst?;
         let text = std::fs::read_to_string(&out_path).unwrap_or_default();
@@ -456,10 +458,10 @@ pub fn run_stats(tester: &Tester, source: Source, bytes: u64, dir: &Path, timeou
     let mut src = tool.stdout.take().unwrap();
     let rng_out = dir.join(format!("rngtest-{tag}.txt"));
     let ent_out = dir.join(format!("ent-{tag}.txt"));
-    let mut rng = util::spawn_grouped(
+    let mut rng = supervisor::spawn_grouped(
         Command::new("rngtest").stdin(Stdio::piped()).stdout(File::create(&rng_out)?).stderr(File::create(&rng_out.with_extension("log"))?),
     )?;
-    let mut ent = util::spawn_grouped(Command::new("ent").arg("-t").stdin(Stdio::piped()).stdout(File::create(&ent_out)?).stderr(Stdio::null()))?;
+    let mut ent = supervisor::spawn_grouped(Command::new("ent").arg("-t").stdin(Stdio::piped()).stdout(File::create(&ent_out)?).stderr(Stdio::null()))?;
     let (mut a, mut b) = (rng.stdin.take().unwrap(), ent.stdin.take().unwrap());
     let deadline = Instant::now() + timeout;
     let mut buf = vec![0u8; 1 << 20];
@@ -479,9 +481,9 @@ pub fn run_stats(tester: &Tester, source: Source, bytes: u64, dir: &Path, timeou
         }
     })();
     drop((a, b));
-    let tst = util::wait_timeout(&mut tool, Duration::from_secs(30), "trng_test.py")?;
-    let rst = util::wait_timeout(&mut rng, Duration::from_secs(120), "rngtest")?;
-    let est = util::wait_timeout(&mut ent, Duration::from_secs(120), "ent")?;
+    let tst = supervisor::wait_timeout(&mut tool, Duration::from_secs(30), "trng_test.py")?;
+    let rst = supervisor::wait_timeout(&mut rng, Duration::from_secs(120), "rngtest")?;
+    let est = supervisor::wait_timeout(&mut ent, Duration::from_secs(120), "ent")?;
     let n = copy?;
     if !tst.success() {
         bail!("trng_test.py --source {tag} exited {tst}: {}", std::fs::read_to_string(dir.join(format!("tool-stats-{tag}.log"))).unwrap_or_default().trim());
@@ -625,7 +627,7 @@ fn write_report(dir: &Path, source: Source, level: Option<Level>, runs: &[DhRun]
     Ok(ok)
 }
 
-/// Steps of `cargo xtask test` (registered in steps.rs).
+/// Steps of `cargo xtask test` (listed in registry.rs).
 pub fn test_steps() -> Vec<TestStep> {
     vec![
         TestStep { name: "trng:dieharder-ci", timeout: Duration::from_secs(40 * 60), run: ci_dieharder },
@@ -706,7 +708,7 @@ fn ci_scenarios(ctx: &Ctx) -> Result<()> {
     Ok(())
 }
 
-/// Bench providers (registered in steps.rs).
+/// Bench providers (listed in registry.rs).
 pub fn bench_providers() -> Vec<BenchProvider> {
     vec![
         BenchProvider { name: "trng-stream", timeout: Duration::from_secs(600), run: bench_stream },
@@ -729,7 +731,7 @@ fn bench_stream(ctx: &Ctx) -> Result<BenchResults> {
             .arg(&stats)
             .stdin(Stdio::null())
             .stdout(File::create("/dev/null")?);
-        util::run(&mut cmd, Duration::from_secs(300), "trng_test.py (bench)")?;
+        supervisor::run(&mut cmd, Duration::from_secs(300), "trng_test.py (bench)")?;
         let v = read_stats(&stats);
         let b = v["bytes"].as_u64().unwrap_or(0);
         if b != 256 << 20 {

@@ -9,8 +9,10 @@
 //!   `rtl_trng_words_per_kcycle` (and per-block detail).
 
 use crate::bench::parse_flat_json;
+use crate::supervisor;
 use crate::steps::{BenchProvider, BenchResults, TestStep};
-use crate::{setup, util, Ctx};
+use crate::ctx::Ctx;
+use crate::{setup, util};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::process::Command;
@@ -33,7 +35,7 @@ fn vectors() -> Result<PathBuf> {
     std::fs::create_dir_all(path.parent().unwrap())?;
     let mut cmd = util::cargo();
     cmd.args(["run", "-q", "--release", "-p", "trng-core", "--example", "trng_vectors", "--"]).arg(&path).current_dir(util::root());
-    util::run(&mut cmd, Duration::from_secs(600), "trng_vectors")?;
+    supervisor::run(&mut cmd, Duration::from_secs(600), "trng_vectors")?;
     Ok(path)
 }
 
@@ -45,7 +47,7 @@ fn synth() -> Result<BenchResults> {
     let json = dir.join("synth.json");
     let mut cmd = Command::new(py);
     cmd.args(["-m", "trng.synth", "--json"]).arg(&json).arg("--workdir").arg(dir.join("synth")).current_dir(util::root().join("gateware"));
-    util::run(&mut cmd, Duration::from_secs(15 * 60), "trng.synth (yosys)")?;
+    supervisor::run(&mut cmd, Duration::from_secs(15 * 60), "trng.synth (yosys)")?;
     parse_flat_json(&std::fs::read_to_string(&json).context("synth JSON")?)
 }
 
@@ -56,7 +58,7 @@ fn gateware_rtl(ctx: &Ctx) -> Result<()> {
     cmd.args(["-m", "pytest", "-p", "no:cacheprovider", if ctx.verbose { "-v" } else { "-q" }, "gateware/trng/tests"])
         .env("TRNG_VECTORS", &vec)
         .current_dir(util::root());
-    util::run(&mut cmd, Duration::from_secs(15 * 60), "pytest gateware/trng/tests")?;
+    supervisor::run(&mut cmd, Duration::from_secs(15 * 60), "pytest gateware/trng/tests")?;
     let r = synth()?;
     let get = |k: &str| r.get(k).copied().with_context(|| format!("no {k} in the synthesis report"));
     let (luts, run, block) = (get("synth_trng_luts")?, get("rtl_trng_max_invalid_run")?, get("rtl_trng_cycles_per_block")?);

@@ -8,9 +8,10 @@
 //!    (test mode, ClearErrors, refusal of public opcodes there) and then stops the service
 //!    with Quit: a request afterwards is answered `Stopped` at once, it does not hang.
 
-use crate::hosted::{field, shell_quote, system, system_env};
+use crate::hosted::{field, system, system_env};
+use crate::util::shell_quote;
 use crate::steps::TestStep;
-use crate::Ctx;
+use crate::ctx::Ctx;
 use anyhow::{bail, Result};
 use std::time::Duration;
 

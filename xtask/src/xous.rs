@@ -12,6 +12,7 @@
 //!   stamps/*.stamp
 
 use crate::util;
+use crate::supervisor;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -243,7 +244,7 @@ pub fn ensure_kernel(flavor: Flavor, verbose: bool) -> Result<PathBuf> {
         .arg(&target)
         .env_remove("CARGO_TARGET_DIR");
     eprintln!("xtask: building {KERNEL_CRATE} {KERNEL_VERSION} ({})", flavor.name());
-    util::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("building {KERNEL_CRATE} ({})", flavor.name()), verbose)?;
+    supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("building {KERNEL_CRATE} ({})", flavor.name()), verbose)?;
     std::fs::create_dir_all(bin.parent().unwrap())?;
     let tmp = bin.with_extension("tmp");
     std::fs::copy(target.join("release").join(KERNEL_CRATE), &tmp)?;
@@ -273,7 +274,7 @@ pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
                 .arg(format!("{krate}@{version}"))
                 .env_remove("CARGO_TARGET_DIR")
                 .env_remove("CARGO_INSTALL_ROOT");
-            util::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("cargo install {krate}@{version}"), verbose)?;
+            supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("cargo install {krate}@{version}"), verbose)?;
             write_stamp(&stamp, &key)?;
         }
         out.push(bin);
@@ -291,7 +292,7 @@ pub fn build_programs(packages: &[&str], verbose: bool) -> Result<PathBuf> {
     if !verbose {
         cmd.arg("--quiet");
     }
-    util::run(&mut cmd, BUILD_TIMEOUT, &format!("cargo build --release {}", packages.join(" ")))?;
+    supervisor::run(&mut cmd, BUILD_TIMEOUT, &format!("cargo build --release {}", packages.join(" ")))?;
     Ok(util::target_dir().join("release"))
 }
 

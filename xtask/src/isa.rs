@@ -229,7 +229,7 @@ pub fn cmd_gen_docs(root: &Path, check: bool) -> Result<()> {
     Ok(())
 }
 
-/// Steps for `cargo xtask test` (registered in steps.rs): the generated ISA doc is current, the
+/// Steps for `cargo xtask test` (listed in registry.rs): the generated ISA doc is current, the
 /// gateware's Python ISA reader passes its tests, and a vector export re-reads and re-checks.
 /// Bench provider `engine`: the native `engine-bench` binary of engine25519-core (cycle counts
 /// per ISA, ladder-step cycles, model vs x25519-dalek host time, per-program instruction counts).
@@ -237,7 +237,7 @@ pub fn bench_providers() -> Vec<crate::steps::BenchProvider> {
     vec![crate::steps::BenchProvider { name: "engine", timeout: std::time::Duration::from_secs(600), run: bench_engine }]
 }
 
-fn bench_engine(_ctx: &crate::Ctx) -> Result<crate::steps::BenchResults> {
+fn bench_engine(_ctx: &crate::ctx::Ctx) -> Result<crate::steps::BenchResults> {
     let mut c = crate::util::cargo();
     c.args(["run", "--quiet", "--release", "-p", "engine25519-core", "--bin", "engine-bench"]);
     crate::bench::native_provider(&mut c, std::time::Duration::from_secs(580), "engine-bench")
@@ -260,7 +260,7 @@ pub fn test_steps() -> Vec<crate::steps::TestStep> {
                 let mut cmd = std::process::Command::new(py);
                 cmd.args(["-m", "pytest", "-p", "no:cacheprovider", if c.verbose { "-v" } else { "-q" }, "gateware/tests"])
                     .current_dir(crate::util::root());
-                crate::util::run(&mut cmd, Duration::from_secs(5 * 60), "pytest gateware/tests")
+                crate::supervisor::run(&mut cmd, Duration::from_secs(5 * 60), "pytest gateware/tests")
             },
         },
         TestStep {
