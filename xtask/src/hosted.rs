@@ -232,6 +232,15 @@ impl Hosted {
             std::thread::sleep(Duration::from_millis(5));
         }
         supervisor::unregister_group(self.pgid);
+        // the output readers end at EOF: wait for them, so that `lines()` holds everything the
+        // processes printed (the kernel can exit before its last line was read)
+        loop {
+            match self.rx.recv_timeout(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100))) {
+                Ok(_) => continue,
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => bail!("kernel exited ({status}) but its output did not end within {timeout:?}"),
+            }
+        }
         Ok(status)
     }
 

@@ -25,6 +25,7 @@ pub mod isa;
 pub mod asm;
 pub mod disasm;
 pub mod docs;
+pub mod formats;
 pub mod model;
 pub mod model_field;
 pub mod programs;
