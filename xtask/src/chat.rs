@@ -260,11 +260,10 @@ impl BorrowedFile for std::fs::File {
 }
 
 /// `cargo xtask run`: the chat UI in this terminal.
-pub fn run(ctx: &Ctx, flavor: Flavor, engine: Engine, sync_dh: bool, fresh: bool, extra: Vec<String>) -> Result<()> {
+pub fn run(ctx: &Ctx, flavor: Flavor, engine: Engine, sync_dh: bool, fresh: bool, store: PathBuf, extra: Vec<String>) -> Result<()> {
     if unsafe { libc::isatty(0) } != 1 || unsafe { libc::isatty(1) } != 1 {
         bail!("cargo xtask run is the interactive chat: run it in a terminal (scripted runs: cargo xtask smoke, cargo xtask test --only chat:crash)");
     }
-    let store = default_store();
     if fresh {
         for f in ["alice.state", "bob.state"] {
             let _ = std::fs::remove_file(store.join(f));
@@ -405,7 +404,10 @@ pub fn smoke(ctx: &Ctx) -> Result<()> {
 }
 
 pub fn test_steps() -> Vec<TestStep> {
-    vec![TestStep { name: "chat:crash", timeout: Duration::from_secs(600), run: crash }]
+    vec![
+        TestStep { name: "chat:crash", timeout: Duration::from_secs(600), run: crash },
+        TestStep { name: "chat:tmux", timeout: Duration::from_secs(300), run: tmux_test },
+    ]
 }
 
 /// PIDs of the processes of `sys` whose program is `bin` (argv[0] ends with /bin).
@@ -529,4 +531,158 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
     r.insert("ratchet_msgs_per_s".into(), get(&j, "msgs_per_s"));
     r.insert("ratchet_step_host_ms_v2".into(), get(&j, "dh_host_ms"));
     Ok(r)
+}
+
+// ------------------------------------------------------------------------------ tmux test
+
+/// A tmux server of our own (its own socket), killed when dropped.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> Result<String> {
+        let out = std::process::Command::new("tmux").arg("-L").arg(&self.socket).args(args).output().context("running tmux")?;
+        if !out.status.success() {
+            bail!("tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr).trim());
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+    fn screen(&self) -> String {
+        self.cmd(&["capture-pane", "-p", "-t", "chat"]).unwrap_or_default()
+    }
+    /// Polls the screen until `pred` holds.
+    fn wait(&self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> Result<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let s = self.screen();
+            if pred(&s) {
+                return Ok(s);
+            }
+            if Instant::now() > deadline {
+                bail!("tmux: timed out after {timeout:?} waiting for {what}; the screen:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    fn keys(&self, keys: &[&str]) -> Result<()> {
+        let mut a = vec!["send-keys", "-t", "chat"];
+        a.extend_from_slice(keys);
+        self.cmd(&a).map(|_| ())
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("tmux").arg("-L").arg(&self.socket).arg("kill-server").output();
+    }
+}
+
+/// The ticker's frame counter on a screen.
+fn frame_no(screen: &str) -> Option<u64> {
+    let i = screen.find(" frame ")?;
+    screen[i + 7..].split_whitespace().next()?.parse().ok()
+}
+
+/// Processes (any) whose environment names this store: every process of the chat's system.
+fn processes_with_store(store: &Path) -> Vec<(i32, String)> {
+    let needle = format!("CHAT_STORE={}", store.display());
+    let mut v = Vec::new();
+    let Ok(rd) = std::fs::read_dir("/proc") else { return v };
+    for e in rd.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(env) = std::fs::read(format!("/proc/{pid}/environ")) else { continue };
+        if env.split(|&b| b == 0).any(|kv| kv == needle.as_bytes()) {
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            v.push((pid, String::from_utf8_lossy(&cmd).replace('\0', " ")));
+        }
+    }
+    v
+}
+
+/// The chat as a person uses it: `cargo xtask run` in a tmux pane, messages typed with
+/// send-keys, the screen read with capture-pane (own message, Bob's reply, the ticker moving, a
+/// live fault command), Ctrl-C; then no process may be left and the terminal must be sane.
+fn tmux_test(ctx: &Ctx) -> Result<()> {
+    crate::setup::require_apt(&["tmux"])?;
+    // build first: the pane only runs the finished binaries
+    ctx.xous()?;
+    ctx.programs()?;
+    let store = fresh_store("tmux")?;
+    let exe = std::env::current_exe()?;
+    let done = store.join("done");
+    let script = format!(
+        "{} run --fresh --store {}; echo $? > {}.code; stty -a > {}.stty; echo done > {}; exec sleep 600",
+        shell_quote(&exe),
+        shell_quote(&store),
+        shell_quote(&done),
+        shell_quote(&done),
+        shell_quote(&done)
+    );
+    let t = Tmux { socket: format!("xtask-chat-{}", std::process::id()) };
+    t.cmd(&["new-session", "-d", "-s", "chat", "-x", "120", "-y", "40", "sh", "-c", &script])?;
+    t.wait("the chat screen with Bob's session", Duration::from_secs(90), |s| s.contains("Alice ↔ Bob") && s.contains("X3DH done"))?;
+    // the ticker moves at ~30 frames/s
+    let f1 = frame_no(&t.screen()).context("no frame counter on the screen")?;
+    std::thread::sleep(Duration::from_secs(2));
+    let s = t.screen();
+    let f2 = frame_no(&s).context("no frame counter on the screen")?;
+    if f2 < f1 + 30 {
+        bail!("the ticker did not move at >= 15 frames/s: frame {f1} -> {f2} in 2 s\n{s}");
+    }
+    eprintln!("chat:tmux: ticker frame {f1} -> {f2} in 2 s");
+    t.keys(&["-l", "hello from tmux"])?;
+    t.keys(&["Enter"])?;
+    t.wait("my message and Bob's reply", Duration::from_secs(30), |s| s.contains("you #1") && s.contains("hello from tmux") && s.contains("re 1: hello from tmux"))?;
+    // a live fault command shows on the relay line, and messages still get through
+    t.keys(&["-l", "/dup 50"])?;
+    t.keys(&["Enter"])?;
+    t.wait("the relay's new fault setting", Duration::from_secs(10), |s| s.contains("dup 50%"))?;
+    for m in ["second message", "third message"] {
+        t.keys(&["-l", m])?;
+        t.keys(&["Enter"])?;
+    }
+    let s = t.wait("replies 2 and 3", Duration::from_secs(30), |s| s.contains("re 2: second message") && s.contains("re 3: third message"))?;
+    let f3 = frame_no(&s).unwrap_or(0);
+    if f3 <= f2 {
+        bail!("the ticker stopped: frame {f2} -> {f3}");
+    }
+    // Ctrl-C: the app quits, the system shuts down, xtask restores the terminal and exits 0
+    t.keys(&["C-c"])?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done.exists() {
+        if Instant::now() > deadline {
+            bail!("xtask did not exit within 30 s of Ctrl-C; the screen:\n{}", t.screen());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let code = std::fs::read_to_string(store.join("done.code"))?.trim().to_string();
+    if code != "0" {
+        bail!("cargo xtask run exited with {code} after Ctrl-C; the screen:\n{}", t.screen());
+    }
+    let stty = std::fs::read_to_string(store.join("done.stty"))?;
+    let words: Vec<&str> = stty.split_whitespace().collect();
+    for flag in ["icanon", "echo", "isig", "icrnl", "opost"] {
+        if !words.contains(&flag) {
+            bail!("terminal not sane after Ctrl-C: `{flag}` is off\n{stty}");
+        }
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = processes_with_store(&store);
+        if left.is_empty() {
+            break;
+        }
+        if Instant::now() > deadline {
+            for (p, _) in &left {
+                unsafe { libc::kill(*p, libc::SIGKILL) };
+            }
+            bail!("processes left after Ctrl-C (killed now): {left:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    drop(t);
+    let _ = std::fs::remove_dir_all(&store);
+    eprintln!("chat:tmux: typed 3 messages, saw them and Bob's replies, /dup 50 live, ticker moving; Ctrl-C: exit 0, terminal sane, no process left");
+    Ok(())
 }

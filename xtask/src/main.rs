@@ -59,6 +59,9 @@ enum Cmd {
         /// Forget the stored conversation and keys first.
         #[arg(long)]
         fresh: bool,
+        /// Where the conversation is stored (default: target/chat).
+        #[arg(long)]
+        store: Option<PathBuf>,
         /// Extra programs (shell command lines) to start after ours.
         #[arg(long = "program")]
         programs: Vec<String>,
@@ -121,8 +124,9 @@ fn main() {
     let ctx = Ctx::new(cli.verbose);
     let r = match cli.cmd {
         Cmd::Build => cmd_build(&ctx),
-        Cmd::Run { stock, engine, sync_dh, fresh, programs } => {
-            chat::run(&ctx, if stock { xous::Flavor::Stock } else { xous::Flavor::Patched }, engine, sync_dh, fresh, programs)
+        Cmd::Run { stock, engine, sync_dh, fresh, store, programs } => {
+            let flavor = if stock { xous::Flavor::Stock } else { xous::Flavor::Patched };
+            chat::run(&ctx, flavor, engine, sync_dh, fresh, store.unwrap_or_else(chat::default_store), programs)
         }
         Cmd::Smoke { timeout } => smoke::smoke(&ctx, Duration::from_secs(timeout)),
         Cmd::KernelTest => kernel_test::all(&ctx),
