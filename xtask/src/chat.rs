@@ -59,7 +59,11 @@ impl Engine {
         match self {
             Engine::V1 => v.push(("ENGINE25519_ISA".into(), "v1".into())),
             Engine::V2 => v.push(("ENGINE25519_ISA".into(), "v2".into())),
-            Engine::Software => v.push(("ENGINE25519_BACKEND".into(), "software".into())),
+            Engine::Software => {
+                // the software backend reports ISA v1 (only the model implements v2)
+                v.push(("ENGINE25519_BACKEND".into(), "software".into()));
+                v.push(("ENGINE25519_ISA".into(), "v1".into()));
+            }
         }
         if pace && self != Engine::Software {
             v.push(("ENGINE25519_PACE_HZ".into(), self.clock_hz().to_string()));
@@ -407,7 +411,36 @@ pub fn test_steps() -> Vec<TestStep> {
     vec![
         TestStep { name: "chat:crash", timeout: Duration::from_secs(600), run: crash },
         TestStep { name: "chat:tmux", timeout: Duration::from_secs(300), run: tmux_test },
+        TestStep { name: "chat:relay-bad-input", timeout: Duration::from_secs(180), run: relay_bad_input },
     ]
+}
+
+/// Malformed input to the relay server (apps/chat/src/bin/chat_relay_check.rs): every opcode as
+/// every wrong kind, bad fields, random pages; then it must still serve correct calls.
+fn relay_bad_input(ctx: &Ctx) -> Result<()> {
+    let bins = ctx.xous()?.clone();
+    let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
+    for p in ctx.server_programs()? {
+        l = l.program(p);
+    }
+    l = l.program(shell_quote(&ctx.program("chat-relay")?));
+    l = l.program(format!("{} --shutdown", shell_quote(&ctx.program("chat-relay-check")?)));
+    let mut sys = l.start()?;
+    let line = match sys.wait_marker("CHAT-RELAY-CHECK", Duration::from_secs(120)) {
+        Ok(l) => l.text,
+        Err(e) => {
+            let tail = sys.tail(30);
+            sys.stop();
+            bail!("{e}\n--- last output ---\n{tail}");
+        }
+    };
+    eprintln!("chat:relay-bad-input: {}", line.trim());
+    sys.wait_exit(Duration::from_secs(20))?;
+    let p = panics(&sys);
+    if !line.contains("CHAT-RELAY-CHECK ok") || !p.is_empty() {
+        bail!("{} {p:?}", line.trim());
+    }
+    Ok(())
 }
 
 /// PIDs of the processes of `sys` whose program is `bin` (argv[0] ends with /bin).
@@ -500,8 +533,12 @@ fn bench_run(ctx: &Ctx, engine: Engine, sync_dh: bool, pace: bool, n: u32, fps: 
         relay_args: vec![],
     };
     let mut sys = launch(ctx, &o, Flavor::Patched, &[], ctx.verbose)?;
-    let line = match sys.wait_marker("BENCH-JSON", Duration::from_secs(300)) {
-        Ok(l) => l.text,
+    let line = match sys.wait_line(Duration::from_secs(300), "BENCH-JSON", |l| l.contains("BENCH-JSON") || l.contains("CHAT-DONE fail") || l.contains("SYSCTL ERROR")) {
+        Ok(l) if l.text.contains("BENCH-JSON") => l.text,
+        Ok(l) => {
+            sys.stop();
+            bail!("chat bench ({} {}): {}", engine.name(), if sync_dh { "sync" } else { "async" }, l.text.trim());
+        }
         Err(e) => {
             let tail = sys.tail(30);
             sys.stop();

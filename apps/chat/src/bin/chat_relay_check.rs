@@ -1,0 +1,160 @@
+//! chat-relay-check: malformed input to the relay server (test step chat:relay-bad-input).
+//! Every opcode as every wrong message kind, bad magic, lengths, mailboxes and percentages, an
+//! archive position outside the page, 2,000 pages of random bytes to random opcodes; each must
+//! get its documented error reply (no hang, no crash), and afterwards the relay must still serve
+//! correct calls. Prints `CHAT-RELAY-CHECK ok checks=N` or `CHAT-RELAY-CHECK FAILED <why>`;
+//! `--shutdown` ends the hosted system.
+
+use chat::relay_api::{Faults, Frame, Opcode, RelayStats, Status, FRAME_DATA, MAGIC};
+use chat::relay_client::{Relay, RelayError};
+use service_ipc::client::{blocking_scalar, memory_reply, CallError};
+use xous::{Message, MemorySize};
+use xous_ipc::Buffer;
+
+struct Check {
+    conn: xous::CID,
+    n: u32,
+}
+
+impl Check {
+    fn expect(&mut self, what: &str, got: Result<(), CallError>, want: Status) -> Result<(), String> {
+        self.n += 1;
+        match got {
+            Err(CallError::Service(c)) if c == want as u32 => Ok(()),
+            other => Err(format!("{what}: got {other:?}, want {want:?}")),
+        }
+    }
+
+    fn scalar(&self, op: u32, args: [usize; 4]) -> Result<(), CallError> {
+        blocking_scalar(self.conn, op, args).map(|_| ())
+    }
+
+    /// lend_mut of `f` as opcode `op`, archive at position `pos` of the page (None: 0).
+    fn frame(&self, op: u32, f: Frame) -> Result<(), CallError> {
+        let mut buf = Buffer::into_buf(f).map_err(|_| CallError::Protocol("serialize"))?;
+        let r = buf.lend_mut(self.conn, op)?;
+        memory_reply(r).map(|_| ())
+    }
+
+    /// A raw page with `bytes` at the start, lent mutably with archive position `pos`.
+    fn raw(&self, op: u32, bytes: &[u8], pos: usize) -> Result<(), CallError> {
+        let mut page = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).map_err(CallError::Ipc)?;
+        {
+            let s = page.as_slice_mut::<u8>();
+            s.fill(0);
+            s[..bytes.len()].copy_from_slice(bytes);
+        }
+        let r = xous::send_message(self.conn, Message::new_lend_mut(op as usize, page, MemorySize::new(pos), MemorySize::new(4096)));
+        let out = r.map_err(CallError::Ipc).and_then(memory_reply).map(|_| ());
+        let _ = xous::unmap_memory(page);
+        out
+    }
+}
+
+fn frame_with(from: u32, to: u32, len: u32, magic: u32) -> Frame {
+    let mut f = Frame::new(from, to, &[]).unwrap();
+    f.len = len;
+    f.magic = magic;
+    f
+}
+
+fn run() -> Result<u32, String> {
+    let mut relay = Relay::new().map_err(|e| e.to_string())?;
+    let mut c = Check { conn: relay.conn(), n: 0 };
+    // unknown opcodes, every kind we can answer
+    for op in [0u32, 7, 99, 0xFFFF] {
+        c.expect("unknown opcode (blocking scalar)", c.scalar(op, [0; 4]), Status::UnknownOpcode)?;
+        c.expect("unknown opcode (lend_mut)", c.frame(op, Frame::new(1, 1, b"x").unwrap()), Status::UnknownOpcode)?;
+    }
+    // every known opcode as the wrong kind
+    for op in [Opcode::Send, Opcode::Recv, Opcode::PutBundle, Opcode::GetBundle, Opcode::Stats] {
+        c.expect(&format!("{op:?} as blocking scalar"), c.scalar(op as u32, [1, 2, 3, 4]), Status::BadMessage)?;
+    }
+    c.expect("SetFaults as lend_mut", c.frame(Opcode::SetFaults as u32, Frame::new(1, 1, b"x").unwrap()), Status::BadMessage)?;
+    // bad field values
+    for op in [Opcode::Send, Opcode::Recv, Opcode::PutBundle, Opcode::GetBundle] {
+        c.expect(&format!("{op:?} with a bad magic"), c.frame(op as u32, frame_with(1, 2, 1, MAGIC ^ 1)), Status::BadMessage)?;
+    }
+    c.expect("Send of length 0", c.frame(Opcode::Send as u32, frame_with(1, 2, 0, MAGIC)), Status::BadLength)?;
+    c.expect("Send longer than a frame", c.frame(Opcode::Send as u32, frame_with(1, 2, FRAME_DATA as u32 + 1, MAGIC)), Status::BadLength)?;
+    c.expect("Send with length u32::MAX", c.frame(Opcode::Send as u32, frame_with(1, 2, u32::MAX, MAGIC)), Status::BadLength)?;
+    c.expect("PutBundle longer than a frame", c.frame(Opcode::PutBundle as u32, frame_with(3, 3, FRAME_DATA as u32 + 1, MAGIC)), Status::BadLength)?;
+    c.expect("Send from mailbox 0", c.frame(Opcode::Send as u32, frame_with(0, 2, 1, MAGIC)), Status::BadMailbox)?;
+    c.expect("Send to mailbox 65", c.frame(Opcode::Send as u32, frame_with(1, 65, 1, MAGIC)), Status::BadMailbox)?;
+    c.expect("Recv of mailbox 0", c.frame(Opcode::Recv as u32, frame_with(0, 0, 0, MAGIC)), Status::BadMailbox)?;
+    c.expect("Recv of mailbox u32::MAX", c.frame(Opcode::Recv as u32, frame_with(0, u32::MAX, 0, MAGIC)), Status::BadMailbox)?;
+    c.expect("GetBundle nobody registered", c.frame(Opcode::GetBundle as u32, frame_with(0, 60, 0, MAGIC)), Status::NoBundle)?;
+    c.expect("SetFaults 101 %", c.scalar(Opcode::SetFaults as u32, [0, 0, 0, 101]), Status::BadValue)?;
+    c.expect("SetFaults usize::MAX", c.scalar(Opcode::SetFaults as u32, [usize::MAX, 0, 0, 0]), Status::BadValue)?;
+    c.expect("Stats with a bad magic", c.frame(Opcode::Stats as u32, frame_with(0, 0, 0, 0)), Status::BadMessage)?;
+    // archive outside the page or misaligned
+    for pos in [4095usize, 4096 - 8, 3] {
+        c.expect(&format!("Send archive at position {pos}"), c.raw(Opcode::Send as u32, &[], pos), Status::BadMessage)?;
+    }
+    // non-blocking scalars cannot be answered: the relay must just survive them
+    for op in 0..8usize {
+        xous::send_message(c.conn, Message::new_scalar(op, 1, 2, 3, 4)).map_err(|e| format!("scalar: {e:?}"))?;
+    }
+    // random pages to random opcodes: each gets a reply (any), nothing hangs
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut next = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let mut garbage = vec![0u8; 4096];
+    for _ in 0..2000 {
+        for b in garbage.iter_mut() {
+            *b = next() as u8;
+        }
+        let op = (next() % 9) as u32;
+        let pos = if next() % 4 == 0 { (next() % 4096) as usize } else { 0 };
+        // valid-looking magic half the time, so field checks are reached
+        if next() % 2 == 0 {
+            garbage[..4].copy_from_slice(&MAGIC.to_le_bytes());
+        }
+        match c.raw(op, &garbage, pos) {
+            Ok(()) | Err(CallError::Service(_)) => {}
+            Err(e) => return Err(format!("random page to opcode {op}: {e:?}")),
+        }
+        c.n += 1;
+    }
+    // still serving correct calls
+    relay.set_faults(Faults::default()).map_err(|e| e.to_string())?;
+    while relay.recv(63).map_err(|e| e.to_string())?.is_some() {}
+    relay.send(63, 63, b"still here").map_err(|e| e.to_string())?;
+    match relay.recv(63) {
+        Ok(Some((63, d))) if d == b"still here" => {}
+        other => return Err(format!("after the bad input, Send/Recv: {other:?}")),
+    }
+    match relay.get_bundle(61) {
+        Err(RelayError::Status(Status::NoBundle)) => {}
+        other => return Err(format!("after the bad input, GetBundle: {other:?}")),
+    }
+    let s: RelayStats = relay.stats().map_err(|e| e.to_string())?;
+    if s.delivered == 0 {
+        return Err(format!("stats after the bad input: {s:?}"));
+    }
+    c.n += 3;
+    Ok(c.n)
+}
+
+fn main() {
+    xous_api_log::init_wait().unwrap();
+    let shutdown = std::env::args().any(|a| a == "--shutdown");
+    let code = match run() {
+        Ok(n) => {
+            println!("CHAT-RELAY-CHECK ok checks={n}");
+            0
+        }
+        Err(e) => {
+            println!("CHAT-RELAY-CHECK FAILED {e}");
+            1
+        }
+    };
+    if shutdown {
+        let _ = xous::rsyscall(xous::SysCall::Shutdown);
+    }
+    std::process::exit(code);
+}
