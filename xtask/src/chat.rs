@@ -579,7 +579,13 @@ struct Tmux {
 
 impl Tmux {
     fn cmd(&self, args: &[&str]) -> Result<String> {
-        let out = std::process::Command::new("tmux").arg("-L").arg(&self.socket).args(args).output().context("running tmux")?;
+        let mut c = std::process::Command::new("tmux");
+        c.arg("-L").arg(&self.socket).args(args);
+        // CI runs without a terminal type; tmux needs one for its own panes
+        if std::env::var_os("TERM").map(|t| t.is_empty() || t == "dumb").unwrap_or(true) {
+            c.env("TERM", "xterm-256color");
+        }
+        let out = c.output().context("running tmux")?;
         if !out.status.success() {
             bail!("tmux {args:?}: {}", String::from_utf8_lossy(&out.stderr).trim());
         }
