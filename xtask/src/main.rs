@@ -6,6 +6,8 @@ mod ctx;
 mod device;
 mod isa;
 mod engine_service;
+mod gateware;
+mod gateware_engine;
 mod hosted;
 mod kernel_test;
 mod ratchet;
@@ -104,6 +106,8 @@ enum Cmd {
     /// Cross-compile our Xous servers for the device (riscv32imac-unknown-xous-elf: nightly,
     /// rust-src and build-std, installed through rustup when missing).
     DeviceBuild(device::DeviceBuildArgs),
+    /// Gateware tools (docs/gateware.md): Verilator tests of the engine's RTL, cache cleaning.
+    Gateware(gateware::GatewareArgs),
     #[command(flatten)]
     Engine(isa::EngineCmd),
     #[command(flatten)]
@@ -133,6 +137,7 @@ fn main() {
         Cmd::Test { only, skip, list } => runner::cmd_test(&ctx, only, skip, list),
         Cmd::Bench { json, only } => runner::cmd_bench(&ctx, json, only),
         Cmd::DeviceBuild(a) => device::run(a),
+        Cmd::Gateware(a) => gateware::run(&ctx, a),
         Cmd::Engine(c) => isa::run(c),
         Cmd::Trng(c) => trng::run(&ctx, c),
     };

@@ -25,6 +25,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(crate::isa::test_steps());
     v.extend(crate::trng::test_steps());
     v.extend(crate::trng_gateware::test_steps());
+    v.extend(crate::gateware_engine::test_steps());
     v.extend(crate::engine_service::test_steps());
     v.extend(crate::trng_service::test_steps());
     v.extend(crate::chat::test_steps());
