@@ -19,7 +19,6 @@ mod steps;
 mod supervisor;
 mod trng;
 mod trng_gateware;
-mod trng_service;
 mod util;
 mod xous;
 

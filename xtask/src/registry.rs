@@ -27,7 +27,6 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(crate::trng_gateware::test_steps());
     v.extend(crate::gateware_engine::test_steps());
     v.extend(crate::engine_service::test_steps());
-    v.extend(crate::trng_service::test_steps());
     v.extend(crate::chat::test_steps());
     v.extend(crate::device::test_steps());
     v.extend(crate::ratchet::test_steps());

@@ -1,5 +1,5 @@
 //! What a test step (`cargo xtask test`) and a bench provider (`cargo xtask bench`) are, and
-//! the hard timeout every one of them runs under. Area modules (xtask/src/isa.rs, trng.rs, ...)
+//! the hard timeout every one of them runs under. Area modules (xtask/src/isa.rs, trng/, ...)
 //! expose `pub fn test_steps() -> Vec<TestStep>` and/or `pub fn bench_providers() ->
 //! Vec<BenchProvider>`; registry.rs lists them. The timeout is enforced by killing the process
 //! groups started through `supervisor::spawn_grouped` / `hosted::Launch`.

@@ -1,6 +1,4 @@
-//! TRNG service: the privilege test step (docs/security.md).
-//!
-//! `trng-service:privilege`:
+//! The TRNG service's privilege test step `trng-service:privilege` (docs/security.md):
 //! 1. the hosted system with sysctl and an ordinary client (`trng-privilege`): the control name
 //!    is refused, every privileged opcode on the public server is refused `NotPermitted` as
 //!    every message kind, and the service keeps serving (`TRNG-PRIVILEGE ... verdict=PASS`);
@@ -8,18 +6,13 @@
 //!    (test mode, ClearErrors, refusal of public opcodes there) and then stops the service
 //!    with Quit: a request afterwards is answered `Stopped` at once, it does not hang.
 
+use crate::ctx::Ctx;
 use crate::hosted::{field, system, system_env};
 use crate::util::shell_quote;
-use crate::steps::TestStep;
-use crate::ctx::Ctx;
 use anyhow::{bail, Result};
 use std::time::Duration;
 
-pub fn test_steps() -> Vec<TestStep> {
-    vec![TestStep { name: "trng-service:privilege", timeout: Duration::from_secs(180), run: privilege }]
-}
-
-fn privilege(ctx: &Ctx) -> Result<()> {
+pub fn privilege(ctx: &Ctx) -> Result<()> {
     let mut sys = system(ctx, &[shell_quote(&ctx.program("trng-privilege")?)])?;
     let r = (|| -> Result<()> {
         let l = sys
