@@ -1,0 +1,43 @@
+"""Instruction decode tables built from the spec's opcode table of one ISA: for each opcode
+code, its class (ALU op index, MUL, BRZ, FIN, CSWAP or illegal), cost, latency and which
+fields it reads/writes (for the scoreboard). Nothing here restates a code or a cost."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import spec
+from .alu import Alu
+
+K_ILLEGAL, K_ALU, K_MUL, K_BRZ, K_FIN, K_CSWAP = range(6)
+
+
+@dataclass
+class Entry:
+    kind: int
+    alu_op: int
+    cycles: int
+    latency: int
+    writes: bool        # writes Wd
+    reads_a: bool       # Ra is a register operand (unless ca)
+    reads_b: bool       # Rb is a register operand (unless cb)
+
+
+def table(isa: str, alu: Alu) -> dict[int, Entry]:
+    s = spec.load()
+    out = {}
+    for code, op in s.isas[isa].by_code.items():
+        m = op.mnemonic
+        kind = {"mul": K_MUL, "brz": K_BRZ, "fin": K_FIN, "cswap": K_CSWAP}.get(m, K_ALU)
+        if kind == K_ALU and m not in alu.ops:
+            raise ValueError(f"isa {isa}: opcode {m} has no hardware")
+        out[code] = Entry(
+            kind=kind,
+            alu_op=alu.ops.index(m) if kind == K_ALU else 0,
+            cycles=op.cycles,
+            latency=op.latency,
+            writes="wd" in op.operands,
+            reads_a=any(k in op.operands for k in ("ra", "ra_reg")),
+            reads_b=any(k in op.operands for k in ("rb", "rb_reg")),
+        )
+    return out

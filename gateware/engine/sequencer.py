@@ -1,0 +1,300 @@
+"""Sequencer: issues one microcode word at a time into the datapath under a scoreboard, with every
+cost and latency from the spec's opcode table of the selected ISA (decode.py). This is the issue
+model the engine's model implements (libs/engine25519-core/src/model.rs): an instruction issues
+in the first cycle in which the previous one's cost has elapsed, every register it reads or
+writes has been written (a per-register countdown), a multiplier is free (MUL) and, for FIN,
+every outstanding result has landed. In v1 every latency equals its cost, so this reduces to the
+shipped engine's sequential FETCH/EXEC/WAIT_DONE timing (3 per ALU op and BRZ, 28 per MUL, 2 per
+FIN, 3 per illegal opcode, 1 cycle from GO).
+
+Pipeline (eng_clk): issue in cycle t (register file addressed), execute in t + 1 (operands from
+the RF or the constant ROM; ALU results written at the end of t + 1; BRZ decides the next mpc),
+CSWAP reads its condition in t + 1 and writes both registers at the end of t + 2; a multiply
+starts in t + 1 on the mul_clk edge mid-cycle and its result is written at the end of cycle
+t + latency - 1. Halting (FIN, end of program, a BRZ to the last word or outside the program,
+an illegal opcode) waits for the cost and for every outstanding write; `cycles` then holds the
+model's cycle count.
+
+Pause: with `pause_req`, the sequencer stops at the next instruction boundary with nothing in
+flight in the eng_clk pipeline (`pause_gnt`); everything on eng_clk is frozen (scoreboard, cost,
+the cycle counter; multipliers finish on mul_clk and hold their result), so a resumed job ends
+with the same registers and the same cycle count. `mpc` is the resume address; writing
+`mpresume` while paused moves it. Clearing `pause_req` resumes.
+"""
+
+from __future__ import annotations
+
+from migen import Array, Cat, If, Module, Mux, Replicate, Signal, bits_for, Case
+
+from . import decode as dec
+from . import spec
+from .alu import Alu
+from .constrom import ConstRom
+from .mul import FieldMul
+from .regfile import RegFile
+from .ucode import MicrocodeRam
+
+
+class Engine(Module):
+    def __init__(self, isa: str):
+        s = spec.load()
+        I = s.isas[isa]
+        g = s.geometry
+        nregs = g["regs_per_window"]
+        self.isa = isa
+
+        self.submodules.rf = rf = RegFile()
+        self.submodules.uc = uc = MicrocodeRam()
+        self.submodules.alu = alu = Alu(isa)
+        self.submodules.ka = ka = ConstRom(isa)
+        self.submodules.kb = kb = ConstRom(isa)
+        nmul = I.units.get("mul", 1)
+        self.muls = []
+        for u in range(nmul):
+            m = FieldMul("mul")
+            setattr(self.submodules, f"mul{u}", m)
+            self.muls.append(m)
+        table = dec.table(isa, alu)
+
+        # ---- control inputs (CSR block / test harness)
+        self.go = Signal()
+        self.window = Signal(bits_for(g["windows"] - 1))
+        self.mpstart = Signal(bits_for(g["ucode_words"] - 1))
+        self.mplen = Signal(bits_for(g["ucode_words"] - 1))
+        self.pause_req = Signal()
+        self.mpresume_we = Signal()
+        self.mpresume_dat = Signal(len(self.mpstart))
+        # ---- status outputs
+        self.running = Signal()
+        self.pause_gnt = Signal()
+        self.mpc = Signal(len(self.mpstart))
+        self.finished = Signal()      # event level: job finished (FIN, end, branch halt)
+        self.illegal = Signal()       # event level: illegal opcode
+        self.ev_pulse = Signal(2)     # one-cycle pulses (finished, illegal) for the event manager
+        self.cycles = Signal(32)
+        self.instructions = Signal(32)
+        self.instruction = Signal(32)
+        # ---- bus side (used while idle or paused)
+        self.bus_rf_adr = Signal(len(rf.wa.adr))
+        self.bus_rf_we = Signal()
+        self.bus_rf_dat_w = Signal(256)
+        self.bus_rf_dat_r = Signal(256)   # port A data: address in one cycle, data the next
+        self.bus_uc_adr = Signal(len(uc.wr.adr))
+        self.bus_uc_we = Signal()
+        self.bus_uc_dat_w = Signal(32)
+        self.bus_uc_dat_r = Signal(32)
+        self.bus_ok = Signal()            # the bus may access RF / microcode now
+
+        f = s.fields
+        word = Signal(32)
+        self.comb += [uc.rd.adr.eq(Mux(self.bus_ok, self.bus_uc_adr, self.mpc)), word.eq(uc.rd.dat_r),
+                      self.bus_uc_dat_r.eq(uc.rd.dat_r),
+                      uc.wr.adr.eq(self.bus_uc_adr), uc.wr.dat_w.eq(self.bus_uc_dat_w), uc.wr.we.eq(self.bus_uc_we & self.bus_ok)]
+        fld = {k: word[f[k].lsb:f[k].lsb + f[k].width] for k in ("opcode", "ra", "ca", "rb", "cb", "wd", "imm")}
+
+        cw = bits_for(max([e.cycles for e in table.values()] + [e.latency for e in table.values()] + [I.illegal_cycles, I.go_cycles]))
+        # decode of the word at mpc
+        d_kind = Signal(3)
+        d_alu = Signal(len(alu.op))
+        d_cycles = Signal(cw)
+        d_lat = Signal(cw)
+        d_writes = Signal()
+        d_ra = Signal()
+        d_rb = Signal()
+        cases = {}
+        for code, e in table.items():
+            cases[code] = [d_kind.eq(e.kind), d_alu.eq(e.alu_op), d_cycles.eq(e.cycles), d_lat.eq(e.latency),
+                           d_writes.eq(int(e.writes)), d_ra.eq(int(e.reads_a)), d_rb.eq(int(e.reads_b))]
+        cases["default"] = [d_kind.eq(dec.K_ILLEGAL), d_cycles.eq(I.illegal_cycles), d_lat.eq(0)]
+        self.comb += Case(fld["opcode"], cases)
+
+        # ---- state
+        IDLE, RUN, HALT = 0, 1, 2
+        state = Signal(2)
+        paused = Signal()
+        en = Signal()
+        self.comb += en.eq(~paused)
+        start = Signal(len(self.mpstart))
+        stop = Signal(len(self.mpstart))
+        win = Signal(len(self.window))
+        cost = Signal(cw)
+        ready = [Signal(cw, name=f"ready{r}") for r in range(nregs)]
+        mcnt = [Signal(cw, name=f"mcnt{u}") for u in range(nmul)]
+        mwd = [Signal(5, name=f"mwd{u}") for u in range(nmul)]
+        mstart = [Signal(name=f"mstart{u}") for u in range(nmul)]
+        halt_ill = Signal()
+
+        # scoreboard checks for the word at mpc
+        touch = Signal(nregs)
+        self.comb += touch.eq((d_writes << fld["wd"]) | ((d_ra & ~fld["ca"]) << fld["ra"]) | ((d_rb & ~fld["cb"]) << fld["rb"]))
+        ready_ok = Signal()
+        self.comb += ready_ok.eq((Cat(*[ready[r] != 0 for r in range(nregs)]) & touch) == 0)
+        drained = Signal()
+        self.comb += drained.eq(Cat(*[ready[r] != 0 for r in range(nregs)]) == 0)
+        free = Signal(nmul)
+        self.comb += free.eq(Cat(*[mcnt[u] == 0 for u in range(nmul)]))
+        unit = Signal(max=max(2, nmul))
+        for u in reversed(range(nmul)):
+            self.comb += If(free[u], unit.eq(u))
+        cost_ok = Signal()
+        self.comb += cost_ok.eq(cost == 0)
+
+        # execute stage (cycle t + 1)
+        ex_v = Signal()
+        ex_kind = Signal(3)
+        ex_alu = Signal(len(alu.op))
+        ex_wd = Signal(5)
+        ex_ra = Signal(5)
+        ex_ca = Signal()
+        ex_rb = Signal()
+        ex_rbi = Signal(5)
+        ex_cb = Signal()
+        ex_mpc = Signal(len(self.mpc))
+        ex_imm = Signal(f["imm"].width)
+        cs2 = Signal()            # CSWAP third cycle
+        cs_wd = Signal(5)
+        cs_ra = Signal(5)
+        cs_cb = Signal()
+        hold_w = Signal(256)
+        hold_a = Signal(256)
+        opa = Signal(256)
+        opb = Signal(256)
+        self.comb += [ka.slot.eq(ex_ra), kb.slot.eq(ex_rbi),
+                      opa.eq(Mux(ex_ca, ka.value, rf.ra.dat_r)), opb.eq(Mux(ex_cb, kb.value, rf.rb.dat_r)),
+                      alu.a.eq(opa), alu.b.eq(opb), alu.op.eq(ex_alu)]
+
+        is_issue = Signal()
+        kind_ok = Signal()
+        self.comb += [
+            kind_ok.eq(Mux(d_kind == dec.K_ILLEGAL, 1,
+                           ready_ok & Mux(d_kind == dec.K_MUL, free != 0, 1) & Mux(d_kind == dec.K_FIN, drained, 1))),
+            is_issue.eq((state == RUN) & en & cost_ok & kind_ok),
+        ]
+
+        # RF addressing
+        base = Signal(len(rf.wa.adr))
+        self.comb += base.eq(win << 5)
+        a_sel = Signal(5)
+        b_sel = Signal(5)
+        self.comb += [
+            a_sel.eq(Mux(ex_v & (ex_kind == dec.K_CSWAP), ex_rbi, Mux(d_kind == dec.K_CSWAP, fld["wd"], fld["ra"]))),
+            b_sel.eq(Mux(d_kind == dec.K_CSWAP, fld["ra"], fld["rb"])),
+            rf.ra.adr.eq(Mux(self.bus_ok, self.bus_rf_adr, base | a_sel)),
+            rf.rb.adr.eq(base | b_sel),
+            self.bus_rf_dat_r.eq(rf.ra.dat_r),
+        ]
+        # CSWAP condition (cycle t + 2): Rb[0] from the RF (read in t + 1) or the constant ROM
+        cond = Signal()
+        self.comb += cond.eq(Mux(cs_cb, kb.value[0], rf.ra.dat_r[0]))
+        # write ports
+        alu_we = Signal()
+        self.comb += [
+            alu_we.eq(ex_v & (ex_kind == dec.K_ALU) & en),
+            If(self.bus_ok,
+                rf.wa.adr.eq(self.bus_rf_adr), rf.wa.dat_w.eq(self.bus_rf_dat_w), rf.wa.we.eq(self.bus_rf_we),
+            ).Elif(cs2 & en,
+                rf.wa.adr.eq(base | cs_wd), rf.wa.dat_w.eq(Mux(cond, hold_a, hold_w)), rf.wa.we.eq(1),
+            ).Else(
+                rf.wa.adr.eq(base | ex_wd), rf.wa.dat_w.eq(alu.q), rf.wa.we.eq(alu_we),
+            ),
+            rf.wb.adr.eq(base | cs_ra), rf.wb.dat_w.eq(Mux(cond, hold_w, hold_a)), rf.wb.we.eq(cs2 & en),
+        ]
+        mwe = Signal()
+        madr = Signal(5)
+        mdat = Signal(256)
+        for u in reversed(range(nmul)):
+            self.comb += If(mcnt[u] == 1, mwe.eq(en), madr.eq(mwd[u]), mdat.eq(self.muls[u].q))
+        self.comb += [rf.wm.adr.eq(base | madr), rf.wm.dat_w.eq(mdat), rf.wm.we.eq(mwe)]
+        for u, m in enumerate(self.muls):
+            self.comb += [m.a.eq(opa), m.b.eq(opb), m.start.eq(mstart[u])]
+
+        # BRZ resolution (cycle t + 1)
+        imm_ext = Signal(len(self.mpc))
+        target = Signal(len(self.mpc))
+        zero = Signal()
+        self.comb += [
+            imm_ext.eq(Cat(ex_imm, Replicate(ex_imm[-1], len(self.mpc) - len(ex_imm)))),
+            target.eq(ex_mpc + imm_ext + 1),
+            zero.eq(opa == 0),
+        ]
+
+        self.comb += [
+            self.running.eq(state != IDLE),
+            self.pause_gnt.eq(paused),
+            self.bus_ok.eq((state == IDLE) | paused),
+        ]
+        finish = Signal()
+        self.comb += finish.eq((state == HALT) & en & cost_ok & drained)
+        can_pause = Signal()
+        self.comb += can_pause.eq((state == RUN) & cost_ok & ~ex_v & ~cs2)
+
+        countdown = [If(cost != 0, cost.eq(cost - 1))] + \
+            [If(ready[r] != 0, ready[r].eq(ready[r] - 1)) for r in range(nregs)] + \
+            [If(mcnt[u] != 0, mcnt[u].eq(mcnt[u] - 1)) for u in range(nmul)]
+
+        self.sync += [
+            self.ev_pulse.eq(0),
+            *[mstart[u].eq(0) for u in range(nmul)],
+            If(state == IDLE,
+                If(self.go,
+                    state.eq(RUN), start.eq(self.mpstart), stop.eq(self.mpstart + self.mplen - 1),
+                    self.mpc.eq(self.mpstart), win.eq(self.window),
+                    cost.eq(I.go_cycles - 1), self.cycles.eq(I.go_cycles), self.instructions.eq(0),
+                    *[ready[r].eq(0) for r in range(nregs)], *[mcnt[u].eq(0) for u in range(nmul)],
+                    ex_v.eq(0), cs2.eq(0), self.finished.eq(0), self.illegal.eq(0), halt_ill.eq(0),
+                ),
+            ).Elif(paused,
+                If(self.mpresume_we, self.mpc.eq(self.mpresume_dat)),
+                If(~self.pause_req, paused.eq(0)),
+            ).Elif(can_pause & self.pause_req,
+                paused.eq(1),
+            ).Else(
+                self.cycles.eq(self.cycles + 1),
+                *countdown,
+                ex_v.eq(0),
+                cs2.eq(0),
+                # ---- execute stage
+                If(ex_v & (ex_kind == dec.K_BRZ),
+                    If(zero,
+                        If((target == stop) | (target < start) | (target > stop),
+                            state.eq(HALT),
+                        ).Else(self.mpc.eq(target)),
+                    ).Else(
+                        If(ex_mpc == stop, state.eq(HALT)).Else(self.mpc.eq(ex_mpc + 1)),
+                    ),
+                ),
+                If(ex_v & (ex_kind == dec.K_CSWAP),
+                    cs2.eq(1), hold_w.eq(rf.ra.dat_r), hold_a.eq(rf.rb.dat_r),
+                ),
+                # ---- issue
+                If(is_issue,
+                    self.instruction.eq(word),
+                    If(d_kind == dec.K_ILLEGAL,
+                        state.eq(HALT), halt_ill.eq(1), cost.eq(d_cycles - 1),
+                    ).Else(
+                        self.instructions.eq(self.instructions + 1),
+                        cost.eq(d_cycles - 1),
+                        ex_v.eq(1), ex_kind.eq(d_kind), ex_alu.eq(d_alu), ex_wd.eq(fld["wd"]),
+                        ex_ra.eq(fld["ra"]), ex_ca.eq(fld["ca"]), ex_rbi.eq(fld["rb"]), ex_cb.eq(fld["cb"]),
+                        ex_mpc.eq(self.mpc), ex_imm.eq(fld["imm"]),
+                        cs_wd.eq(fld["wd"]), cs_ra.eq(fld["ra"]), cs_cb.eq(fld["cb"]),
+                        *[If(d_writes & (fld["wd"] == r), ready[r].eq(d_lat - 1)) for r in range(nregs)],
+                        *[If((d_kind == dec.K_CSWAP) & (fld["ra"] == r), ready[r].eq(d_lat - 1)) for r in range(nregs)],
+                        If(d_kind == dec.K_MUL,
+                            *[If(unit == u, mcnt[u].eq(d_lat - 1), mwd[u].eq(fld["wd"]), mstart[u].eq(1)) for u in range(nmul)],
+                        ),
+                        If(d_kind == dec.K_FIN,
+                            state.eq(HALT),
+                        ).Elif(d_kind != dec.K_BRZ,
+                            If(self.mpc == stop, state.eq(HALT)).Else(self.mpc.eq(self.mpc + 1)),
+                        ),
+                    ),
+                ),
+                If(finish,
+                    state.eq(IDLE),
+                    self.cycles.eq(self.cycles),
+                    self.finished.eq(~halt_ill), self.illegal.eq(halt_ill),
+                    self.ev_pulse.eq(Cat(~halt_ill, halt_ill)),
+                ),
+            ),
+        ]

@@ -1,0 +1,71 @@
+"""The engine on Verilator, driven like the bus does it (microcode and register writes while idle,
+GO, wait for the event): `EngineSim(isa)`. Clocks: eng_clk (`sys`) and mul_clk at the spec's
+ratio, rising edges aligned."""
+
+from __future__ import annotations
+
+from common.verilator import build
+
+from . import spec
+from .sequencer import Engine
+
+IOS = ["go", "window", "mpstart", "mplen", "pause_req", "mpresume_we", "mpresume_dat", "running", "pause_gnt",
+       "mpc", "finished", "illegal", "cycles", "instructions", "instruction", "bus_rf_adr", "bus_rf_we",
+       "bus_rf_dat_w", "bus_rf_dat_r", "bus_uc_adr", "bus_uc_we", "bus_uc_dat_w", "bus_uc_dat_r", "bus_ok"]
+
+
+class EngineSim:
+    def __init__(self, isa: str):
+        self.isa = isa
+        dut = Engine(isa)
+        ratio = spec.mul_clock_ratio(isa)
+        self.sim = build(dut, [getattr(dut, n) for n in IOS], f"engine_{isa}", clocks={"sys": ratio, "mul": 1})
+        self.regs = spec.load().geometry["regs_per_window"]
+
+    def close(self):
+        self.sim.close()
+
+    def load_program(self, words, at=0):
+        s = self.sim
+        s.poke("bus_uc_we", 1)
+        for k, w in enumerate(words):
+            s.poke("bus_uc_adr", at + k)
+            s.poke("bus_uc_dat_w", w)
+            s.tick()
+        s.poke("bus_uc_we", 0)
+
+    def set_reg(self, window, reg, value):
+        s = self.sim
+        s.poke("bus_rf_adr", window * self.regs + reg)
+        s.poke("bus_rf_dat_w", value)
+        s.poke("bus_rf_we", 1)
+        s.tick()
+        s.poke("bus_rf_we", 0)
+
+    def reg(self, window, reg):
+        s = self.sim
+        s.poke("bus_rf_adr", window * self.regs + reg)
+        s.tick()
+        return s.peek("bus_rf_dat_r")
+
+    def clear_window(self, window):
+        for r in range(self.regs):
+            self.set_reg(window, r, 0)
+
+    def start(self, window, mpstart, mplen):
+        s = self.sim
+        assert not s.peek("running")
+        s.poke("window", window)
+        s.poke("mpstart", mpstart)
+        s.poke("mplen", mplen)
+        s.poke("go", 1)
+        s.tick()
+        s.poke("go", 0)
+
+    def run(self, window, mpstart, mplen, max_cycles=10_000_000):
+        """Run a job to its end: (event, cycles, instructions, ticks). event: finished|illegal."""
+        self.start(window, mpstart, mplen)
+        n = self.sim.run_until("running", 0, max_cycles)
+        cyc = self.sim.peek("cycles")
+        ev = "illegal" if self.sim.peek("illegal") else "finished" if self.sim.peek("finished") else "none"
+        return ev, cyc, self.sim.peek("instructions"), n
