@@ -22,6 +22,7 @@ from trng.core import TrngCore  # noqa: E402
 from trng.harness import ConditionerBench, merge_matches  # noqa: E402
 from trng.health import HealthTests  # noqa: E402
 from trng.vectors import CondCase, HealthCase, parse  # noqa: E402
+from trng import verilator as vl  # noqa: E402
 
 SPEC = trng_spec.load()
 POISON = SPEC.constants["urandom_invalid"]
@@ -54,7 +55,7 @@ PATTERNS = {
 
 @pytest.mark.parametrize("pattern", sorted(PATTERNS))
 def test_conditioner_matches_software(cases, pattern):
-    conds = [c for c in cases if isinstance(c, CondCase)]
+    conds = [c for c in cases if isinstance(c, CondCase) and not c.name.startswith("long-")]
     assert len(conds) >= 6
     for c in conds:
         b = run_conditioner(c.raw, c.seeds, (c.reseed_interval, c.selfmix_interval, c.selfmix_enable), PATTERNS[pattern], len(c.out))
@@ -249,3 +250,52 @@ def test_no_output_while_failing_and_recovery():
     assert log["valid_after_fail"] == 0, "a port was valid while a health test was failing"
     assert log["irq"] == {1}, f"only source 0's interrupt line may fire: {log['irq']}"
     assert log["words_after_clear"] > 0, "no output after clear"
+
+
+# ---- the same vectors on the Verilated RTL (Verilator: fast enough for the long cases too)
+
+@pytest.fixture(scope="session")
+def cond_exe():
+    return vl.build(vl.CondTop(POISON), "CondTop", "tb_conditioner.cpp")
+
+
+@pytest.mark.parametrize("pattern", [0, 1, 2])
+def test_verilator_conditioner_matches_software(cases, cond_exe, pattern):
+    conds = [c for c in cases if isinstance(c, CondCase)]
+    assert any(c.name.startswith("long-") for c in conds)
+    for c in conds:
+        r = vl.run_conditioner(cond_exe, c.raw, c.seeds, (c.reseed_interval, c.selfmix_interval, c.selfmix_enable), pattern, len(c.out), POISON)
+        k = r["K"] + ([r["held"][0]] if r["held"][0] is not None else [])
+        s = r["S"] + ([r["held"][1]] if r["held"][1] is not None else [])
+        ok, i = merge_matches(c.out, k, s)
+        assert ok, f"{c.name} (pattern {pattern}): output word {i} wrong or missing ({len(k) + len(s)} delivered, {len(c.out)} expected)"
+        assert r["raw"] == len(c.raw), f"{c.name}: absorbed {r['raw']} raw words, the software {len(c.raw)}"
+        assert r["poison"] == 1, f"{c.name}: an empty port read something other than the poison word"
+        words = r["K"] + r["S"]
+        assert len(set(words)) == len(words), f"{c.name}: a word was delivered twice"
+
+
+def test_verilator_health_tests_fire_on_the_software_samples(cases):
+    exes = {}
+    hcs = [c for c in cases if isinstance(c, HealthCase)]
+    for c in hcs:
+        if c.symbol_bits not in exes:
+            exes[c.symbol_bits] = vl.build(vl.HealthTop(c.symbol_bits), "HealthTop", "tb_health.cpp")
+        ev, done = vl.run_health(exes[c.symbol_bits], c)
+        assert ev == c.fails, f"{c.name}: RTL failures {ev[:4]}..., software {c.fails[:4]}..."
+        assert done == (c.startup_done is not None), c.name
+
+
+def test_verilator_reader_waits(cond_exe):
+    """One port polled every cycle over 300 blocks (reseed every 2 blocks). With self-mix off the
+    longest run of reads with valid = 0 after the first word is shorter than one block time; a
+    self-mix block (one extra, discarded block every selfmix_interval blocks) makes that one gap
+    up to two block times (docs/trng-gateware.md)."""
+    from trng.conditioner import CYCLES_PER_BLOCK
+    raw = [(0x9E37_79B9 * (i + 1)) & 0xFFFF_FFFF for i in range(400)]
+    r = vl.run_conditioner(cond_exe, raw, {}, (2, 64, False), 0, 300 * 16, POISON)
+    assert len(r["K"]) == 300 * 16
+    assert 0 < r["maxinv"][0] < CYCLES_PER_BLOCK, r["maxinv"]
+    r = vl.run_conditioner(cond_exe, raw, {}, (2, 64, True), 0, 300 * 16, POISON)
+    assert len(r["K"]) == 300 * 16
+    assert CYCLES_PER_BLOCK < r["maxinv"][0] < 2 * CYCLES_PER_BLOCK, r["maxinv"]

@@ -55,6 +55,10 @@ fn main() {
     let mut raw = words(6, 64);
     raw[8] = 0xffff_fffe;
     cond("counter-low-word-carry", 4095, 2, true, raw, vec![], 5);
+    // long cases (Verilator only: hundreds of blocks, many reseeds and self-mixes)
+    let seeds: Vec<(usize, Vec<u32>)> = (0..20).map(|i| (30 + 7 * i, vec![0x5eed_0000 + i as u32])).collect();
+    cond("long-reseed-2-selfmix-5", 2, 5, true, words(7, 400), seeds, 300);
+    cond("long-defaults", 2, 64, true, words(8, 400), vec![(100, vec![1, 2, 3])], 400);
 
     let av = HealthParams::av();
     let ro = HealthParams::ro();
