@@ -21,7 +21,10 @@ pub const TARGET: &str = "riscv32imac-unknown-xous-elf";
 /// The toolchain that can build std for it.
 pub const TOOLCHAIN: &str = "nightly";
 /// Our programs that run on the device (their `hw` backends only exist there).
-pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server"];
+pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl"];
+/// Our programs in a device image, in PID order: (package, binary). sysctl comes last, as in
+/// hosted mode: it claims every server's control connection once they run.
+pub const IMAGE_PROGRAMS: &[(&str, &str)] = &[("engine25519-server", "engine25519"), ("trng-server", "trng"), ("sysctl", "sysctl")];
 
 #[derive(Args, Debug)]
 pub struct DeviceBuildArgs {
@@ -45,8 +48,10 @@ pub fn build_command(packages: &[String]) -> Command {
     for p in packages {
         c.args(["-p", p]);
     }
-    // std for Xous is built from source; the device profile aborts on panic
-    c.env("CARGO_PROFILE_RELEASE_PANIC", "abort").env_remove("RUSTUP_TOOLCHAIN").env_remove("CARGO");
+    // std for Xous is built from source; the device profile aborts on panic; no compressed
+    // instructions (the simulated SoC's CPU has none; Precursor's runs such code unchanged)
+    c.env("CARGO_PROFILE_RELEASE_PANIC", "abort")
+        .env("CARGO_TARGET_RISCV32IMAC_UNKNOWN_XOUS_ELF_RUSTFLAGS", crate::device_xous::DEVICE_RUSTFLAGS).env_remove("RUSTUP_TOOLCHAIN").env_remove("CARGO");
     c
 }
 
@@ -64,13 +69,21 @@ fn build(packages: &[String]) -> Result<()> {
     Ok(())
 }
 
+/// Build every device program.
+pub fn build_default() -> Result<()> {
+    build(&DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+}
+
 pub fn run(a: DeviceBuildArgs) -> Result<()> {
     let packages = if a.packages.is_empty() { DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect() } else { a.packages };
     build(&packages)
 }
 
 pub fn test_steps() -> Vec<TestStep> {
-    vec![TestStep { name: "device:cross-build", timeout: Duration::from_secs(2400), run: cross_build }]
+    vec![
+        TestStep { name: "device:cross-build", timeout: Duration::from_secs(2400), run: cross_build },
+        TestStep { name: "device:image", timeout: Duration::from_secs(3000), run: crate::device_image::test_step },
+    ]
 }
 
 fn cross_build(_ctx: &Ctx) -> Result<()> {

@@ -4,6 +4,8 @@ mod bench;
 mod chat;
 mod ctx;
 mod device;
+mod device_image;
+mod device_xous;
 mod isa;
 mod engine_service;
 mod gateware;
@@ -107,6 +109,10 @@ enum Cmd {
     DeviceBuild(device::DeviceBuildArgs),
     /// Gateware tools (docs/gateware.md): Verilator tests of the engine's RTL, cache cleaning.
     Gateware(gateware::GatewareArgs),
+    /// A signed xous.img for Precursor (docs/device.md): the device kernel, the base services and
+    /// our servers, made with xous-tools 0.1.2 and a development key in target/, then checked
+    /// (header, tag CRCs, signature, fit in the kernel flash region).
+    DeviceImage(device_image::DeviceImageArgs),
     #[command(flatten)]
     Engine(isa::EngineCmd),
     #[command(flatten)]
@@ -137,6 +143,7 @@ fn main() {
         Cmd::Bench { json, only } => runner::cmd_bench(&ctx, json, only),
         Cmd::DeviceBuild(a) => device::run(a),
         Cmd::Gateware(a) => gateware::run(&ctx, a),
+        Cmd::DeviceImage(a) => device_image::run(a, ctx.verbose),
         Cmd::Engine(c) => isa::run(c),
         Cmd::Trng(c) => trng::run(&ctx, c),
     };

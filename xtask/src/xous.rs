@@ -188,7 +188,7 @@ pub fn apply_patches(dir: &Path) -> Result<()> {
     apply_patch_list(dir, &patch_files()?)
 }
 
-fn apply_patch_list(dir: &Path, patches: &[PathBuf]) -> Result<()> {
+pub fn apply_patch_list(dir: &Path, patches: &[PathBuf]) -> Result<()> {
     for p in patches {
         let name = p.file_name().unwrap().to_string_lossy().to_string();
         // git apply outside any repository (GIT_CEILING_DIRECTORIES stops discovery of the

@@ -1,0 +1,280 @@
+//! Device builds of the Xous system for Precursor (riscv32imac-unknown-xous-elf), all from pinned
+//! crates.io sources and cached under target/xous/device/ with stamp files:
+//!
+//! - the kernel: xous-kernel 0.9.37 with `--features precursor` (utralib's `precursor-pvt`
+//!   register map), plus kernel-patches/device/*.patch, built without compressed instructions
+//!   (`-C target-feature=-c,-zca`; the simulated SoC's VexRiscv has no C extension, and code
+//!   without it runs unchanged on Precursor's RV32IMAC);
+//! - the base services xous-log, xous-names, xous-ticktimer at the hosted set's versions, same
+//!   features and flags (lock files holding proc-macro2 1.0.5x are updated to 1.0.86, the oldest
+//!   that builds on the current nightly);
+//! - xous-tools 0.1.2 (host binaries: xous-create-image, xous-sign-image, xous-read-tags) and
+//!   utralib 0.1.15's Precursor SVD (the memory map the image creator reads).
+//!
+//! Layout under target/xous/device/:
+//!   download/*.crate            pristine crates (sha256 pinned)
+//!   src/<crate>-<version>/      unpacked (+ patched) sources
+//!   build/<crate>/              cargo target dirs
+//!   bin/                        xous-kernel, xous-log, xous-names, xous-ticktimer (device ELFs)
+//!   tools/bin/                  xous-tools binaries
+//!   stamps/*.stamp
+
+use crate::util;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The device target triple.
+pub const TARGET: &str = crate::device::TARGET;
+/// rustflags of every device build: no compressed instructions (see the module doc).
+pub const DEVICE_RUSTFLAGS: &str = "-C target-feature=-c,-zca";
+/// Cargo features that select Precursor's register map.
+pub const PRECURSOR_FEATURES: &str = "precursor,utralib/precursor-pvt";
+
+/// A pinned crate: (name, version, sha256 of the .crate as published on crates.io).
+#[derive(Clone, Copy, Debug)]
+pub struct Pinned {
+    pub name: &'static str,
+    pub version: &'static str,
+    pub sha256: &'static str,
+}
+
+pub const KERNEL: Pinned = Pinned { name: crate::xous::KERNEL_CRATE, version: crate::xous::KERNEL_VERSION, sha256: crate::xous::KERNEL_SHA256 };
+/// Base services: the hosted set's versions (docs/reference-system.md).
+pub const SERVICES: &[Pinned] = &[
+    Pinned { name: "xous-log", version: "0.1.27", sha256: "e9a0a7718864522f8f2e3b1a3d5bccf30e275ba6d3d668bf6c19f4bd92e21675" },
+    Pinned { name: "xous-names", version: "0.9.36", sha256: "f6575e124d4a285b49f9d49706dc30602641bd0d333de2587c71d3215a8c4836" },
+    Pinned { name: "xous-ticktimer", version: "0.1.31", sha256: "721ddff2edf5f37bb437e9974b1ad75e9c5bd7bc849f6ac3676801cf4ccb2cea" },
+];
+pub const XOUS_TOOLS_VERSION: &str = "0.1.2";
+pub const UTRALIB: Pinned = Pinned { name: "utralib", version: "0.1.15", sha256: "9cc32203e2f81b6b8133a644d61def05387e2385d653cb1e923a65d5eee5f864" };
+
+/// Bumped when the way we build changes (invalidates stamps).
+const RECIPE: &str = "device-recipe-1";
+const BUILD_TIMEOUT: Duration = Duration::from_secs(40 * 60);
+
+pub fn device_dir() -> PathBuf {
+    crate::xous::xous_dir().join("device")
+}
+
+pub fn device_patches_dir() -> PathBuf {
+    crate::xous::patches_dir().join("device")
+}
+
+/// kernel-patches/device/*.patch in application order.
+pub fn device_patch_files() -> Result<Vec<PathBuf>> {
+    let dir = device_patches_dir();
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().map(|x| x == "patch").unwrap_or(false))
+        .collect();
+    v.sort();
+    Ok(v)
+}
+
+fn stamp_path(name: &str) -> PathBuf {
+    device_dir().join("stamps").join(format!("{name}.stamp"))
+}
+
+fn stamp_ok(name: &str, key: &str, outputs: &[&Path]) -> bool {
+    std::fs::read_to_string(stamp_path(name)).map(|s| s.trim() == key).unwrap_or(false) && outputs.iter().all(|p| p.is_file())
+}
+
+fn write_stamp(name: &str, key: &str) -> Result<()> {
+    let p = stamp_path(name);
+    std::fs::create_dir_all(p.parent().unwrap())?;
+    std::fs::write(p, format!("{key}\n"))?;
+    Ok(())
+}
+
+/// Download a pinned crate (once) into target/xous/device/download, checking its sha256 when
+/// one is pinned.
+pub fn fetch_crate(c: &Pinned) -> Result<PathBuf> {
+    let path = device_dir().join("download").join(format!("{}-{}.crate", c.name, c.version));
+    if path.is_file() {
+        let data = std::fs::read(&path)?;
+        if c.sha256.is_empty() || util::sha256_hex(&data) == c.sha256 {
+            return Ok(path);
+        }
+        eprintln!("xtask: {} has the wrong checksum; downloading again", path.display());
+    }
+    std::fs::create_dir_all(path.parent().unwrap())?;
+    let url = format!("https://static.crates.io/crates/{0}/{0}-{1}.crate", c.name, c.version);
+    eprintln!("xtask: downloading {url}");
+    let resp = ureq::get(&url).timeout(Duration::from_secs(120)).call().with_context(|| format!("downloading {url}"))?;
+    let mut data = Vec::new();
+    std::io::Read::read_to_end(&mut resp.into_reader(), &mut data)?;
+    let got = util::sha256_hex(&data);
+    if !c.sha256.is_empty() && got != c.sha256 {
+        bail!("{url}: sha256 {got} does not match the pinned {}", c.sha256);
+    }
+    let tmp = path.with_extension("crate.tmp");
+    std::fs::write(&tmp, &data)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(path)
+}
+
+/// Unpack a pinned crate into target/xous/device/src/<name>-<version> (replacing it) and make it
+/// its own workspace root.
+pub fn unpack_crate(c: &Pinned) -> Result<PathBuf> {
+    let crate_file = fetch_crate(c)?;
+    let src_root = device_dir().join("src");
+    let dest = src_root.join(format!("{}-{}", c.name, c.version));
+    if dest.exists() {
+        std::fs::remove_dir_all(&dest)?;
+    }
+    let tmp = src_root.join(format!("{}-{}.unpack", c.name, c.version));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp)?;
+    }
+    std::fs::create_dir_all(&tmp)?;
+    let gz = flate2::read::GzDecoder::new(std::fs::File::open(&crate_file)?);
+    let mut archive = tar::Archive::new(gz);
+    archive.set_preserve_mtime(false);
+    archive.unpack(&tmp).with_context(|| format!("unpacking {}", crate_file.display()))?;
+    std::fs::rename(tmp.join(format!("{}-{}", c.name, c.version)), &dest)?;
+    std::fs::remove_dir_all(&tmp).ok();
+    let manifest = dest.join("Cargo.toml");
+    let mut text = std::fs::read_to_string(&manifest)?;
+    if !text.contains("\n[workspace]") {
+        text.push_str("\n[workspace]\n");
+        std::fs::write(&manifest, text)?;
+    }
+    Ok(dest)
+}
+
+/// The cargo command of a device build of the crate unpacked in `src`.
+fn device_cargo(src: &Path, build_std: &str, name: &str) -> Command {
+    let mut c = util::cargo_toolchain(crate::device::TOOLCHAIN);
+    c.args(["build", "--release", "--locked", "--target", TARGET, &format!("-Zbuild-std={build_std}"), "--features", PRECURSOR_FEATURES])
+        .arg("--manifest-path")
+        .arg(src.join("Cargo.toml"))
+        .arg("--target-dir")
+        .arg(device_dir().join("build").join(name))
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO")
+        .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
+        .env("RUSTFLAGS", DEVICE_RUSTFLAGS);
+    c
+}
+
+pub fn bin_dir() -> PathBuf {
+    device_dir().join("bin")
+}
+
+fn install(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to.parent().unwrap())?;
+    let tmp = to.with_extension("tmp");
+    std::fs::copy(from, &tmp).with_context(|| format!("copying {}", from.display()))?;
+    std::fs::rename(&tmp, to)?;
+    Ok(())
+}
+
+fn kernel_key() -> Result<String> {
+    let mut text = format!("{RECIPE} {} {} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS}\n", KERNEL.name, KERNEL.version, KERNEL.sha256);
+    for p in device_patch_files()? {
+        text.push_str(&format!("{} {}\n", p.file_name().unwrap().to_string_lossy(), util::sha256_hex(&std::fs::read(&p)?)));
+    }
+    Ok(util::sha256_hex(text.as_bytes()))
+}
+
+/// The device kernel ELF (built once, then cached).
+pub fn ensure_kernel(verbose: bool) -> Result<PathBuf> {
+    let bin = bin_dir().join("xous-kernel");
+    let key = kernel_key()?;
+    if stamp_ok("kernel", &key, &[&bin]) {
+        return Ok(bin);
+    }
+    crate::device::ensure_toolchain()?;
+    let src = unpack_crate(&KERNEL)?;
+    crate::xous::apply_patch_list(&src, &device_patch_files()?)?;
+    eprintln!("xtask: building {} {} for the device ({PRECURSOR_FEATURES})", KERNEL.name, KERNEL.version);
+    let mut cmd = device_cargo(&src, "core,alloc", "kernel");
+    crate::supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, "device build of xous-kernel", verbose)?;
+    install(&device_dir().join("build/kernel").join(TARGET).join("release").join(KERNEL.name), &bin)?;
+    write_stamp("kernel", &key)?;
+    Ok(bin)
+}
+
+/// The device base services, in SERVICES order.
+pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for s in SERVICES {
+        let bin = bin_dir().join(s.name);
+        let key = format!("{RECIPE} {}@{} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS}", s.name, s.version, s.sha256);
+        let stamp = format!("service-{}", s.name);
+        if !stamp_ok(&stamp, &key, &[&bin]) {
+            crate::device::ensure_toolchain()?;
+            let src = unpack_crate(s)?;
+            if std::fs::read_to_string(src.join("Cargo.lock")).unwrap_or_default().contains("name = \"proc-macro2\"\nversion = \"1.0.5") {
+                // proc-macro2 1.0.5x in the lock file uses a proc_macro feature the nightly
+                // no longer has; 1.0.86 is the oldest that builds
+                let mut c = util::cargo();
+                c.args(["update", "-p", "proc-macro2", "--precise", "1.0.86", "--manifest-path"]).arg(src.join("Cargo.toml")).env_remove("CARGO_TARGET_DIR");
+                crate::supervisor::run_quiet(&mut c, Duration::from_secs(300), &format!("cargo update -p proc-macro2 ({})", s.name), verbose)?;
+            }
+            eprintln!("xtask: building {} {} for the device", s.name, s.version);
+            // one target dir for the three: std is built once
+            let mut cmd = device_cargo(&src, "std,panic_abort", "services");
+            crate::supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("device build of {}", s.name), verbose)?;
+            install(&device_dir().join("build/services").join(TARGET).join("release").join(s.name), &bin)?;
+            write_stamp(&stamp, &key)?;
+        }
+        out.push(bin);
+    }
+    Ok(out)
+}
+
+/// Paths of the xous-tools binaries.
+pub struct XousTools {
+    pub create_image: PathBuf,
+    pub sign_image: PathBuf,
+    pub read_tags: PathBuf,
+}
+
+/// Install xous-tools (crates.io, --locked) into target/xous/device/tools once.
+pub fn ensure_tools(verbose: bool) -> Result<XousTools> {
+    let root = device_dir().join("tools");
+    let b = |n: &str| root.join("bin").join(n);
+    let tools = XousTools { create_image: b("xous-create-image"), sign_image: b("xous-sign-image"), read_tags: b("xous-read-tags") };
+    let key = format!("{RECIPE} xous-tools@{XOUS_TOOLS_VERSION}");
+    if stamp_ok("xous-tools", &key, &[&tools.create_image, &tools.sign_image, &tools.read_tags]) {
+        return Ok(tools);
+    }
+    eprintln!("xtask: installing xous-tools {XOUS_TOOLS_VERSION} (cargo install --locked)");
+    let mut c = util::cargo();
+    c.args(["install", "--locked", "--force", "--root"])
+        .arg(&root)
+        .arg("--target-dir")
+        .arg(device_dir().join("build").join("xous-tools"))
+        .arg(format!("xous-tools@{XOUS_TOOLS_VERSION}"))
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_INSTALL_ROOT");
+    crate::supervisor::run_quiet(&mut c, BUILD_TIMEOUT, "cargo install xous-tools", verbose)?;
+    write_stamp("xous-tools", &key)?;
+    Ok(tools)
+}
+
+/// Precursor's SoC description (soc-pvt.svd from utralib 0.1.15): the memory regions and
+/// peripherals the image creator gives the kernel.
+pub fn precursor_svd() -> Result<PathBuf> {
+    let out = device_dir().join("precursor-soc-pvt.svd");
+    if out.is_file() {
+        return Ok(out);
+    }
+    let src = unpack_crate(&UTRALIB)?;
+    install(&src.join("precursor/soc-pvt.svd"), &out)?;
+    Ok(out)
+}
+
+/// Our device programs (cross-built by `device::build`), in image order.
+pub fn our_programs() -> Vec<PathBuf> {
+    let dir = util::target_dir().join(TARGET).join("release");
+    crate::device::IMAGE_PROGRAMS.iter().map(|(_, bin)| dir.join(bin)).collect()
+}
