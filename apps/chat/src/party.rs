@@ -37,7 +37,7 @@ pub const MAX_TEXT: usize = 512;
 /// Resend an unacknowledged message after this long.
 pub const RETRY: Duration = Duration::from_millis(1200);
 /// History entries kept (oldest dropped).
-pub const MAX_HISTORY: usize = 20_000;
+pub const MAX_HISTORY: usize = 2_000;
 /// X3DH ephemeral keys remembered by a responder (a replayed prekey message is refused).
 pub const MAX_SEEN_X3DH: usize = 256;
 /// Inbox frames processed per tick at most (bounds the work of one frame).

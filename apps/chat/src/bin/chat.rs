@@ -195,6 +195,55 @@ fn start_engine_stats(engine: engine25519::Engine25519) -> Arc<Mutex<Option<engi
     shared
 }
 
+// ------------------------------------------------------------------------------ commands
+
+#[derive(Debug, PartialEq)]
+enum Command {
+    Faults(Faults),
+    Help,
+    Quit,
+}
+
+/// A `/command` typed in the input line (without the slash); `f` = the current faults.
+fn parse_command(cmd: &str, mut f: Faults) -> Result<Command, String> {
+    let mut it = cmd.split_whitespace();
+    let name = it.next().unwrap_or("");
+    let args: Vec<&str> = it.collect();
+    let pct = || -> Result<u8, String> {
+        match args.as_slice() {
+            [v] => {
+                let n: u8 = v.trim_end_matches('%').parse().map_err(|_| format!("/{name}: not a percentage: {v}"))?;
+                if n > 100 {
+                    return Err(format!("/{name}: {n} is above 100"));
+                }
+                Ok(n)
+            }
+            [] => Err(format!("/{name} needs a percentage 0..100")),
+            _ => Err(format!("/{name} takes one percentage")),
+        }
+    };
+    let none = || if args.is_empty() { Ok(()) } else { Err(format!("/{name} takes no argument")) };
+    match name {
+        "drop" => f.drop = pct()?,
+        "reorder" => f.reorder = pct()?,
+        "dup" | "duplicate" => f.duplicate = pct()?,
+        "corrupt" => f.corrupt = pct()?,
+        "clean" | "clear" => {
+            none()?;
+            f = Faults::default()
+        }
+        "chaos" => {
+            none()?;
+            f = Faults { drop: 20, reorder: 20, duplicate: 20, corrupt: 20 }
+        }
+        "quit" | "exit" => return none().map(|()| Command::Quit),
+        "help" => return Ok(Command::Help),
+        "" => return Err("empty command (try /help)".into()),
+        other => return Err(format!("unknown command /{other} (try /help)")),
+    }
+    Ok(Command::Faults(f))
+}
+
 // ------------------------------------------------------------------------------ the app
 
 struct Activity {
@@ -340,43 +389,10 @@ impl App {
     }
 
     fn command(&mut self, cmd: &str) {
-        let mut it = cmd.split_whitespace();
-        let name = it.next().unwrap_or("");
-        let args: Vec<&str> = it.collect();
-        let pct = |a: &[&str]| -> Result<u8, String> {
-            let v = a.first().ok_or("give a percentage 0..100")?;
-            let n: u8 = v.trim_end_matches('%').parse().map_err(|_| format!("not a percentage: {v}"))?;
-            if n > 100 {
-                return Err(format!("{n} is above 100"));
-            }
-            Ok(n)
-        };
-        let mut f = self.faults;
-        let r: Result<(), String> = match name {
-            "drop" => pct(&args).map(|n| f.drop = n),
-            "reorder" => pct(&args).map(|n| f.reorder = n),
-            "dup" | "duplicate" => pct(&args).map(|n| f.duplicate = n),
-            "corrupt" => pct(&args).map(|n| f.corrupt = n),
-            "clean" | "clear" => {
-                f = Faults::default();
-                Ok(())
-            }
-            "chaos" => {
-                f = Faults { drop: 20, reorder: 20, duplicate: 20, corrupt: 20 };
-                Ok(())
-            }
-            "quit" | "exit" => {
-                self.quit = true;
-                return;
-            }
-            "help" => {
-                self.note("/drop N  /reorder N  /dup N  /corrupt N  (percent)  /chaos  /clean  /quit", Color::Cyan);
-                return;
-            }
-            other => Err(format!("unknown command /{other} (try /help)")),
-        };
-        match r {
-            Ok(()) => {
+        match parse_command(cmd, self.faults) {
+            Ok(Command::Quit) => self.quit = true,
+            Ok(Command::Help) => self.note("/drop N  /reorder N  /dup N  /corrupt N  (percent)  /chaos  /clean  /quit", Color::Cyan),
+            Ok(Command::Faults(f)) => {
                 self.faults = f;
                 let _ = self.net_tx.send(NetCmd::SetFaults(f));
                 self.note(format!("relay faults: drop {}% reorder {}% duplicate {}% corrupt {}%", f.drop, f.reorder, f.duplicate, f.corrupt), Color::Cyan);
@@ -866,6 +882,33 @@ mod tests {
         ] {
             let e = p(args).err().unwrap_or_else(|| panic!("{args:?} accepted"));
             assert!(e.contains(want), "{args:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn commands_and_malformed_commands() {
+        let z = Faults::default();
+        assert_eq!(parse_command("drop 30", z), Ok(Command::Faults(Faults { drop: 30, ..z })));
+        assert_eq!(parse_command("corrupt 5%", Faults { drop: 30, ..z }), Ok(Command::Faults(Faults { drop: 30, corrupt: 5, ..z })));
+        assert_eq!(parse_command("dup 100", z), Ok(Command::Faults(Faults { duplicate: 100, ..z })));
+        assert_eq!(parse_command("chaos", z), Ok(Command::Faults(Faults { drop: 20, reorder: 20, duplicate: 20, corrupt: 20 })));
+        assert_eq!(parse_command("clean", Faults { drop: 9, ..z }), Ok(Command::Faults(z)));
+        assert_eq!(parse_command("quit", z), Ok(Command::Quit));
+        assert_eq!(parse_command("help", z), Ok(Command::Help));
+        for (cmd, want) in [
+            ("drop", "needs a percentage"),
+            ("drop 101", "above 100"),
+            ("drop -1", "not a percentage"),
+            ("drop x", "not a percentage"),
+            ("drop 1 2", "one percentage"),
+            ("reorder 99999999999", "not a percentage"),
+            ("quit now", "no argument"),
+            ("chaos 5", "no argument"),
+            ("", "empty command"),
+            ("bogus", "unknown command"),
+        ] {
+            let e = parse_command(cmd, z).err().unwrap_or_else(|| panic!("/{cmd} accepted"));
+            assert!(e.contains(want), "/{cmd}: {e}");
         }
     }
 

@@ -19,6 +19,17 @@ use service_ipc::options::{Opt, Takes};
 
 const MINE: &[Opt] = &[Opt { flag: "--one-time-prekeys", env: Some("CHAT_BOB_OPKS"), takes: Takes::Value }];
 
+fn parse_args(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result<(Common, usize), String> {
+    let opts: Vec<Opt> = COMMON.iter().chain(MINE).copied().collect();
+    let p = service_ipc::options::parse(&opts, args, getenv)?;
+    let cfg = Common::from(&p)?;
+    let opks = p.u64("--one-time-prekeys")?.unwrap_or(32);
+    if !(1..=1000).contains(&opks) {
+        return Err(format!("--one-time-prekeys must be 1..=1000, got {opks}"));
+    }
+    Ok((cfg, opks as usize))
+}
+
 fn die(msg: &str) -> ! {
     log::error!("chat-bob: {msg}");
     eprintln!("chat-bob: {msg}");
@@ -46,13 +57,8 @@ fn publish(relay: &mut Relay, party: &Party) {
 fn main() -> ! {
     xous_api_log::init_wait().unwrap();
     log::set_max_level(log::LevelFilter::Info);
-    let opts: Vec<Opt> = COMMON.iter().chain(MINE).copied().collect();
-    let p = service_ipc::options::parse_process(&opts).unwrap_or_else(|e| die(&e));
-    let cfg = Common::from(&p).unwrap_or_else(|e| die(&e));
-    let opks = p.u64("--one-time-prekeys").unwrap_or_else(|e| die(&e)).unwrap_or(32) as usize;
-    if !(1..=1000).contains(&opks) {
-        die("--one-time-prekeys must be 1..=1000");
-    }
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let (cfg, opks) = parse_args(&args, &|k: &str| std::env::var(k).ok()).unwrap_or_else(|e| die(&e));
 
     let engine = engine25519::Engine25519::new().unwrap_or_else(|e| die(&format!("engine25519: {e:?}")));
     let mut rng = PoolRng::from_trng().unwrap_or_else(|e| die(&e));
@@ -138,6 +144,33 @@ fn main() -> ! {
         }
         if !busy {
             std::thread::sleep(IDLE);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_args;
+
+    fn p(v: &[&str]) -> Result<usize, String> {
+        let a: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+        parse_args(&a, &|_| None).map(|(_, n)| n)
+    }
+
+    #[test]
+    fn flags_and_malformed_flags() {
+        assert_eq!(p(&["--store", "/s", "--engine", "software"]), Ok(32));
+        assert_eq!(p(&["--store", "/s", "--engine", "software", "--one-time-prekeys", "5"]), Ok(5));
+        for (args, want) in [
+            (&["--store", "/s", "--engine", "software", "--one-time-prekeys", "0"][..], "1..=1000"),
+            (&["--store", "/s", "--engine", "software", "--one-time-prekeys", "1001"][..], "1..=1000"),
+            (&["--store", "/s", "--engine", "software", "--one-time-prekeys", "many"][..], "not a number"),
+            (&["--store", "/s", "--engine", "software", "--one-time-prekeys"][..], "needs a value"),
+            (&["--engine", "software"][..], "--store"),
+            (&["--store", "/s", "--sync-dh"][..], "unknown option"),
+        ] {
+            let e = p(args).err().unwrap_or_else(|| panic!("{args:?} accepted"));
+            assert!(e.contains(want), "{args:?}: {e}");
         }
     }
 }
