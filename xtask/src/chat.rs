@@ -410,7 +410,7 @@ pub fn smoke(ctx: &Ctx) -> Result<()> {
 pub fn test_steps() -> Vec<TestStep> {
     vec![
         TestStep { name: "chat:crash", timeout: Duration::from_secs(600), run: crash },
-        TestStep { name: "chat:tmux", timeout: Duration::from_secs(300), run: tmux_test },
+        TestStep { name: "chat:tmux", timeout: Duration::from_secs(420), run: tmux_test },
         TestStep { name: "chat:relay-bad-input", timeout: Duration::from_secs(180), run: relay_bad_input },
     ]
 }
@@ -652,7 +652,9 @@ fn tmux_test(ctx: &Ctx) -> Result<()> {
     ctx.xous()?;
     ctx.programs()?;
     let store = fresh_store("tmux")?;
-    let exe = std::env::current_exe()?;
+    // a private copy of this xtask: a concurrent build may replace target/release/xtask
+    let exe = store.join("xtask");
+    std::fs::copy("/proc/self/exe", &exe).context("copying the xtask binary")?;
     let done = store.join("done");
     let script = format!(
         "{} run --fresh --store {}; echo $? > {}.code; stty -a > {}.stty; echo done > {}; exec sleep 600",
@@ -664,7 +666,7 @@ fn tmux_test(ctx: &Ctx) -> Result<()> {
     );
     let t = Tmux { socket: format!("xtask-chat-{}", std::process::id()) };
     t.cmd(&["new-session", "-d", "-s", "chat", "-x", "120", "-y", "40", "sh", "-c", &script])?;
-    t.wait("the chat screen with Bob's session", Duration::from_secs(90), |s| s.contains("Alice ↔ Bob") && s.contains("X3DH done"))?;
+    t.wait("the chat screen with Bob's session", Duration::from_secs(180), |s| s.contains("Alice ↔ Bob") && s.contains("X3DH done"))?;
     // the ticker moves at ~30 frames/s
     let f1 = frame_no(&t.screen()).context("no frame counter on the screen")?;
     std::thread::sleep(Duration::from_secs(2));
