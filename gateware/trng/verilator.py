@@ -1,19 +1,22 @@
-"""Verilator runs of the TRNG blocks: Migen -> Verilog -> a C++ test bench (gateware/trng/sim/),
-compiled once per design and cached by content hash under $TRNG_SIM_DIR (xtask: the target dir).
-The benches follow the same protocol as the Migen benches in harness.py, so one test can run a
-case on both simulators and compare each with the software's vectors.
+"""Verilator runs of the TRNG blocks: Migen -> Verilog -> a C++ test bench (gateware/trng/sim/)
+that runs a whole case natively (hundreds of thousands of cycles per case, too many for a
+per-cycle Python driver), compiled once per design and cached by content hash in the shared
+gateware build directory (gateware/common/verilator.py: `build_dir()`, warning flags). The
+benches follow the same protocol as the Migen benches in harness.py, so one test runs a case on
+both simulators and compares each with the software's vectors.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 from migen import Module, Signal
 from migen.fhdl.verilog import convert
+
+from common.verilator import WARN, build_dir
 
 from .conditioner import Conditioner
 from .health import HealthTests
@@ -60,17 +63,12 @@ class HealthTop(Module):
             self.ios.add(outer)
 
 
-def _work_dir() -> Path:
-    d = os.environ.get("TRNG_SIM_DIR")
-    return Path(d) if d else Path(os.environ.get("CARGO_TARGET_DIR", Path(__file__).resolve().parents[2] / "target")) / "trng-verilator"
-
-
 def build(top: Module, name: str, tb: str) -> Path:
     """Verilog for `top` (module `name`) + sim/`tb`, compiled with Verilator; returns the binary."""
     verilog = str(convert(top, ios=top.ios, name=name))
     tb_src = (SIM_DIR / tb).read_text()
     key = hashlib.sha256((verilog + tb_src).encode()).hexdigest()[:16]
-    out = _work_dir() / f"{name}-{key}"
+    out = build_dir() / "trng" / f"{name}-{key}"
     exe = out / "obj_dir" / f"V{name}"
     if exe.is_file():
         return exe
@@ -79,7 +77,7 @@ def build(top: Module, name: str, tb: str) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     (out / f"{name}.v").write_text(verilog)
     shutil.copy(SIM_DIR / tb, out / tb)
-    cmd = ["verilator", "--cc", "--exe", "--build", "-O2", "-Wno-fatal", "-Wno-WIDTH", "--top-module", name,
+    cmd = ["verilator", "--cc", "--exe", "--build", "-O2", *WARN, "--top-module", name,
            "-CFLAGS", "-O2", f"{name}.v", tb, "-o", f"V{name}"]
     r = subprocess.run(cmd, cwd=out, capture_output=True, text=True, timeout=900)
     if r.returncode != 0 or not exe.is_file():

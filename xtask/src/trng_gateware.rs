@@ -10,13 +10,11 @@
 //!   `rtl_trng_words_per_kcycle` (and per-block detail).
 
 use crate::bench::parse_flat_json;
-use crate::supervisor;
 use crate::steps::{BenchProvider, BenchResults, TestStep};
 use crate::ctx::Ctx;
-use crate::{setup, util};
+use crate::{gateware, supervisor, util};
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 /// 5% of the XC7S50's 32,600 LUTs.
@@ -41,27 +39,19 @@ fn vectors() -> Result<PathBuf> {
 }
 
 fn synth() -> Result<BenchResults> {
-    setup::require_apt(&["yosys"])?;
-    let py = setup::venv()?;
+    let py = gateware::python()?;
     let dir = util::target_dir().join("trng-gateware");
     std::fs::create_dir_all(&dir)?;
     let json = dir.join("synth.json");
-    let mut cmd = Command::new(py);
-    cmd.args(["-m", "trng.synth", "--json"]).arg(&json).arg("--workdir").arg(dir.join("synth")).current_dir(util::root().join("gateware"));
+    let mut cmd = gateware::py_command(&py);
+    cmd.args(["-m", "trng.synth", "--json"]).arg(&json).arg("--workdir").arg(dir.join("synth"));
     supervisor::run(&mut cmd, Duration::from_secs(15 * 60), "trng.synth (yosys)")?;
     parse_flat_json(&std::fs::read_to_string(&json).context("synth JSON")?)
 }
 
 fn gateware_rtl(ctx: &Ctx) -> Result<()> {
-    setup::require_apt(&["verilator", "g++", "make"])?;
     let vec = vectors()?;
-    let py = setup::venv()?;
-    let mut cmd = Command::new(&py);
-    cmd.args(["-m", "pytest", "-p", "no:cacheprovider", if ctx.verbose { "-v" } else { "-q" }, "gateware/trng/tests"])
-        .env("TRNG_VECTORS", &vec)
-        .env("TRNG_SIM_DIR", util::target_dir().join("trng-verilator"))
-        .current_dir(util::root());
-    supervisor::run(&mut cmd, Duration::from_secs(15 * 60), "pytest gateware/trng/tests")?;
+    gateware::pytest(ctx, &["trng/tests"], &[], &[("TRNG_VECTORS", vec.as_path())], Duration::from_secs(15 * 60))?;
     let r = synth()?;
     let get = |k: &str| r.get(k).copied().with_context(|| format!("no {k} in the synthesis report"));
     let (luts, run, block) = (get("synth_trng_luts")?, get("rtl_trng_max_invalid_run_no_selfmix")?, get("rtl_trng_cycles_per_block")?);
