@@ -15,8 +15,9 @@
 //! | `--source S` | `TRNG_SOURCE` | `hosted-os` (default off-device: OS entropy feeds the conditioner), `model` (the avalanche + ring-oscillator models feed it), `hw` (device only: the TRNG registers) |
 //! | `--faults SPEC` | `TRNG_FAULTS` | model fault injection at start, e.g. `av0:stuck=0x800@5000` (see trng_core::sources) |
 //! | `--model-seed HEX64` | `TRNG_MODEL_SEED` | fixed 32-byte seed for the models' physics (reproducible tests); default: OS entropy |
-//! | `--no-tester` | `TRNG_TESTER=0` | do not start the TCP tester |
-//! | | `TRNG_TESTER_PORT`, `TRNG_TESTER_PORTFILE` | tester port / port file (docs/trng-tester-protocol.md) |
+//! | `--tester-port P` | `TRNG_TESTER_PORT` | start the hosted TCP tester on 127.0.0.1:P (0 = ephemeral); not given: no tester (docs/security.md) |
+//! | `--tester-portfile F` | `TRNG_TESTER_PORTFILE` | write the tester's port to F (docs/trng-tester-protocol.md) |
+//! | `--no-tester` | `TRNG_TESTER=0` | no tester even if a port is given |
 //!
 //! The server logs `TRNG-SERVER ready source=S` once registered.
 
@@ -42,18 +43,24 @@ struct Config {
     source: String,
     faults: Option<String>,
     model_seed: Option<[u8; 32]>,
-    tester: bool,
+    /// The hosted tester's port (0 = ephemeral); `None`: no tester.
+    tester_port: Option<u16>,
+    tester_portfile: Option<String>,
 }
 
 const OPTS: &[Opt] = &[
     Opt { flag: "--source", env: Some("TRNG_SOURCE"), takes: Takes::Value },
     Opt { flag: "--faults", env: Some("TRNG_FAULTS"), takes: Takes::Value },
     Opt { flag: "--model-seed", env: Some("TRNG_MODEL_SEED"), takes: Takes::Value },
-    // the variable TRNG_TESTER=0 turns the tester off (any other value leaves it on)
+    // the tester serves raw samples: it runs only when a port is given (docs/security.md)
+    Opt { flag: "--tester-port", env: Some(trng_core::spec::tester::PORT_ENV), takes: Takes::Value },
+    Opt { flag: "--tester-portfile", env: Some(trng_core::spec::tester::PORTFILE_ENV), takes: Takes::Value },
+    // the variable TRNG_TESTER=0 turns the tester off even with a port (any other value: no effect)
     Opt { flag: "--no-tester", env: Some("TRNG_TESTER"), takes: Takes::Nothing },
 ];
 
-const USAGE: &str = "usage: trng [--source hosted-os|model|hw] [--faults SPEC] [--model-seed HEX64] [--no-tester]";
+const USAGE: &str =
+    "usage: trng [--source hosted-os|model|hw] [--faults SPEC] [--model-seed HEX64] [--tester-port PORT [--tester-portfile FILE]] [--no-tester]";
 
 fn parse_seed(s: &str) -> Result<[u8; 32], String> {
     let s = s.trim();
@@ -77,12 +84,18 @@ fn parse_config_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -
     }
     let p = service_ipc::options::parse(OPTS, args, getenv).map_err(|e| format!("{e}\n{USAGE}"))?;
     let default_source = if cfg!(target_os = "xous") { "hw" } else { "hosted-os" };
+    // `--no-tester` (no value) or TRNG_TESTER=0
+    let no_tester = p.is_set("--no-tester") && p.get("--no-tester").map_or(true, |v| v.trim() == "0");
+    let tester_port = match p.u64("--tester-port")? {
+        Some(n) => Some(u16::try_from(n).map_err(|_| format!("{}: port {n} is out of range (0..=65535)", p.source("--tester-port")))?),
+        None => None,
+    };
     Ok(Config {
         source: p.get("--source").unwrap_or(default_source).to_string(),
         faults: p.get("--faults").map(str::to_string),
         model_seed: p.get("--model-seed").map(parse_seed).transpose()?,
-        // `--no-tester` (no value) or TRNG_TESTER=0
-        tester: !(p.is_set("--no-tester") && p.get("--no-tester").map_or(true, |v| v.trim() == "0")),
+        tester_port: tester_port.filter(|_| !no_tester),
+        tester_portfile: p.get("--tester-portfile").map(str::to_string),
     })
 }
 
@@ -281,13 +294,13 @@ fn main() -> ! {
         });
     }
     #[cfg(not(target_os = "xous"))]
-    if cfg.tester {
-        if let Err(e) = tester::start(srv.clone(), notify_tx.clone()) {
+    if let Some(port) = cfg.tester_port {
+        if let Err(e) = tester::start(srv.clone(), notify_tx.clone(), port, cfg.tester_portfile.as_deref()) {
             log::error!("TRNG tester failed to start: {e}");
         }
     }
     #[cfg(target_os = "xous")]
-    let _ = (&notify_tx, cfg.tester);
+    let _ = (&notify_tx, cfg.tester_port, &cfg.tester_portfile);
     {
         let srv = srv.clone();
         std::thread::Builder::new()
@@ -331,13 +344,18 @@ mod config_tests {
 
     #[test]
     fn good_configuration() {
-        let c = parse(&["--source", "model", "--faults", "ro:stuck", "--no-tester"], &[]).unwrap();
-        assert_eq!((c.source.as_str(), c.faults.as_deref(), c.tester), ("model", Some("ro:stuck"), false));
+        let c = parse(&["--source", "model", "--faults", "ro:stuck", "--tester-port", "0", "--no-tester"], &[]).unwrap();
+        assert_eq!((c.source.as_str(), c.faults.as_deref(), c.tester_port), ("model", Some("ro:stuck"), None));
         let seed = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-        let c = parse(&[], &[("TRNG_SOURCE", "model"), ("TRNG_MODEL_SEED", seed), ("TRNG_TESTER", "0")]).unwrap();
-        assert_eq!((c.source.as_str(), c.model_seed.unwrap()[1], c.tester), ("model", 0x11, false));
-        assert!(parse(&[], &[("TRNG_TESTER", "1")]).unwrap().tester, "TRNG_TESTER=1 leaves the tester on");
-        assert!(parse(&[], &[]).unwrap().tester, "tester on by default");
+        let env = [("TRNG_SOURCE", "model"), ("TRNG_MODEL_SEED", seed), ("TRNG_TESTER_PORT", "0"), ("TRNG_TESTER", "0")];
+        let c = parse(&[], &env).unwrap();
+        assert_eq!((c.source.as_str(), c.model_seed.unwrap()[1], c.tester_port), ("model", 0x11, None));
+        // the tester (raw samples) runs only when a port is given
+        assert_eq!(parse(&[], &[]).unwrap().tester_port, None, "no tester by default");
+        assert_eq!(parse(&[], &[("TRNG_TESTER", "1")]).unwrap().tester_port, None, "TRNG_TESTER=1 alone starts nothing");
+        let c = parse(&[], &[("TRNG_TESTER_PORT", "0"), ("TRNG_TESTER_PORTFILE", "/tmp/p"), ("TRNG_TESTER", "1")]).unwrap();
+        assert_eq!((c.tester_port, c.tester_portfile.as_deref()), (Some(0), Some("/tmp/p")));
+        assert_eq!(parse(&["--tester-port=4321"], &[("TRNG_TESTER_PORT", "0")]).unwrap().tester_port, Some(4321), "arguments win");
         assert!(parse(&["--source=model"], &[("TRNG_SOURCE", "hw")]).unwrap().source == "model", "arguments win");
         assert!(make_backend(&c).is_ok());
     }
@@ -357,6 +375,9 @@ mod config_tests {
             (&["--source"][..], "--source needs a value"),
             (&["--faults"][..], "--faults needs a value"),
             (&["--model-seed"][..], "--model-seed needs a value"),
+            (&["--tester-port"][..], "--tester-port needs a value"),
+            (&["--tester-port", "http"][..], "is not a number"),
+            (&["--tester-port", "65536"][..], "out of range"),
             (&["--bogus"][..], "unknown option"),
             (&["--help"][..], "usage: trng"),
         ] {

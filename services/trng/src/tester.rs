@@ -133,22 +133,16 @@ fn serve(mut s: TcpStream, server: Arc<Mutex<TrngServer>>, notify: Sender<()>) {
     let _ = filler.join();
 }
 
-/// Bind the listener (TRNG_TESTER_PORT, unset/0 = ephemeral), announce it and serve forever on
-/// a background thread. Returns the port.
-pub fn start(server: Arc<Mutex<TrngServer>>, notify: Sender<()>) -> std::io::Result<u16> {
-    let port: u16 = match std::env::var(T::PORT_ENV) {
-        Ok(s) if !s.trim().is_empty() => s.trim().parse().map_err(|_| std::io::Error::other(format!("bad {}: {s:?}", T::PORT_ENV)))?,
-        _ => 0,
-    };
+/// Bind the listener on 127.0.0.1:`port` (0 = ephemeral), announce it (and write the port to
+/// `portfile`, atomically) and serve forever on a background thread. Returns the port.
+pub fn start(server: Arc<Mutex<TrngServer>>, notify: Sender<()>, port: u16, portfile: Option<&str>) -> std::io::Result<u16> {
     let listener = TcpListener::bind(("127.0.0.1", port))?;
     let port = listener.local_addr()?.port();
     println!("{}{}", T::LISTEN_MARKER, port);
-    if let Ok(path) = std::env::var(T::PORTFILE_ENV) {
-        if !path.is_empty() {
-            let tmp = format!("{path}.tmp");
-            std::fs::write(&tmp, format!("{port}\n"))?;
-            std::fs::rename(&tmp, &path)?;
-        }
+    if let Some(path) = portfile {
+        let tmp = format!("{path}.tmp");
+        std::fs::write(&tmp, format!("{port}\n"))?;
+        std::fs::rename(&tmp, path)?;
     }
     std::thread::spawn(move || {
         for conn in listener.incoming() {

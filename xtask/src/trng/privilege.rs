@@ -2,6 +2,7 @@
 //! 1. the hosted system with sysctl and an ordinary client (`trng-privilege`): the control name
 //!    is refused, every privileged opcode on the public server is refused `NotPermitted` as
 //!    every message kind, and the service keeps serving (`TRNG-PRIVILEGE ... verdict=PASS`);
+//!    the system's TRNG started no tester (raw samples over TCP): no tester port was given;
 //! 2. a second system where sysctl, the system's own process, uses the control server
 //!    (test mode, ClearErrors, refusal of public opcodes there) and then stops the service
 //!    with Quit: a request afterwards is answered `Stopped` at once, it does not hang.
@@ -23,6 +24,13 @@ pub fn privilege(ctx: &Ctx) -> Result<()> {
         eprintln!("trng-service: {l}");
         if field(&l, "verdict") != Some("PASS") {
             bail!("an ordinary client was not refused cleanly: {l}");
+        }
+        // the server prints its ready line after the tester would have announced itself
+        if !sys.lines().iter().any(|l| l.contains("TRNG-SERVER ready")) {
+            bail!("no TRNG-SERVER ready line");
+        }
+        if let Some(l) = sys.lines().iter().find(|l| l.contains("TRNG-TESTER listening")) {
+            bail!("the TRNG tester (raw samples over TCP) listens in an ordinary system: {l}");
         }
         Ok(())
     })();
