@@ -410,7 +410,7 @@ pub fn smoke(ctx: &Ctx) -> Result<()> {
 pub fn test_steps() -> Vec<TestStep> {
     vec![
         TestStep { name: "chat:crash", timeout: Duration::from_secs(600), run: crash },
-        TestStep { name: "chat:tmux", timeout: Duration::from_secs(420), run: tmux_test },
+        TestStep { name: "chat:tmux", timeout: Duration::from_secs(600), run: tmux_test },
         TestStep { name: "chat:relay-bad-input", timeout: Duration::from_secs(180), run: relay_bad_input },
     ]
 }
@@ -655,15 +655,20 @@ fn tmux_test(ctx: &Ctx) -> Result<()> {
     // a private copy of this xtask: a concurrent build may replace target/release/xtask
     let exe = store.join("xtask");
     std::fs::copy("/proc/self/exe", &exe).context("copying the xtask binary")?;
-    let done = store.join("done");
-    let script = format!(
-        "{} run --fresh --store {}; echo $? > {}.code; stty -a > {}.stty; echo done > {}; exec sleep 600",
-        shell_quote(&exe),
-        shell_quote(&store),
-        shell_quote(&done),
-        shell_quote(&done),
-        shell_quote(&done)
-    );
+    let q = |p: &Path| shell_quote(p);
+    let phase = |tag: &str, fresh: bool| {
+        let done = store.join(tag);
+        format!(
+            "{} run{} --store {}; echo $? > {}.code; stty -a > {}.stty; echo done > {}; ",
+            q(&exe),
+            if fresh { " --fresh" } else { "" },
+            q(&store),
+            q(&done),
+            q(&done),
+            q(&done)
+        )
+    };
+    let script = format!("{}{}exec sleep 600", phase("done1", true), phase("done2", false));
     let t = Tmux { socket: format!("xtask-chat-{}", std::process::id()) };
     t.cmd(&["new-session", "-d", "-s", "chat", "-x", "120", "-y", "40", "sh", "-c", &script])?;
     t.wait("the chat screen with Bob's session", Duration::from_secs(180), |s| s.contains("Alice ↔ Bob") && s.contains("X3DH done"))?;
@@ -694,40 +699,72 @@ fn tmux_test(ctx: &Ctx) -> Result<()> {
     }
     // Ctrl-C: the app quits, the system shuts down, xtask restores the terminal and exits 0
     t.keys(&["C-c"])?;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done.exists() {
-        if Instant::now() > deadline {
-            bail!("xtask did not exit within 30 s of Ctrl-C; the screen:\n{}", t.screen());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let code = std::fs::read_to_string(store.join("done.code"))?.trim().to_string();
+    let code = wait_phase(&t, &store, "done1")?;
     if code != "0" {
         bail!("cargo xtask run exited with {code} after Ctrl-C; the screen:\n{}", t.screen());
     }
-    let stty = std::fs::read_to_string(store.join("done.stty"))?;
+    check_terminal_and_processes(&store, "done1")?;
+    // Second run from the store: the conversation is back. Then the UI process dies (kill -9)
+    // and the user presses Ctrl-C: xtask must still stop everything and restore the terminal.
+    t.wait("the restored conversation", Duration::from_secs(180), |s| s.contains("6 messages restored") && s.contains("re 3: third message"))?;
+    let alice: Vec<i32> = processes_with_store(&store)
+        .into_iter()
+        .filter(|(_, cmd)| cmd.split(' ').next().map(|a| a.ends_with("/chat")).unwrap_or(false))
+        .map(|(p, _)| p)
+        .collect();
+    if alice.is_empty() {
+        bail!("no chat (Alice) process found in the second run");
+    }
+    for p in &alice {
+        unsafe { libc::kill(*p, libc::SIGKILL) };
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    t.keys(&["C-c"])?;
+    let code = wait_phase(&t, &store, "done2")?;
+    if code == "0" {
+        bail!("cargo xtask run reported success although its UI was killed");
+    }
+    check_terminal_and_processes(&store, "done2")?;
+    drop(t);
+    let _ = std::fs::remove_dir_all(&store);
+    eprintln!("chat:tmux: typed 3 messages, saw them and Bob's replies, /dup 50 live, ticker moving; Ctrl-C: exit 0, terminal sane, no process left; second run restored the conversation; UI killed -9 + Ctrl-C: stopped, terminal sane, no process left");
+    Ok(())
+}
+
+/// Waits (30 s) for a phase of the pane's script to end; returns xtask's exit code.
+fn wait_phase(t: &Tmux, store: &Path, tag: &str) -> Result<String> {
+    let done = store.join(tag);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !done.exists() {
+        if Instant::now() > deadline {
+            bail!("xtask did not exit within 30 s of Ctrl-C ({tag}); the screen:\n{}", t.screen());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(std::fs::read_to_string(store.join(format!("{tag}.code")))?.trim().to_string())
+}
+
+/// After xtask ended: the terminal is sane (stty in the same pane) and no process is left.
+fn check_terminal_and_processes(store: &Path, tag: &str) -> Result<()> {
+    let stty = std::fs::read_to_string(store.join(format!("{tag}.stty")))?;
     let words: Vec<&str> = stty.split_whitespace().collect();
     for flag in ["icanon", "echo", "isig", "icrnl", "opost"] {
         if !words.contains(&flag) {
-            bail!("terminal not sane after Ctrl-C: `{flag}` is off\n{stty}");
+            bail!("terminal not sane after {tag}: `{flag}` is off\n{stty}");
         }
     }
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        let left = processes_with_store(&store);
+        let left = processes_with_store(store);
         if left.is_empty() {
-            break;
+            return Ok(());
         }
         if Instant::now() > deadline {
             for (p, _) in &left {
                 unsafe { libc::kill(*p, libc::SIGKILL) };
             }
-            bail!("processes left after Ctrl-C (killed now): {left:?}");
+            bail!("processes left after {tag} (killed now): {left:?}");
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    drop(t);
-    let _ = std::fs::remove_dir_all(&store);
-    eprintln!("chat:tmux: typed 3 messages, saw them and Bob's replies, /dup 50 live, ticker moving; Ctrl-C: exit 0, terminal sane, no process left");
-    Ok(())
 }

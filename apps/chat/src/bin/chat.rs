@@ -815,7 +815,7 @@ fn main() {
     let resumed = app.party.history().len();
     let desc = app.args_desc.clone();
     app.note(
-        format!("{desc}; DH {}; store {} ({resumed} messages restored)", if args.sync_dh { "on the UI thread (--sync-dh)" } else { "asynchronous" }, path.display()),
+        format!("{resumed} messages restored; {desc}; DH {}; store {}", if args.sync_dh { "on the UI thread (--sync-dh)" } else { "asynchronous" }, path.display()),
         Color::Cyan,
     );
     log::info!("chat: started ({desc}), mode {:?}", args.mode);
