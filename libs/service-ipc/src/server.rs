@@ -43,6 +43,20 @@ pub fn sender_pid(env: &MessageEnvelope) -> u32 {
     env.sender.pid().map(|p| p.get() as u32).unwrap_or(0)
 }
 
+/// The request archive of a lend_mut message, after its bounds check
+/// ([`crate::archive::decode`]). `None`: another message kind, or an archive that does not fit
+/// the lent buffer (answer with the service's bad-message code).
+pub fn decode_request<T>(env: &MessageEnvelope) -> Option<T>
+where
+    T: rkyv::Archive,
+    rkyv::Archived<T>: rkyv::Deserialize<T, dyn rkyv::Fallible<Error = xous_ipc::XousUnreachable>>,
+{
+    match &env.body {
+        Message::MutableBorrow(mem) => crate::archive::decode::<T>(mem),
+        _ => None,
+    }
+}
+
 /// Scalar arguments of a scalar or blocking-scalar message.
 pub fn scalar_args(env: &MessageEnvelope) -> Option<[usize; 4]> {
     match &env.body {

@@ -26,8 +26,8 @@
 use std::sync::{Arc, Mutex};
 
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{reply_archive, reply_bad_kind, reply_error, reply_ok, reply_scalar2, sender_pid, Kind};
-use xous::{Message, MessageEnvelope};
+use service_ipc::server::{decode_request, reply_archive, reply_bad_kind, reply_error, reply_ok, reply_scalar2, sender_pid, Kind};
+use xous::MessageEnvelope;
 
 use engine25519_server::api::{self, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY};
 use engine25519_server::executor::{Config, Driver, Executor, Outcome};
@@ -106,18 +106,6 @@ fn parse_options_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) 
     Ok(o)
 }
 
-/// Decode the request archive of a lend_mut after its bounds check; `None`: malformed.
-fn decode<T>(env: &MessageEnvelope) -> Option<T>
-where
-    T: rkyv::Archive,
-    rkyv::Archived<T>: rkyv::Deserialize<T, dyn rkyv::Fallible<Error = xous_ipc::XousUnreachable>>,
-{
-    match &env.body {
-        Message::MutableBorrow(mem) => service_ipc::archive::decode::<T>(mem),
-        _ => None,
-    }
-}
-
 /// Error reply (docs/ipc.md), counted.
 fn refuse(ex: &Executor, env: MessageEnvelope, status: Status) {
     ex.count_error();
@@ -168,12 +156,12 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
         (Some(Opcode::Version), Kind::BlockingScalar) => {
             reply_scalar2(env, api::API_VERSION as usize, ex.stats().backend as usize)
         }
-        (Some(Opcode::Stats), Kind::LendMut) => match decode::<StatsMsg>(&env) {
+        (Some(Opcode::Stats), Kind::LendMut) => match decode_request::<StatsMsg>(&env) {
             Some(m) if m.magic == MAGIC => reply_archive(env, ex.stats(), Status::BadMessage),
             _ => refuse(ex, env, Status::BadMessage),
         },
         (Some(Opcode::X25519), Kind::LendMut) => {
-            let Some(mut m) = decode::<X25519Msg>(&env).filter(|m| m.magic == MAGIC) else {
+            let Some(mut m) = decode_request::<X25519Msg>(&env).filter(|m| m.magic == MAGIC) else {
                 return refuse(ex, env, Status::BadMessage);
             };
             let (k, u) = (zeroize::Zeroizing::new(m.scalar), m.u);
@@ -186,7 +174,7 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
             }
         }
         (Some(Opcode::LoadProgram), Kind::LendMut) => {
-            let Some(m) = decode::<ProgramMsg>(&env).filter(|m| m.magic == MAGIC) else {
+            let Some(m) = decode_request::<ProgramMsg>(&env).filter(|m| m.magic == MAGIC) else {
                 return refuse(ex, env, Status::BadMessage);
             };
             if m.len == 0 || m.len as usize > api::UCODE_WORDS {
@@ -201,7 +189,7 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
             }
         }
         (Some(Opcode::RunJob), Kind::LendMut) => {
-            let Some(m) = decode::<JobMsg>(&env).filter(|m| m.magic == MAGIC) else {
+            let Some(m) = decode_request::<JobMsg>(&env).filter(|m| m.magic == MAGIC) else {
                 return refuse(ex, env, Status::BadMessage);
             };
             if m.reserved != 0 {

@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex};
 
 use num_traits::FromPrimitive;
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{reply_archive, reply_bad_kind, reply_bytes, reply_error, reply_ok, reply_scalar2, scalar_args, sender_pid, Kind};
+use service_ipc::server::{decode_request, reply_archive, reply_bad_kind, reply_bytes, reply_error, reply_ok, reply_scalar2, scalar_args, sender_pid, Kind};
 use trng::api::{self, Opcode, TrngError};
 use xous::{Message, MessageEnvelope};
 
@@ -182,18 +182,6 @@ fn bulk(mut env: MessageEnvelope, f: impl FnOnce(&mut [u8]) -> Result<(), TrngEr
     }
 }
 
-/// Decode the request archive of a lend_mut after its bounds check (`None`: malformed).
-fn decode<T>(env: &MessageEnvelope) -> Option<T>
-where
-    T: rkyv::Archive,
-    rkyv::Archived<T>: rkyv::Deserialize<T, dyn rkyv::Fallible<Error = xous_ipc::XousUnreachable>>,
-{
-    match &env.body {
-        Message::MutableBorrow(mem) => service_ipc::archive::decode::<T>(mem),
-        _ => None,
-    }
-}
-
 /// One message to either server. `control`: it arrived on the control server.
 fn dispatch(srv: &Mutex<TrngServer>, env: MessageEnvelope, control: bool) {
     let op = match Opcode::from_usize(env.body.id()) {
@@ -237,14 +225,14 @@ fn dispatch(srv: &Mutex<TrngServer>, env: MessageEnvelope, control: bool) {
             Ok(es) => reply_archive(env, es, TrngError::BadMessage),
             Err(e) => reply_error(env, e),
         },
-        (Opcode::ErrorSubscribe, Kind::LendMut) => match decode::<api::Subscription>(&env) {
+        (Opcode::ErrorSubscribe, Kind::LendMut) => match decode_request::<api::Subscription>(&env) {
             Some(sub) => match s.subscribe(&sub) {
                 Ok(()) => reply_archive(env, sub, TrngError::BadMessage),
                 Err(e) => reply_error(env, e),
             },
             None => reply_error(env, TrngError::BadMessage),
         },
-        (Opcode::TestInjectFault, Kind::LendMut) => match decode::<api::FaultRequest>(&env) {
+        (Opcode::TestInjectFault, Kind::LendMut) => match decode_request::<api::FaultRequest>(&env) {
             Some(req) => match s.inject_fault(&req) {
                 Ok(()) => reply_archive(env, req, TrngError::BadMessage),
                 Err(e) => reply_error(env, e),

@@ -10,8 +10,8 @@ use std::time::Instant;
 use chat::relay_api::{Faults, Frame, Opcode, RelayStats, Status, MAGIC, SERVER_NAME};
 use chat::relay_net::Net;
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{reply_archive, reply_bad_kind, reply_error, reply_ok, scalar_args, Kind};
-use xous::{Message, MessageEnvelope};
+use service_ipc::server::{decode_request, reply_archive, reply_bad_kind, reply_error, reply_ok, scalar_args, Kind};
+use xous::MessageEnvelope;
 
 const OPTS: &[Opt] = &[
     Opt { flag: "--seed", env: Some("CHAT_RELAY_SEED"), takes: Takes::Value },
@@ -30,19 +30,8 @@ fn parse_faults(v: &str) -> Result<Faults, String> {
     Faults::from_args(a).map_err(|_| format!("--faults: percentages are 0..=100, got {v:?}"))
 }
 
-fn decode<T>(env: &MessageEnvelope) -> Option<T>
-where
-    T: rkyv::Archive,
-    rkyv::Archived<T>: rkyv::Deserialize<T, dyn rkyv::Fallible<Error = xous_ipc::XousUnreachable>>,
-{
-    match &env.body {
-        Message::MutableBorrow(mem) => service_ipc::archive::decode::<T>(mem),
-        _ => None,
-    }
-}
-
 fn frame_request(env: &MessageEnvelope) -> Result<Frame, Status> {
-    let f: Frame = decode(env).ok_or(Status::BadMessage)?;
+    let f: Frame = decode_request(env).ok_or(Status::BadMessage)?;
     if f.magic != MAGIC {
         return Err(Status::BadMessage);
     }
@@ -103,7 +92,7 @@ fn dispatch(net: &mut Net, env: MessageEnvelope, t0: Instant) {
             }
             Err(e) => reply_error(env, e),
         },
-        (Opcode::Stats, Kind::LendMut) => match decode::<RelayStats>(&env) {
+        (Opcode::Stats, Kind::LendMut) => match decode_request::<RelayStats>(&env) {
             Some(s) if s.magic == MAGIC => {
                 let mut st = net.stats();
                 st.magic = MAGIC;
