@@ -18,13 +18,14 @@
 //! per-backend provider table) and a fairness run (8 clients, fixed window -> service_fairness_spread).
 
 use crate::bench;
-use crate::hosted::{field, num, system, system_env, Launch};
+use crate::hosted::{system, system_env, Launch, Report};
 use crate::util::shell_quote;
 use crate::steps::{BenchProvider, BenchResults, TestStep};
 use crate::xous::Flavor;
 use crate::ctx::Ctx;
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use verdict::Status;
 
 pub fn test_steps() -> Vec<TestStep> {
     vec![
@@ -45,47 +46,29 @@ fn load_fuzz(ctx: &Ctx) -> Result<()> {
     let mut clients: Vec<String> = (1..=8).map(|i| format!("{load} --id {i} --calls 100")).collect();
     clients.push(format!("{fuzz} --count 10000"));
     let mut sys = system(ctx, &clients)?;
-    let mut problems = Vec::new();
-    let mut seen = 0;
-    let mut fuzz_line = None;
-    while seen < 8 || fuzz_line.is_none() {
-        let l = match sys.wait_line(Duration::from_secs(180), "ENGINE-LOAD x8 and ENGINE-FUZZ markers", |l| {
-            l.contains("ENGINE-LOAD") || l.contains("ENGINE-FUZZ") || l.contains("panicked")
-        }) {
-            Ok(l) => l.text,
-            Err(e) => {
-                let tail = sys.tail(30);
-                sys.stop();
-                bail!("{e}\n--- last output ---\n{tail}");
+    let r = (|| -> Result<()> {
+        let (mut loads, mut fuzz) = (0, false);
+        while loads < 8 || !fuzz {
+            let v = match sys.next_report(Duration::from_secs(180), "8 engine-load and the engine-fuzz verdicts", |_| false)? {
+                Report::Verdict(v) => v,
+                Report::Panic(l) => bail!("panic: {l}"),
+                Report::Line(_) => continue,
+            };
+            eprintln!("engine-service: {v}");
+            if v.subject.starts_with("engine-load/") {
+                loads += 1;
+            } else if v.subject == "engine-fuzz" {
+                fuzz = true;
             }
-        };
-        if l.contains("panicked") {
-            problems.push(format!("panic: {l}"));
-        } else if l.contains("ENGINE-LOAD") {
-            seen += 1;
-            if num(&l, "done")? != 100 || num(&l, "wrong")? != 0 || num(&l, "errors")? != 0 {
-                problems.push(l.clone());
+            if v.status == Status::Fail {
+                bail!("{v}");
             }
-            eprintln!("engine-service: {l}");
-        } else {
-            eprintln!("engine-service: {l}");
-            fuzz_line = Some(l);
         }
-        if !problems.is_empty() {
-            break;
-        }
-    }
+        Ok(())
+    })();
     let tail = sys.tail(40);
     sys.stop();
-    if let Some(f) = &fuzz_line {
-        if num(f, "sent")? < 10_000 || num(f, "bad_ok")? != 0 || field(f, "valid_after") != Some("20/20") {
-            problems.push(f.clone());
-        }
-    }
-    if !problems.is_empty() {
-        bail!("engine-service load/fuzz failed:\n{}\n--- last output ---\n{tail}", problems.join("\n"));
-    }
-    Ok(())
+    r.map_err(|e| anyhow::anyhow!("engine-service load/fuzz failed: {e}\n--- last output ---\n{tail}"))
 }
 
 fn privilege(ctx: &Ctx) -> Result<()> {
@@ -94,28 +77,28 @@ fn privilege(ctx: &Ctx) -> Result<()> {
     clients.push(shell_quote(&ctx.program("engine-privilege")?));
     let mut sys = system(ctx, &clients)?;
     let r = (|| -> Result<()> {
-        // markers arrive in any order: collect them as they come
-        let (mut ready, mut privilege, mut loads) = (false, None, 0);
-        while !ready || privilege.is_none() || loads < 2 {
-            let l = sys
-                .wait_line(Duration::from_secs(60), "SYSCTL READY, ENGINE-PRIVILEGE and ENGINE-LOAD x2", |l| {
-                    ["SYSCTL", "ENGINE-PRIVILEGE", "ENGINE-LOAD", "panicked"].iter().any(|m| l.contains(m))
-                })?
-                .text;
-            if l.contains("panicked") || l.contains("SYSCTL ERROR") {
-                bail!("{l}");
-            } else if l.contains("SYSCTL READY") {
-                ready = true;
-            } else if l.contains("ENGINE-PRIVILEGE") {
-                eprintln!("engine-service: {l}");
-                if field(&l, "verdict") != Some("PASS") {
-                    bail!("an ordinary client was not refused cleanly: {l}");
+        // verdicts arrive in any order: collect them as they come
+        let (mut ready, mut privilege, mut loads) = (false, false, 0);
+        while !ready || !privilege || loads < 2 {
+            let v = match sys.next_report(Duration::from_secs(60), "SYSCTL READY and the engine-privilege and 2 engine-load verdicts", |l| l.contains("SYSCTL"))? {
+                Report::Verdict(v) => v,
+                Report::Panic(l) => bail!("{l}"),
+                Report::Line(l) if l.contains("SYSCTL ERROR") => bail!("{l}"),
+                Report::Line(l) => {
+                    ready |= l.contains("SYSCTL READY");
+                    continue;
                 }
-                privilege = Some(l);
-            } else if l.contains("ENGINE-LOAD") {
+            };
+            if v.subject == "engine-privilege" {
+                eprintln!("engine-service: {v}");
+                if !v.passed() {
+                    bail!("an ordinary client was not refused cleanly: {v}");
+                }
+                privilege = true;
+            } else if v.subject.starts_with("engine-load/") {
                 loads += 1;
-                if num(&l, "done")? != 50 || num(&l, "wrong")? != 0 || num(&l, "errors")? != 0 {
-                    bail!("a concurrent client was not served: {l}");
+                if !v.passed() {
+                    bail!("a concurrent client was not served: {v}");
                 }
             }
         }
@@ -158,8 +141,8 @@ fn privilege(ctx: &Ctx) -> Result<()> {
     l = l.program(format!("sleep 1; exec {}", sysctl.first().context("sysctl not in the server programs")?));
     let mut sys = l.start()?;
     let r = (|| -> Result<()> {
-        let stole = sys.wait_marker("ENGINE-PRIVILEGE stole=", Duration::from_secs(60))?.text;
-        if !stole.contains("stole=yes") {
+        let stole = sys.wait_verdict(Duration::from_secs(60), "the engine-privilege/steal verdict", |s| s == "engine-privilege/steal")?;
+        if !stole.passed() {
             bail!("the early app could not take the slot, the race was not exercised: {stole}");
         }
         let l = sys.wait_line(Duration::from_secs(60), "SYSCTL ERROR or READY", |l| l.contains("SYSCTL "))?.text;
@@ -199,9 +182,10 @@ fn bench_service(ctx: &Ctx) -> Result<BenchResults> {
     let mut counts = Vec::new();
     let mut bad = 0;
     for _ in 0..8 {
-        let l = sys.wait_marker("ENGINE-FAIR", Duration::from_secs(60))?.text;
-        counts.push(num(&l, "completed")? as f64);
-        bad += num(&l, "wrong")? + num(&l, "errors")?;
+        let v = sys.wait_verdict(Duration::from_secs(60), "8 engine-load verdicts", |s| s.starts_with("engine-load/"))?;
+        let n = |k: &str| v.num(k).with_context(|| format!("no {k}= in {v}"));
+        counts.push(n("completed")? as f64);
+        bad += n("wrong")? + n("errors")?;
     }
     sys.stop();
     let (max, min) = counts.iter().fold((0f64, f64::MAX), |(a, b), &c| (a.max(c), b.min(c)));

@@ -27,6 +27,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use verdict::Verdict;
 
 /// Which pipe a line came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -146,6 +147,22 @@ fn spawn_reader(
     });
 }
 
+/// What a harness reads from a hosted system's output (`Hosted::next_report`).
+#[derive(Debug)]
+pub enum Report {
+    /// A program's or a step's verdict.
+    Verdict(Verdict),
+    /// A Rust panic message of any process (its caller may now hang).
+    Panic(String),
+    /// Another line the caller asked for.
+    Line(String),
+}
+
+/// Does the line report a panic (a process's or the kernel's)?
+pub fn is_panic(line: &str) -> bool {
+    line.contains("panicked at") || line.contains("Panic Details")
+}
+
 /// A running hosted system (kernel + the programs it spawned, one process group).
 pub struct Hosted {
     child: Option<Child>,
@@ -193,6 +210,30 @@ impl Hosted {
     pub fn wait_marker(&mut self, marker: &str, timeout: Duration) -> Result<Line> {
         let m = marker.to_string();
         self.wait_line(timeout, &format!("{marker:?}"), move |l| l.contains(&m))
+    }
+
+    /// The next report in the output: a verdict line (libs/verdict, any subject), a panic, or a
+    /// line for which `also` holds. A malformed verdict line is an error, not skipped.
+    pub fn next_report(&mut self, timeout: Duration, what: &str, also: impl Fn(&str) -> bool) -> Result<Report> {
+        let line = self.wait_line(timeout, what, |l| Verdict::parse(l).is_some() || is_panic(l) || also(l))?.text;
+        match Verdict::parse(&line) {
+            Some(Ok(v)) => Ok(Report::Verdict(v)),
+            Some(Err(e)) => bail!("malformed verdict line ({e}): {line:?}"),
+            None if is_panic(&line) => Ok(Report::Panic(line)),
+            None => Ok(Report::Line(line)),
+        }
+    }
+
+    /// The next verdict whose subject satisfies `subject` (a panic first is an error).
+    pub fn wait_verdict(&mut self, timeout: Duration, what: &str, subject: impl Fn(&str) -> bool) -> Result<Verdict> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            match self.next_report(deadline.saturating_duration_since(Instant::now()), what, |_| false)? {
+                Report::Verdict(v) if subject(&v.subject) => return Ok(v),
+                Report::Panic(l) => bail!("panic in the hosted system while waiting for {what}: {l}"),
+                _ => {}
+            }
+        }
     }
 
     /// Non-blocking: has the kernel exited? (then its status)
@@ -297,6 +338,15 @@ pub fn system_env(ctx: &Ctx, clients: &[String], env: &[(&str, &str)]) -> Result
     l.start()
 }
 
+/// The failed verdicts and the panics among `lines` (for a failure report).
+pub fn failed_verdicts(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| is_panic(l) || matches!(Verdict::parse(l), Some(Ok(v)) if v.status == verdict::Status::Fail))
+        .cloned()
+        .collect()
+}
+
 /// `key=value` field of a marker line.
 pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
     line.split_whitespace().find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
@@ -343,5 +393,29 @@ mod tests {
         let st = sys.wait_exit(Duration::from_secs(5)).unwrap();
         assert!(st.success());
         assert!(sys.lines().iter().any(|l| l == "bye"));
+    }
+
+    #[test]
+    fn reports_verdicts_panics_and_malformed_verdict_lines() {
+        let script = "echo 'VERDICT a BEGIN'; echo 'prefix: VERDICT a FAIL n=1 -- why'; \
+                      echo 'other'; echo \"thread 'main' panicked at x.rs:1\"; echo 'VERDICT b PASS'; \
+                      echo 'VERDICT c maybe'; sleep 30";
+        let mut sys = Launch::bare(Path::new("/bin/sh")).program("-c").program(script).start().unwrap();
+        let t = Duration::from_secs(5);
+        let v = sys.wait_verdict(t, "a FAIL", |s| s == "a").unwrap();
+        assert_eq!(v.status, verdict::Status::Begin);
+        match sys.next_report(t, "a FAIL", |_| false).unwrap() {
+            Report::Verdict(v) => assert_eq!((v.passed(), v.num("n"), v.detail.as_str()), (false, Some(1), "why")),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(sys.next_report(t, "other", |l| l == "other").unwrap(), Report::Line(l) if l == "other"));
+        // a panic before the wanted verdict fails the wait
+        let e = sys.wait_verdict(t, "b", |s| s == "b").unwrap_err();
+        assert!(format!("{e}").contains("panic"), "{e}");
+        assert!(matches!(sys.next_report(t, "b", |_| false).unwrap(), Report::Verdict(v) if v.passed()));
+        let e = sys.next_report(t, "c", |_| false).unwrap_err();
+        assert!(format!("{e}").contains("malformed verdict"), "{e}");
+        assert_eq!(failed_verdicts(&sys.lines()).len(), 2, "{:?}", sys.lines());
+        sys.stop();
     }
 }

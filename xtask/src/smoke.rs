@@ -5,16 +5,20 @@
 //! reported, xtask releases the client's shutdown gate and the client shuts the system down
 //! through the kernel's Shutdown syscall.
 
-use crate::hosted::{Launch};
+use crate::hosted::{is_panic, Launch, Report};
 use crate::util::shell_quote;
 use crate::xous::Flavor;
 use crate::ctx::Ctx;
 use anyhow::{bail, Result};
 use std::time::{Duration, Instant};
+use verdict::Status;
 
 /// Concurrent engine25519 client processes in the smoke run, and X25519 calls each.
 pub const LOAD_CLIENTS: usize = 8;
 pub const LOAD_CALLS: u64 = 100;
+/// Verdict subjects: the smoke client's own, and the load clients' (`engine-load/<id>`).
+const SMOKE: &str = "smoke";
+const LOAD: &str = "engine-load/";
 
 pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
     let bins = ctx.xous()?.clone();
@@ -40,12 +44,16 @@ pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
     // A panicking server leaves its caller blocked forever: after a panic line, give the
     // current step only a few more seconds.
     let mut deadline = deadline;
-    loop {
+    while !steps_done || loads_seen < LOAD_CLIENTS {
         let left = deadline.saturating_duration_since(Instant::now());
-        let line = match sys.wait_line(left, "the smoke client and the engine load clients", |l| {
-            l.contains("SMOKE-") || l.contains("ENGINE-LOAD") || l.contains("panicked at") || l.contains("Panic Details")
-        }) {
-            Ok(l) => l.text,
+        let v = match sys.next_report(left, "the smoke client and the engine load clients", |_| false) {
+            Ok(Report::Verdict(v)) => v,
+            Ok(Report::Panic(l)) => {
+                eprintln!("smoke: panic in the hosted system: {l}");
+                deadline = deadline.min(Instant::now() + Duration::from_secs(5));
+                continue;
+            }
+            Ok(Report::Line(_)) => continue,
             Err(e) => {
                 let tail = sys.tail(30);
                 sys.stop();
@@ -57,46 +65,28 @@ pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
                 bail!("smoke: {step}: {e}\n--- last output ---\n{tail}");
             }
         };
-        let rest = |m: &str| line.split_once(m).map(|x| x.1.trim().to_string()).unwrap_or_default();
-        if line.contains("ENGINE-LOAD") && !line.contains("panicked") {
-            loads_seen += 1;
-            let m = rest("ENGINE-LOAD");
-            let field = |k: &str| m.split_whitespace().find_map(|w| w.strip_prefix(k).and_then(|v| v.strip_prefix('='))).map(str::to_string);
-            let ok = field("done").as_deref() == Some(&LOAD_CALLS.to_string()[..])
-                && field("wrong").as_deref() == Some("0")
-                && field("errors").as_deref() == Some("0");
-            if ok {
-                passed += 1;
-                eprintln!("smoke: PASS engine/load {m}");
-            } else {
-                eprintln!("smoke: FAIL engine/load {m}");
-                failures.push(format!("engine/load {m}"));
-            }
-            if steps_done && loads_seen == LOAD_CLIENTS {
-                break;
-            }
-            continue;
-        }
-        if !line.contains("SMOKE-") {
-            eprintln!("smoke: panic in the hosted system: {line}");
-            deadline = deadline.min(Instant::now() + Duration::from_secs(5));
-            continue;
-        }
-        if line.contains("SMOKE-BEGIN") {
-            current = Some(rest("SMOKE-BEGIN"));
-        } else if line.contains("SMOKE-PASS") {
-            passed += 1;
-            eprintln!("smoke: PASS {}", rest("SMOKE-PASS"));
-            current = None;
-        } else if line.contains("SMOKE-FAIL") {
-            let f = rest("SMOKE-FAIL");
-            eprintln!("smoke: FAIL {f}");
-            failures.push(f);
-            current = None;
-        } else if line.contains("SMOKE-DONE") {
+        if v.subject == SMOKE {
+            // the smoke client's own verdict: every step has reported
             steps_done = true;
-            if loads_seen == LOAD_CLIENTS {
-                break;
+            if !v.passed() && failures.is_empty() {
+                failures.push(v.to_string());
+            }
+            continue;
+        }
+        if v.subject.starts_with(LOAD) {
+            loads_seen += 1;
+        }
+        match v.status {
+            Status::Begin => current = Some(v.subject),
+            Status::Pass => {
+                passed += 1;
+                eprintln!("smoke: {v}");
+                current = None;
+            }
+            Status::Fail => {
+                eprintln!("smoke: {v}");
+                failures.push(v.to_string());
+                current = None;
             }
         }
     }
@@ -107,7 +97,7 @@ pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
     let exit = sys.wait_exit(left.min(Duration::from_secs(20)));
     let _ = std::fs::remove_file(&gate);
     let lines = sys.lines();
-    let panics: Vec<&String> = lines.iter().filter(|l| l.contains("panicked at") || l.contains("Panic Details")).collect();
+    let panics: Vec<&String> = lines.iter().filter(|l| is_panic(l)).collect();
     let lingering: Vec<&String> = lines.iter().filter(|l| l.contains("did not exit within")).collect();
     let mut problems = Vec::new();
     match &exit {

@@ -3,21 +3,15 @@
 //! Every binary here is a real Xous process: it is started by the kernel (which passes
 //! `XOUS_SERVER`, `XOUS_PID` and `XOUS_PROCESS_KEY`) and talks to it over TCP.
 //! Programs report to the harness with marker lines on stdout (the kernel's stdout, captured by
-//! `xtask/src/hosted.rs`); see docs/hosted.md for the line protocol.
+//! `xtask/src/hosted.rs`); each judges its own result and prints it as one [`Verdict`] line
+//! (libs/verdict, the format xtask parses); see docs/hosted.md.
 
 use std::time::Instant;
 
 pub mod echo;
 pub mod privilege;
 
-/// Marker printed by the smoke runner before a step starts.
-pub const STEP_BEGIN: &str = "SMOKE-BEGIN";
-/// Marker printed when a step passed.
-pub const STEP_PASS: &str = "SMOKE-PASS";
-/// Marker printed when a step failed.
-pub const STEP_FAIL: &str = "SMOKE-FAIL";
-/// Marker printed once every step ran: `SMOKE-DONE pass=N fail=M`.
-pub const DONE: &str = "SMOKE-DONE";
+pub use verdict::{Status, Verdict};
 
 /// Result type of one scenario step: `Err` carries a human-readable reason.
 pub type StepResult = Result<(), String>;
@@ -36,13 +30,20 @@ pub fn marker(line: &str) {
     let _ = out.flush();
 }
 
-/// Run steps in order, printing BEGIN/PASS/FAIL markers. A panicking step counts as failed.
-/// Returns the number of failed steps.
-pub fn run_steps(steps: &[Step]) -> usize {
+/// Print a verdict line (flushed).
+pub fn report(v: &Verdict) {
+    marker(&v.to_string());
+}
+
+/// Run steps in order, printing a `BEGIN` and then a `PASS` (with `us=`) or `FAIL` (with the
+/// reason) verdict per step, and finally the verdict of `program`: PASS only if every step
+/// passed, with `pass=N fail=M`. A panicking step counts as failed. Returns the number of
+/// failed steps.
+pub fn run_steps(program: &str, steps: &[Step]) -> usize {
     let mut failed = 0;
     let mut passed = 0;
     for step in steps {
-        marker(&format!("{STEP_BEGIN} {}", step.name));
+        report(&Verdict::new(step.name, Status::Begin));
         let t0 = Instant::now();
         let outcome = std::panic::catch_unwind(step.run)
             .unwrap_or_else(|p| Err(format!("panicked: {}", panic_text(&p))));
@@ -50,15 +51,15 @@ pub fn run_steps(steps: &[Step]) -> usize {
         match outcome {
             Ok(()) => {
                 passed += 1;
-                marker(&format!("{STEP_PASS} {} ({us} us)", step.name));
+                report(&Verdict::new(step.name, Status::Pass).with("us", us));
             }
             Err(why) => {
                 failed += 1;
-                marker(&format!("{STEP_FAIL} {}: {why}", step.name));
+                report(&Verdict::new(step.name, Status::Fail).with("us", us).detail(why));
             }
         }
     }
-    marker(&format!("{DONE} pass={passed} fail={failed}"));
+    report(&Verdict::judged(program, failed == 0).with("pass", passed).with("fail", failed));
     failed
 }
 

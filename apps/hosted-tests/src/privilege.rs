@@ -76,3 +76,29 @@ pub fn privileged_opcodes_refused(conn: CID, ops: &[(usize, &str)], not_permitte
     let _ = xous::unmap_memory(page);
     (refused, tried)
 }
+
+/// What one privilege program found, judged: PASS only if nothing went wrong, every privileged
+/// attempt was refused and every one of the `of_valid` ordinary requests afterwards was served.
+pub struct Outcome<'a> {
+    pub refused: usize,
+    pub tried: usize,
+    pub lookup: &'a str,
+    pub claim: &'a str,
+    pub served: usize,
+    pub of_valid: usize,
+}
+
+impl Outcome<'_> {
+    /// The verdict line of `program` (problems: the first one as the detail).
+    pub fn verdict(&self, program: &str, bad: &Findings) -> crate::Verdict {
+        let ok = bad.is_empty() && self.refused == self.tried && self.served == self.of_valid;
+        crate::Verdict::judged(program, ok)
+            .with("refused", self.refused)
+            .with("of", self.tried)
+            .with("lookup", self.lookup)
+            .with("claim", self.claim)
+            .with("served_after", self.served)
+            .with("of_valid", self.of_valid)
+            .detail(bad.first().cloned().unwrap_or_default())
+    }
+}

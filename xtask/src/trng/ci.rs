@@ -74,14 +74,14 @@ pub fn scenarios(ctx: &Ctx) -> Result<()> {
         .program(shell_quote(&ctx.program("trng-tests")?))
         .echo(ctx.verbose)
         .start()?;
-    let line = sys.wait_marker("SMOKE-DONE", Duration::from_secs(480));
-    let failed: Vec<String> = sys.lines().into_iter().filter(|l| l.contains("SMOKE-FAIL") || l.contains("panicked")).collect();
+    let verdict = sys.wait_verdict(Duration::from_secs(480), "the trng-tests verdict", |s| s == "trng-tests");
+    let failed = crate::hosted::failed_verdicts(&sys.lines());
     let tail = sys.tail(30);
     sys.stop();
-    let line = line.with_context(|| format!("trng-tests did not finish:\n{tail}"))?;
-    if !line.text.contains("fail=0") || !failed.is_empty() {
-        bail!("trng hosted scenarios failed: {}\n{}", line.text, failed.join("\n"));
+    let verdict = verdict.with_context(|| format!("trng-tests did not finish:\n{tail}"))?;
+    if !verdict.passed() || !failed.is_empty() {
+        bail!("trng hosted scenarios failed: {verdict}\n{}", failed.join("\n"));
     }
-    eprintln!("xtask: {}", line.text.trim());
+    eprintln!("xtask: {verdict}");
     Ok(())
 }

@@ -1,14 +1,14 @@
 //! The TRNG service's privilege test step `trng-service:privilege` (docs/security.md):
 //! 1. the hosted system with sysctl and an ordinary client (`trng-privilege`): the control name
 //!    is refused, every privileged opcode on the public server is refused `NotPermitted` as
-//!    every message kind, and the service keeps serving (`TRNG-PRIVILEGE ... verdict=PASS`);
+//!    every message kind, and the service keeps serving (`VERDICT trng-privilege PASS ...`);
 //!    the system's TRNG started no tester (raw samples over TCP): no tester port was given;
 //! 2. a second system where sysctl, the system's own process, uses the control server
 //!    (test mode, ClearErrors, refusal of public opcodes there) and then stops the service
 //!    with Quit: a request afterwards is answered `Stopped` at once, it does not hang.
 
 use crate::ctx::Ctx;
-use crate::hosted::{field, system, system_env};
+use crate::hosted::{system, system_env, Report};
 use crate::util::shell_quote;
 use anyhow::{bail, Result};
 use std::time::Duration;
@@ -16,14 +16,16 @@ use std::time::Duration;
 pub fn privilege(ctx: &Ctx) -> Result<()> {
     let mut sys = system(ctx, &[shell_quote(&ctx.program("trng-privilege")?)])?;
     let r = (|| -> Result<()> {
-        let l = sys
-            .wait_line(Duration::from_secs(60), "SYSCTL READY and TRNG-PRIVILEGE", |l| {
-                ["TRNG-PRIVILEGE", "SYSCTL ERROR", "panicked"].iter().any(|m| l.contains(m))
-            })?
-            .text;
-        eprintln!("trng-service: {l}");
-        if field(&l, "verdict") != Some("PASS") {
-            bail!("an ordinary client was not refused cleanly: {l}");
+        let v = loop {
+            match sys.next_report(Duration::from_secs(60), "the trng-privilege verdict", |l| l.contains("SYSCTL ERROR"))? {
+                Report::Verdict(v) if v.subject == "trng-privilege" => break v,
+                Report::Verdict(_) => {}
+                Report::Panic(l) | Report::Line(l) => bail!("{l}"),
+            }
+        };
+        eprintln!("trng-service: {v}");
+        if !v.passed() {
+            bail!("an ordinary client was not refused cleanly: {v}");
         }
         // the server prints its ready line after the tester would have announced itself
         if !sys.lines().iter().any(|l| l.contains("TRNG-SERVER ready")) {

@@ -3,7 +3,9 @@
 //! buffers, bad archive offsets, garbage archives, bad magic, out-of-range windows, lengths and
 //! handles, illegal and runaway microcode), checks that each one that can be answered gets an
 //! error answer (never success), then checks that valid X25519 calls still succeed.
-//! Prints `ENGINE-FUZZ sent=N answered=A bad_ok=B valid_after=V/20 kinds=...`.
+//! Prints `VERDICT engine-fuzz PASS|FAIL sent=N answered=A bad_ok=B valid_after=V valid_tried=20
+//! -- kinds, server stats, first bad answer`: PASS only if all N were sent, none was answered
+//! with success and all valid calls afterwards succeeded.
 
 use engine25519::api::{self, JobMsg, Opcode, ProgramMsg, Status, X25519Msg, MAGIC, NUM_REGS, UCODE_WORDS};
 use xous::{Message, MemoryMessage, MemoryRange};
@@ -248,8 +250,9 @@ fn main() {
         }
     }
     // the server must still serve valid requests
+    const VALID_AFTER: u64 = 20;
     let mut ok = 0;
-    for i in 0..20u8 {
+    for i in 0..VALID_AFTER as u8 {
         let k = [i.wrapping_mul(37).wrapping_add(1); 32];
         let u = x25519_dalek::X25519_BASEPOINT_BYTES;
         if e.x25519(&k, &u).ok() == Some(x25519_dalek::x25519(k, u)) {
@@ -257,8 +260,13 @@ fn main() {
         }
     }
     let stats = e.stats().map(|s| format!("errors={} jobs={} busy={}", s.errors, s.jobs, s.busy)).unwrap_or_else(|e| e.to_string());
-    hosted_tests::marker(&format!(
-        "ENGINE-FUZZ sent={} answered={} bad_ok={} valid_after={}/20 kinds={:?} server_stats[{}] first_bad={:?}",
-        t.sent, t.answered, t.bad_ok, ok, t.kinds, stats, t.first_bad.unwrap_or_default()
-    ));
+    hosted_tests::report(
+        &hosted_tests::Verdict::judged("engine-fuzz", t.sent >= count && t.bad_ok == 0 && ok == VALID_AFTER)
+            .with("sent", t.sent)
+            .with("answered", t.answered)
+            .with("bad_ok", t.bad_ok)
+            .with("valid_after", ok)
+            .with("valid_tried", VALID_AFTER)
+            .detail(format_args!("kinds={:?} server_stats[{stats}] first_bad={:?}", t.kinds, t.first_bad.unwrap_or_default())),
+    );
 }

@@ -2,10 +2,13 @@
 //!
 //! `engine-load --id N --calls C`: C X25519 calls with fresh keys (even calls blocking, odd calls
 //! through the asynchronous API), each checked against x25519-dalek computed here; prints
-//! `ENGINE-LOAD id=N done=C wrong=W errors=E first_error=...`.
-//! `engine-load --id N --start-at-ms T --window-ms W`: from unix time T, blocking calls for W ms;
-//! prints `ENGINE-FAIR id=N completed=K wrong=W errors=E` (jobs completed inside the window).
+//! `VERDICT engine-load/N PASS|FAIL calls=C done=D wrong=W errors=E -- first error`, PASS only if
+//! all C calls returned the right result.
+//! `engine-load --id N --start-at-ms T --window-ms W`: from unix time T, calls for W ms; prints
+//! `VERDICT engine-load/N PASS|FAIL completed=K wrong=W errors=E -- first error` (jobs completed
+//! inside the window; PASS if none was wrong or failed and at least one completed).
 
+use hosted_tests::Verdict;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 fn arg(name: &str) -> Option<u64> {
@@ -34,10 +37,11 @@ fn now_ms() -> u64 {
 fn main() {
     xous_api_log::init_wait().expect("log server");
     let id = arg("--id").unwrap_or(0);
+    let subject = format!("engine-load/{id}");
     let e = engine25519::Engine25519::new().expect("connect to engine25519");
     let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ (id + 1).wrapping_mul(0x1000_0000_01b3) ^ now_ms());
     let (mut wrong, mut errors) = (0u64, 0u64);
-    let mut first_error = String::from("-");
+    let mut first_error = String::new();
     if let (Some(start), Some(window)) = (arg("--start-at-ms"), arg("--window-ms")) {
         let t = now_ms();
         if start > t {
@@ -69,13 +73,19 @@ fn main() {
                 Ok(_) => wrong += 1,
                 Err(err) => {
                     errors += 1;
-                    first_error = err.to_string();
+                    if first_error.is_empty() {
+                        first_error = err.to_string();
+                    }
                 }
             }
         }
-        hosted_tests::marker(&format!(
-            "ENGINE-FAIR id={id} completed={completed} wrong={wrong} errors={errors} first_error={first_error:?}"
-        ));
+        hosted_tests::report(
+            &Verdict::judged(&subject, wrong == 0 && errors == 0 && completed > 0)
+                .with("completed", completed)
+                .with("wrong", wrong)
+                .with("errors", errors)
+                .detail(&first_error),
+        );
         return;
     }
     let calls = arg("--calls").unwrap_or(100);
@@ -96,13 +106,20 @@ fn main() {
             Ok(_) => wrong += 1,
             Err(err) => {
                 errors += 1;
-                first_error = err.to_string();
+                if first_error.is_empty() {
+                    first_error = err.to_string();
+                }
             }
         }
     }
-    hosted_tests::marker(&format!(
-        "ENGINE-LOAD id={id} done={done} wrong={wrong} errors={errors} first_error={first_error:?}"
-    ));
+    hosted_tests::report(
+        &Verdict::judged(&subject, done == calls && wrong == 0 && errors == 0)
+            .with("calls", calls)
+            .with("done", done)
+            .with("wrong", wrong)
+            .with("errors", errors)
+            .detail(&first_error),
+    );
     // Returning from main with the async pool's threads still connected is fine: kernel patch
     // 0004-hosted-process-exit (the stock 0.9.37 kernel aborted here); the smoke run relies on it.
 }

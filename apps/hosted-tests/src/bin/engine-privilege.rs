@@ -10,21 +10,22 @@
 //! 4. none of it had an effect: the engine is not suspended, and 20 X25519 calls still match
 //!    x25519-dalek.
 //!
-//! Prints `ENGINE-PRIVILEGE refused=R of=N lookup=refused claim=refused served_after=S/20
-//! suspended=0 verdict=PASS|FAIL first_bad=...`.
+//! Prints `VERDICT engine-privilege PASS|FAIL refused=R of=N lookup=refused claim=refused
+//! served_after=S of_valid=20 suspended=0 -- first problem`.
 //!
 //! `--steal`: the race of docs/security.md instead. Started before sysctl, it claims the
-//! control slot itself (`ENGINE-PRIVILEGE stole=yes|no`) and waits; the harness then checks that
+//! control slot itself (`VERDICT engine-privilege/steal PASS|FAIL stole=yes|no`: PASS if it got
+//! the slot, i.e. the race is exercised) and waits; the harness then checks that
 //! sysctl notices (its claim is refused) and shuts the system down.
 
 use std::time::Duration;
 
 use engine25519::api::{Opcode, Status, CONTROL_NAME};
-use hosted_tests::privilege;
+use hosted_tests::{privilege, Verdict};
 
 fn steal() -> ! {
     let stole = engine25519::Control::claim(Duration::from_secs(20)).is_ok();
-    hosted_tests::marker(&format!("ENGINE-PRIVILEGE stole={}", if stole { "yes" } else { "no" }));
+    hosted_tests::report(&Verdict::judged("engine-privilege/steal", stole).with("stole", if stole { "yes" } else { "no" }));
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
@@ -47,8 +48,9 @@ fn main() {
     let (refused, tried) = privilege::privileged_opcodes_refused(e.conn(), &ops, Status::NotPermitted as usize, &mut bad);
 
     // 4. no effect, and the service still serves
+    const VALID: usize = 20;
     let mut served = 0;
-    for i in 0..20u8 {
+    for i in 0..VALID as u8 {
         let k = [i.wrapping_mul(29).wrapping_add(3); 32];
         let u = x25519_dalek::X25519_BASEPOINT_BYTES;
         match e.x25519(&k, &u) {
@@ -66,9 +68,6 @@ fn main() {
     if suspended != 0 {
         bad.push(format!("engine reports suspended={suspended}"));
     }
-    let verdict = if bad.is_empty() && refused == tried && served == 20 { "PASS" } else { "FAIL" };
-    hosted_tests::marker(&format!(
-        "ENGINE-PRIVILEGE refused={refused} of={tried} lookup={lookup} claim={claim} served_after={served}/20 suspended={suspended} verdict={verdict} first_bad={:?}",
-        bad.first().cloned().unwrap_or_default()
-    ));
+    let outcome = privilege::Outcome { refused, tried, lookup, claim, served, of_valid: VALID };
+    hosted_tests::report(&outcome.verdict("engine-privilege", &bad).with("suspended", suspended));
 }

@@ -1,5 +1,5 @@
-//! Scripted smoke client: runs every scenario step (src/scenarios/), prints SMOKE-* markers,
-//! then shuts the whole hosted system down through the kernel's Shutdown syscall.
+//! Scripted smoke client: runs every scenario step (src/scenarios/), prints a verdict per step
+//! and then its own (`VERDICT smoke PASS pass=N fail=0`, libs/verdict), then shuts the whole hosted system down through the kernel's Shutdown syscall.
 //! `smoke --no-shutdown` leaves the system running.
 //! `smoke --shutdown-after PATH` waits (at most 600 s) until PATH exists before the Shutdown: the
 //! harness creates it once the other clients of the scenario (e.g. the engine load processes)
@@ -32,7 +32,7 @@ fn main() {
     xous_api_log::init_wait().expect("log server");
     log::set_max_level(log::LevelFilter::Info);
     log::info!("smoke client starting");
-    let failed = hosted_tests::run_steps(&scenarios::all());
+    let failed = hosted_tests::run_steps("smoke", &scenarios::all());
     if let Some(gate) = gate {
         let t0 = Instant::now();
         while !gate.exists() && t0.elapsed() < Duration::from_secs(600) {

@@ -8,8 +8,8 @@
 //! 4. none of it had an effect: no error was cleared (`clears` unchanged), nothing is latched,
 //!    and 20 pairs of words and a 64 KiB fill are still served, all distinct.
 //!
-//! Prints `TRNG-PRIVILEGE refused=R of=N lookup=refused claim=refused served_after=S/20
-//! verdict=PASS|FAIL first_bad=...`.
+//! Prints `VERDICT trng-privilege PASS|FAIL refused=R of=N lookup=refused claim=refused
+//! served_after=S of_valid=20 -- first problem`.
 
 use std::time::Duration;
 
@@ -37,8 +37,9 @@ fn main() {
     let (refused, tried) = privilege::privileged_opcodes_refused(t.conn(), &ops, TrngError::NotPermitted as usize, &mut bad);
 
     // no effect, and the service still serves
+    const VALID: usize = 20;
     let mut words = Vec::new();
-    for _ in 0..20 {
+    for _ in 0..VALID {
         match t.get_u64() {
             Ok(w) => words.push(w),
             Err(e) => bad.push(format!("get_u64 after the attempts: {e}")),
@@ -58,9 +59,6 @@ fn main() {
         Ok(s) if s.clears == clears_before && !s.latched => {}
         other => bad.push(format!("error stats changed: {other:?} (clears before {clears_before})")),
     }
-    let verdict = if bad.is_empty() && refused == tried && served == 20 { "PASS" } else { "FAIL" };
-    hosted_tests::marker(&format!(
-        "TRNG-PRIVILEGE refused={refused} of={tried} lookup={lookup} claim={claim} served_after={served}/20 verdict={verdict} first_bad={:?}",
-        bad.first().cloned().unwrap_or_default()
-    ));
+    let outcome = privilege::Outcome { refused, tried, lookup, claim, served, of_valid: VALID };
+    hosted_tests::report(&outcome.verdict("trng-privilege", &bad));
 }

@@ -1,7 +1,7 @@
 //! TRNG hosted scenarios and bench provider.
 //!
-//! `trng-tests [tests]`: runs the steps below with the SMOKE-* markers of hosted_tests
-//! (`SMOKE-DONE pass=N fail=M` at the end), against a running `trng` server started with
+//! `trng-tests [tests]`: runs the steps below with `hosted_tests::run_steps` (a verdict per
+//! step, then `VERDICT trng-tests PASS|FAIL pass=N fail=M`), against a running `trng` server started with
 //! `--source model` or `--source hosted-os` (fault injection drives the models in both cases;
 //! the error latch is global, so conditioned output stops too). The test system it runs in has
 //! no sysctl: this program claims the TRNG's control slot itself at start, as the system's own
@@ -375,7 +375,7 @@ fn main() {
         if args.iter().any(|a| a == "--quick") {
             steps.remove(0);
         }
-        failed = run_steps(&steps);
+        failed = run_steps("trng-tests", &steps);
     }
     if args.iter().any(|a| a == "--quit") {
         if let Ok(c) = control() {

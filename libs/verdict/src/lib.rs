@@ -1,0 +1,270 @@
+//! The one line format in which hosted test programs (apps/hosted-tests, the smoke client) report
+//! their verdict, and the one parser `cargo xtask` reads it with (docs/hosted.md).
+//!
+//! ```text
+//! VERDICT <subject> <STATUS>[ <key>=<value>]*[ -- <detail>]
+//! ```
+//!
+//! * `subject`: what is judged, one word: a program (`engine-load/3`, `smoke`) or one scripted
+//!   step (`engine/x25519-rfc7748`).
+//! * `STATUS`: `BEGIN` (a step starts; lets the harness name a step that hangs), `PASS` or `FAIL`.
+//!   The program that ran the test decides PASS or FAIL itself, against its own limits; a reader
+//!   never re-judges the figures.
+//! * `key=value` fields: figures for the log and for benchmarks (`done=100 wrong=0`); keys and
+//!   values contain no whitespace and no key repeats.
+//! * `-- detail`: free text to the end of the line (the reason of a failure, debug output).
+//!
+//! The marker may follow other text on the line (an output prefix), but must start a word.
+
+use std::fmt;
+
+/// The word every verdict line carries.
+pub const MARKER: &str = "VERDICT";
+/// Separates the fields from the free-text detail.
+pub const DETAIL_SEPARATOR: &str = "--";
+
+/// What a verdict line says about its subject.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// A step starts (no judgement yet).
+    Begin,
+    Pass,
+    Fail,
+}
+
+impl Status {
+    /// Every status, for parsers and tests.
+    pub const ALL: [Status; 3] = [Status::Begin, Status::Pass, Status::Fail];
+
+    /// The word on the line.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Status::Begin => "BEGIN",
+            Status::Pass => "PASS",
+            Status::Fail => "FAIL",
+        }
+    }
+
+    fn from_word(w: &str) -> Option<Status> {
+        Status::ALL.into_iter().find(|s| s.as_str() == w)
+    }
+}
+
+/// One verdict line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    pub subject: String,
+    pub status: Status,
+    /// `key=value` fields in line order.
+    pub fields: Vec<(String, String)>,
+    /// Free text after ` -- ` (empty if none).
+    pub detail: String,
+}
+
+/// Why a line that carries the marker is not a well-formed verdict.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ParseError {
+    MissingSubject,
+    MissingStatus,
+    UnknownStatus(String),
+    /// A word between the status and ` -- ` that is not `key=value` with a non-empty key.
+    BadField(String),
+    DuplicateKey(String),
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ParseError::MissingSubject => write!(f, "{MARKER} line without a subject"),
+            ParseError::MissingStatus => write!(f, "{MARKER} line without a status (BEGIN, PASS or FAIL)"),
+            ParseError::UnknownStatus(s) => write!(f, "unknown {MARKER} status {s:?} (BEGIN, PASS or FAIL)"),
+            ParseError::BadField(w) => write!(f, "{MARKER} field {w:?} is not key=value"),
+            ParseError::DuplicateKey(k) => write!(f, "{MARKER} field {k:?} given twice"),
+        }
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Field values and subjects are single words: whitespace becomes `_`, an empty one `-`.
+fn word(s: &str) -> String {
+    if s.is_empty() {
+        return "-".into();
+    }
+    s.chars().map(|c| if c.is_whitespace() { '_' } else { c }).collect()
+}
+
+impl Verdict {
+    pub fn new(subject: &str, status: Status) -> Verdict {
+        Verdict { subject: word(subject), status, fields: Vec::new(), detail: String::new() }
+    }
+
+    /// PASS if `ok`, else FAIL.
+    pub fn judged(subject: &str, ok: bool) -> Verdict {
+        Verdict::new(subject, if ok { Status::Pass } else { Status::Fail })
+    }
+
+    /// Adds (or replaces) a `key=value` field; whitespace in either becomes `_`.
+    pub fn with(mut self, key: &str, value: impl fmt::Display) -> Verdict {
+        let (k, v) = (word(key), word(&value.to_string()));
+        match self.fields.iter_mut().find(|(fk, _)| *fk == k) {
+            Some(f) => f.1 = v,
+            None => self.fields.push((k, v)),
+        }
+        self
+    }
+
+    /// Sets the free-text detail (line breaks become spaces).
+    pub fn detail(mut self, text: impl fmt::Display) -> Verdict {
+        self.detail = text.to_string().replace(['\n', '\r'], " ");
+        self
+    }
+
+    pub fn passed(&self) -> bool {
+        self.status == Status::Pass
+    }
+
+    /// The value of field `key`.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.fields.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// Field `key` as an unsigned number.
+    pub fn num(&self, key: &str) -> Option<u64> {
+        self.get(key)?.parse().ok()
+    }
+
+    /// The verdict in a line of text: `None` if the line carries no marker word, else the
+    /// parsed verdict or why it is malformed.
+    pub fn parse(line: &str) -> Option<Result<Verdict, ParseError>> {
+        let rest = marker_tail(line)?;
+        Some(parse_tail(rest))
+    }
+}
+
+/// The text after the first marker word of `line`.
+fn marker_tail(line: &str) -> Option<&str> {
+    let mut from = 0;
+    while let Some(i) = line[from..].find(MARKER) {
+        let at = from + i;
+        let end = at + MARKER.len();
+        let starts_word = line[..at].chars().next_back().map_or(true, char::is_whitespace);
+        let ends_word = line[end..].chars().next().map_or(true, char::is_whitespace);
+        if starts_word && ends_word {
+            return Some(&line[end..]);
+        }
+        from = end;
+    }
+    None
+}
+
+fn parse_tail(rest: &str) -> Result<Verdict, ParseError> {
+    let (head, detail) = match split_detail(rest) {
+        Some((h, d)) => (h, d.trim().to_string()),
+        None => (rest, String::new()),
+    };
+    let mut words = head.split_whitespace();
+    let subject = words.next().ok_or(ParseError::MissingSubject)?;
+    let status = words.next().ok_or(ParseError::MissingStatus)?;
+    let status = Status::from_word(status).ok_or_else(|| ParseError::UnknownStatus(status.into()))?;
+    let mut v = Verdict { subject: subject.into(), status, fields: Vec::new(), detail };
+    for w in words {
+        let (k, val) = w.split_once('=').filter(|(k, _)| !k.is_empty()).ok_or_else(|| ParseError::BadField(w.into()))?;
+        if v.get(k).is_some() {
+            return Err(ParseError::DuplicateKey(k.into()));
+        }
+        v.fields.push((k.into(), val.into()));
+    }
+    Ok(v)
+}
+
+/// Splits at the first word that is exactly the separator.
+fn split_detail(rest: &str) -> Option<(&str, &str)> {
+    let mut from = 0;
+    while let Some(i) = rest[from..].find(DETAIL_SEPARATOR) {
+        let at = from + i;
+        let end = at + DETAIL_SEPARATOR.len();
+        let starts_word = rest[..at].chars().next_back().map_or(true, char::is_whitespace);
+        let ends_word = rest[end..].chars().next().map_or(true, char::is_whitespace);
+        if starts_word && ends_word {
+            return Some((&rest[..at], &rest[end..]));
+        }
+        from = end;
+    }
+    None
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{MARKER} {} {}", self.subject, self.status.as_str())?;
+        for (k, v) in &self.fields {
+            write!(f, " {k}={v}")?;
+        }
+        if !self.detail.is_empty() {
+            write!(f, " {DETAIL_SEPARATOR} {}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let v = Verdict::judged("engine-load/3", true).with("done", 100).with("wrong", 0).detail("first error: -");
+        let line = v.to_string();
+        assert_eq!(line, "VERDICT engine-load/3 PASS done=100 wrong=0 -- first error: -");
+        assert_eq!(Verdict::parse(&line), Some(Ok(v.clone())));
+        assert!(v.passed());
+        assert_eq!(v.num("done"), Some(100));
+        assert_eq!(v.get("missing"), None);
+        for s in Status::ALL {
+            let v = Verdict::new("x", s);
+            assert_eq!(Verdict::parse(&v.to_string()), Some(Ok(v)));
+        }
+    }
+
+    #[test]
+    fn values_stay_single_words_and_keys_unique() {
+        let v = Verdict::judged("a step", false).with("why", "two words").with("n", 1).with("n", 2).with("e", "").detail("x\ny");
+        assert_eq!(v.to_string(), "VERDICT a_step FAIL why=two_words n=2 e=- -- x y");
+        assert_eq!(Verdict::parse(&v.to_string()), Some(Ok(v)));
+    }
+
+    #[test]
+    fn finds_the_marker_after_a_prefix_only_as_a_word() {
+        let v = Verdict::parse("INFO:kernel: VERDICT smoke PASS pass=3 fail=0").unwrap().unwrap();
+        assert_eq!((v.subject.as_str(), v.num("pass")), ("smoke", Some(3)));
+        assert_eq!(Verdict::parse("no marker here"), None);
+        assert_eq!(Verdict::parse("VERDICTS are words"), None);
+        assert_eq!(Verdict::parse("XVERDICT a PASS"), None);
+        // a later marker word still counts
+        assert!(Verdict::parse("VERDICTx VERDICT a PASS").unwrap().is_ok());
+        // `--` inside a word is not the separator
+        let v = Verdict::parse("VERDICT a FAIL opt=--x -- why").unwrap().unwrap();
+        assert_eq!((v.get("opt"), v.detail.as_str()), (Some("--x"), "why"));
+    }
+
+    #[test]
+    fn malformed_lines_are_errors_not_verdicts() {
+        use ParseError::*;
+        for (line, want) in [
+            ("VERDICT", MissingSubject),
+            ("VERDICT   ", MissingSubject),
+            ("VERDICT -- PASS", MissingSubject),
+            ("VERDICT smoke", MissingStatus),
+            ("VERDICT smoke ok", UnknownStatus("ok".into())),
+            ("VERDICT smoke pass", UnknownStatus("pass".into())),
+            ("VERDICT smoke PASS done", BadField("done".into())),
+            ("VERDICT smoke PASS =1", BadField("=1".into())),
+            ("VERDICT smoke PASS n=1 n=2", DuplicateKey("n".into())),
+        ] {
+            assert_eq!(Verdict::parse(line), Some(Err(want.clone())), "{line:?}");
+            assert!(!want.to_string().is_empty());
+        }
+        // an empty value is a value
+        assert_eq!(Verdict::parse("VERDICT s FAIL k=").unwrap().unwrap().get("k"), Some(""));
+    }
+}
