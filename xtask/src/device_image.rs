@@ -534,6 +534,14 @@ pub fn build(out: &Path, key: &Option<PathBuf>, verbose: bool) -> Result<BuiltIm
     let tools = device_xous::ensure_tools(verbose)?;
     let kernel = device_xous::ensure_kernel(verbose)?;
     let programs = image_programs(verbose)?;
+    // the simulated SoC's CPU has no C extension: every ELF must be free of compressed code
+    crate::setup::require_apt(&["binutils-riscv64-unknown-elf"])?;
+    for p in std::iter::once(&kernel).chain(programs.iter()) {
+        let n = device_xous::compressed_instructions(p)?;
+        if n != 0 {
+            bail!("{}: {n} compressed instructions (device builds use {})", p.display(), device_xous::DEVICE_RUSTFLAGS);
+        }
+    }
     let svd = device_xous::precursor_svd()?;
     make_image(&tools, &kernel, &programs, &svd, out, key)
 }

@@ -48,10 +48,11 @@ pub const SERVICES: &[Pinned] = &[
     Pinned { name: "xous-ticktimer", version: "0.1.31", sha256: "721ddff2edf5f37bb437e9974b1ad75e9c5bd7bc849f6ac3676801cf4ccb2cea" },
 ];
 pub const XOUS_TOOLS_VERSION: &str = "0.1.2";
+pub const XOUS_RISCV: Pinned = Pinned { name: "xous-riscv", version: "0.5.6", sha256: "63ec51bd5669f944bc375cc2c8ba93e28d7e697d13605a3454c331ea5f0b461a" };
 pub const UTRALIB: Pinned = Pinned { name: "utralib", version: "0.1.15", sha256: "9cc32203e2f81b6b8133a644d61def05387e2385d653cb1e923a65d5eee5f864" };
 
 /// Bumped when the way we build changes (invalidates stamps).
-const RECIPE: &str = "device-recipe-1";
+const RECIPE: &str = "device-recipe-2";
 const BUILD_TIMEOUT: Duration = Duration::from_secs(40 * 60);
 
 pub fn device_dir() -> PathBuf {
@@ -119,12 +120,16 @@ pub fn fetch_crate(c: &Pinned) -> Result<PathBuf> {
     Ok(path)
 }
 
-/// Unpack a pinned crate into target/xous/device/src/<name>-<version> (replacing it) and make it
-/// its own workspace root.
+/// Unpack a pinned crate into target/xous/device/src/<name>-<version> (replacing it).
 pub fn unpack_crate(c: &Pinned) -> Result<PathBuf> {
+    unpack_crate_into(c, &device_dir().join("src").join(format!("{}-{}", c.name, c.version)))
+}
+
+/// Unpack a pinned crate into `dest` (replacing it).
+pub fn unpack_crate_into(c: &Pinned, dest: &Path) -> Result<PathBuf> {
     let crate_file = fetch_crate(c)?;
-    let src_root = device_dir().join("src");
-    let dest = src_root.join(format!("{}-{}", c.name, c.version));
+    let src_root = dest.parent().unwrap().to_path_buf();
+    let dest = dest.to_path_buf();
     if dest.exists() {
         std::fs::remove_dir_all(&dest)?;
     }
@@ -139,13 +144,18 @@ pub fn unpack_crate(c: &Pinned) -> Result<PathBuf> {
     archive.unpack(&tmp).with_context(|| format!("unpacking {}", crate_file.display()))?;
     std::fs::rename(tmp.join(format!("{}-{}", c.name, c.version)), &dest)?;
     std::fs::remove_dir_all(&tmp).ok();
-    let manifest = dest.join("Cargo.toml");
+    Ok(dest)
+}
+
+/// Make an unpacked crate its own workspace root (it lives under our workspace's target/).
+fn workspace_root(dir: &Path) -> Result<()> {
+    let manifest = dir.join("Cargo.toml");
     let mut text = std::fs::read_to_string(&manifest)?;
     if !text.contains("\n[workspace]") {
         text.push_str("\n[workspace]\n");
         std::fs::write(&manifest, text)?;
     }
-    Ok(dest)
+    Ok(())
 }
 
 /// The cargo command of a device build of the crate unpacked in `src`.
@@ -177,7 +187,7 @@ fn install(from: &Path, to: &Path) -> Result<()> {
 }
 
 fn kernel_key() -> Result<String> {
-    let mut text = format!("{RECIPE} {} {} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS}\n", KERNEL.name, KERNEL.version, KERNEL.sha256);
+    let mut text = format!("{RECIPE} {} {} {} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS}\n", KERNEL.name, KERNEL.version, KERNEL.sha256, XOUS_RISCV.sha256);
     for p in device_patch_files()? {
         text.push_str(&format!("{} {}\n", p.file_name().unwrap().to_string_lossy(), util::sha256_hex(&std::fs::read(&p)?)));
     }
@@ -192,14 +202,98 @@ pub fn ensure_kernel(verbose: bool) -> Result<PathBuf> {
         return Ok(bin);
     }
     crate::device::ensure_toolchain()?;
+    crate::setup::require_apt(&["binutils-riscv64-unknown-elf"])?;
     let src = unpack_crate(&KERNEL)?;
     crate::xous::apply_patch_list(&src, &device_patch_files()?)?;
+    workspace_root(&src)?;
+    // the prebuilt rv32imac archives of the kernel and of xous-riscv, rebuilt for rv32ima
+    let riscv = unpack_crate_into(&XOUS_RISCV, &src.join("vendor/xous-riscv"))?;
+    reassemble(&src.join("src/asm.S"), &src.join("bin").join(format!("{TARGET}.a")))?;
+    reassemble(&riscv.join("asm.S"), &riscv.join("bin").join(format!("{TARGET}.a")))?;
     eprintln!("xtask: building {} {} for the device ({PRECURSOR_FEATURES})", KERNEL.name, KERNEL.version);
     let mut cmd = device_cargo(&src, "core,alloc", "kernel");
+    // vendor/xous-riscv is a path dependency now, so cargo no longer caps its lints (it denies
+    // warnings that today's compiler raises about its own cfgs)
+    cmd.env("RUSTFLAGS", format!("{DEVICE_RUSTFLAGS} --cap-lints warn"));
     crate::supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, "device build of xous-kernel", verbose)?;
-    install(&device_dir().join("build/kernel").join(TARGET).join("release").join(KERNEL.name), &bin)?;
+    let built = device_dir().join("build/kernel").join(TARGET).join("release").join(KERNEL.name);
+    let n = compressed_instructions(&built)?;
+    if n != 0 {
+        bail!("the device kernel still has {n} compressed instructions ({})", built.display());
+    }
+    install(&built, &bin)?;
     write_stamp("kernel", &key)?;
     Ok(bin)
+}
+
+const OBJDUMP: &str = "riscv64-unknown-elf-objdump";
+
+/// Number of 16-bit (compressed) instructions in an ELF's code, by disassembly.
+pub fn compressed_instructions(elf: &Path) -> Result<usize> {
+    let out = Command::new(OBJDUMP).arg("-d").arg(elf).output().with_context(|| format!("running {OBJDUMP} (Debian: binutils-riscv64-unknown-elf)"))?;
+    if !out.status.success() {
+        bail!("{OBJDUMP} -d {}: {}", elf.display(), String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(count_compressed(&String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Count objdump instruction lines whose encoding is one 16-bit halfword ("addr:\t4501 \tli ...").
+pub fn count_compressed(objdump: &str) -> usize {
+    objdump
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split('\t');
+            let addr = f.next()?.trim();
+            let enc = f.next()?.trim();
+            (addr.ends_with(':') && u64::from_str_radix(addr.trim_end_matches(':'), 16).is_ok()).then_some(enc)
+        })
+        .filter(|enc| enc.len() == 4 && enc.chars().all(|c| c.is_ascii_hexdigit()))
+        .count()
+}
+
+fn global_symbols(obj: &Path) -> Result<std::collections::BTreeSet<String>> {
+    let out = Command::new("riscv64-unknown-elf-nm").args(["-g", "--defined-only"]).arg(obj).output().context("running riscv64-unknown-elf-nm")?;
+    if !out.status.success() {
+        bail!("riscv64-unknown-elf-nm {}: {}", obj.display(), String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_whitespace().nth(2).map(str::to_string)).collect())
+}
+
+/// Rebuild a prebuilt assembly archive from its source with Debian's GNU assembler for rv32ima
+/// (no C extension): preprocess `asm` (it is a .S file), assemble, check that the new object
+/// defines exactly the global symbols of the old archive, and replace the archive.
+pub fn reassemble(asm: &Path, archive: &Path) -> Result<()> {
+    let dir = archive.parent().unwrap();
+    let pre = dir.join("asm-rv32ima.s");
+    let obj = dir.join("asm-rv32ima.o");
+    let run = |c: &mut Command, what: &str| -> Result<()> {
+        let o = c.output().with_context(|| format!("running {what}"))?;
+        if !o.status.success() {
+            bail!("{what} failed: {}", String::from_utf8_lossy(&o.stderr));
+        }
+        Ok(())
+    };
+    run(
+        Command::new("cpp").args(["-P", "-x", "assembler-with-cpp", "-D__riscv_xlen=32", "-D__riscv=1", "-I"]).arg(asm.parent().unwrap()).arg(asm).arg("-o").arg(&pre),
+        &format!("cpp {}", asm.display()),
+    )?;
+    run(
+        Command::new("riscv64-unknown-elf-as").args(["-march=rv32ima_zicsr_zifencei", "-mabi=ilp32"]).arg(&pre).arg("-o").arg(&obj),
+        &format!("riscv64-unknown-elf-as {}", asm.display()),
+    )?;
+    let (old, new) = (global_symbols(archive)?, global_symbols(&obj)?);
+    if old != new {
+        bail!("reassembled {} defines {new:?}, the prebuilt archive {old:?}", asm.display());
+    }
+    let n = compressed_instructions(&obj)?;
+    if n != 0 {
+        bail!("reassembled {} still has {n} compressed instructions", asm.display());
+    }
+    std::fs::remove_file(archive)?;
+    run(Command::new("riscv64-unknown-elf-ar").arg("crs").arg(archive).arg(&obj), "riscv64-unknown-elf-ar")?;
+    std::fs::remove_file(&pre).ok();
+    std::fs::remove_file(&obj).ok();
+    Ok(())
 }
 
 /// The device base services, in SERVICES order.
@@ -212,6 +306,7 @@ pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
         if !stamp_ok(&stamp, &key, &[&bin]) {
             crate::device::ensure_toolchain()?;
             let src = unpack_crate(s)?;
+            workspace_root(&src)?;
             if std::fs::read_to_string(src.join("Cargo.lock")).unwrap_or_default().contains("name = \"proc-macro2\"\nversion = \"1.0.5") {
                 // proc-macro2 1.0.5x in the lock file uses a proc_macro feature the nightly
                 // no longer has; 1.0.86 is the oldest that builds
@@ -277,4 +372,25 @@ pub fn precursor_svd() -> Result<PathBuf> {
 pub fn our_programs() -> Vec<PathBuf> {
     let dir = util::target_dir().join(TARGET).join("release");
     crate::device::IMAGE_PROGRAMS.iter().map(|(_, bin)| dir.join(bin)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compressed_instructions_are_counted_from_objdump() {
+        let text = "\nk.o:     file format elf32-littleriscv\n\nDisassembly of section .text:\n\n00000000 <_start>:\n   0:\t00000297          \tauipc\tt0,0x0\n   4:\t4501                \tli\ta0,0\n   6:\t8082                \tret\nffd00010:\t30529073          \tcsrw\tmtvec,t0\n";
+        assert_eq!(count_compressed(text), 2);
+        assert_eq!(count_compressed("0000 <x>:\n"), 0);
+    }
+
+    #[test]
+    fn device_patches_have_headers() {
+        for p in device_patch_files().unwrap() {
+            let text = std::fs::read_to_string(&p).unwrap();
+            let header = &text[..text.find("\n--- a/").expect("a unified diff")];
+            assert!(header.contains("What:") && header.contains("Why:") && header.contains("Test:"), "{}", p.display());
+        }
+    }
 }
