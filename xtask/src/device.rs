@@ -35,6 +35,13 @@ pub struct DeviceBuildArgs {
 
 /// Make sure the nightly toolchain with rust-src is installed (no-op when it is).
 pub fn ensure_toolchain() -> Result<()> {
+    // installed already: no rustup call (it syncs the channel over the network every time)
+    if let Ok(o) = Command::new("rustc").args([&format!("+{TOOLCHAIN}"), "--print", "sysroot"]).env_remove("RUSTUP_TOOLCHAIN").output() {
+        let sysroot = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        if o.status.success() && std::path::Path::new(&sysroot).join("lib/rustlib/src/rust/library/std/Cargo.toml").is_file() {
+            return Ok(());
+        }
+    }
     let mut c = Command::new("rustup");
     c.args(["toolchain", "install", TOOLCHAIN, "--profile", "minimal", "--component", "rust-src", "--no-self-update"]);
     crate::supervisor::run(&mut c, Duration::from_secs(900), "rustup toolchain install nightly + rust-src")
