@@ -18,7 +18,7 @@
 //! per-backend provider table) and a fairness run (8 clients, fixed window -> service_fairness_spread).
 
 use crate::bench;
-use crate::hosted::{system, system_env, Launch, Report};
+use crate::hosted::{sysctl_checks, system, system_env, Launch, Report};
 use crate::util::shell_quote;
 use crate::steps::{BenchProvider, BenchResults, TestStep};
 use crate::xous::Flavor;
@@ -109,24 +109,7 @@ fn privilege(ctx: &Ctx) -> Result<()> {
     r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))?;
 
     // the system's own process may do what the ordinary client may not
-    let mut sys = system_env(ctx, &[], &[("SYSCTL_CHECK", "engine-suspend-resume,engine-quit")])?;
-    let r = (|| -> Result<()> {
-        for check in ["engine-suspend-resume", "engine-quit"] {
-            let l = sys
-                .wait_line(Duration::from_secs(60), &format!("SYSCTL CHECK {check}"), |l| {
-                    l.contains("SYSCTL CHECK") || l.contains("SYSCTL ERROR")
-                })?
-                .text;
-            eprintln!("engine-service: {l}");
-            if !l.contains(&format!("SYSCTL CHECK {check} ok")) {
-                bail!("the system's own process could not run {check} through the control server: {l}");
-            }
-        }
-        Ok(())
-    })();
-    let tail = sys.tail(30);
-    sys.stop();
-    r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))?;
+    sysctl_checks(ctx, "engine-service", &["engine-suspend-resume", "engine-quit"])?;
 
     // the race: an app that starts before sysctl and takes the control slot is noticed, and
     // the system shuts down instead of running with the slot in the app's hands

@@ -338,6 +338,30 @@ pub fn system_env(ctx: &Ctx, clients: &[String], env: &[(&str, &str)]) -> Result
     l.start()
 }
 
+/// A hosted system (our servers, no client) in which sysctl, the system's own process, runs
+/// `checks` through the services' control servers (`SYSCTL_CHECK`); each must report
+/// `SYSCTL CHECK <name> ok`. `who` prefixes the log lines.
+pub fn sysctl_checks(ctx: &Ctx, who: &str, checks: &[&str]) -> Result<()> {
+    let mut sys = system_env(ctx, &[], &[("SYSCTL_CHECK", &checks.join(","))])?;
+    let r = (|| -> Result<()> {
+        for check in checks {
+            let l = sys
+                .wait_line(Duration::from_secs(60), &format!("SYSCTL CHECK {check}"), |l| {
+                    l.contains("SYSCTL CHECK") || l.contains("SYSCTL ERROR")
+                })?
+                .text;
+            eprintln!("{who}: {l}");
+            if !l.contains(&format!("SYSCTL CHECK {check} ok")) {
+                bail!("the system's own process could not run {check} through the control server: {l}");
+            }
+        }
+        Ok(())
+    })();
+    let tail = sys.tail(30);
+    sys.stop();
+    r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))
+}
+
 /// The failed verdicts and the panics among `lines` (for a failure report).
 pub fn failed_verdicts(lines: &[String]) -> Vec<String> {
     lines

@@ -142,20 +142,25 @@ impl Verdict {
     }
 }
 
-/// The text after the first marker word of `line`.
-fn marker_tail(line: &str) -> Option<&str> {
+/// Byte range of the first occurrence of `word` in `text` that is a whole word (whitespace or
+/// the ends of `text` on both sides).
+fn find_word(text: &str, word: &str) -> Option<(usize, usize)> {
     let mut from = 0;
-    while let Some(i) = line[from..].find(MARKER) {
-        let at = from + i;
-        let end = at + MARKER.len();
-        let starts_word = line[..at].chars().next_back().map_or(true, char::is_whitespace);
-        let ends_word = line[end..].chars().next().map_or(true, char::is_whitespace);
+    while let Some(i) = text[from..].find(word) {
+        let (at, end) = (from + i, from + i + word.len());
+        let starts_word = text[..at].chars().next_back().map_or(true, char::is_whitespace);
+        let ends_word = text[end..].chars().next().map_or(true, char::is_whitespace);
         if starts_word && ends_word {
-            return Some(&line[end..]);
+            return Some((at, end));
         }
         from = end;
     }
     None
+}
+
+/// The text after the first marker word of `line`.
+fn marker_tail(line: &str) -> Option<&str> {
+    find_word(line, MARKER).map(|(_, end)| &line[end..])
 }
 
 fn parse_tail(rest: &str) -> Result<Verdict, ParseError> {
@@ -180,18 +185,7 @@ fn parse_tail(rest: &str) -> Result<Verdict, ParseError> {
 
 /// Splits at the first word that is exactly the separator.
 fn split_detail(rest: &str) -> Option<(&str, &str)> {
-    let mut from = 0;
-    while let Some(i) = rest[from..].find(DETAIL_SEPARATOR) {
-        let at = from + i;
-        let end = at + DETAIL_SEPARATOR.len();
-        let starts_word = rest[..at].chars().next_back().map_or(true, char::is_whitespace);
-        let ends_word = rest[end..].chars().next().map_or(true, char::is_whitespace);
-        if starts_word && ends_word {
-            return Some((&rest[..at], &rest[end..]));
-        }
-        from = end;
-    }
-    None
+    find_word(rest, DETAIL_SEPARATOR).map(|(at, end)| (&rest[..at], &rest[end..]))
 }
 
 impl fmt::Display for Verdict {

@@ -8,7 +8,7 @@
 //!    with Quit: a request afterwards is answered `Stopped` at once, it does not hang.
 
 use crate::ctx::Ctx;
-use crate::hosted::{system, system_env, Report};
+use crate::hosted::{sysctl_checks, system, Report};
 use crate::util::shell_quote;
 use anyhow::{bail, Result};
 use std::time::Duration;
@@ -40,22 +40,5 @@ pub fn privilege(ctx: &Ctx) -> Result<()> {
     sys.stop();
     r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))?;
 
-    let mut sys = system_env(ctx, &[], &[("SYSCTL_CHECK", "trng-control,trng-quit")])?;
-    let r = (|| -> Result<()> {
-        for check in ["trng-control", "trng-quit"] {
-            let l = sys
-                .wait_line(Duration::from_secs(60), &format!("SYSCTL CHECK {check}"), |l| {
-                    l.contains("SYSCTL CHECK") || l.contains("SYSCTL ERROR")
-                })?
-                .text;
-            eprintln!("trng-service: {l}");
-            if !l.contains(&format!("SYSCTL CHECK {check} ok")) {
-                bail!("the system's own process could not run {check} through the control server: {l}");
-            }
-        }
-        Ok(())
-    })();
-    let tail = sys.tail(30);
-    sys.stop();
-    r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))
+    sysctl_checks(ctx, "trng-service", &["trng-control", "trng-quit"])
 }
