@@ -21,6 +21,15 @@ from . import spec
 LIMB = 17
 
 
+def times(x, c: int):
+    """x * c for a small constant c as shifted adds (fabric, keeps the DSPs for the schoolbook)."""
+    terms = [x << i for i in range(c.bit_length()) if c >> i & 1]
+    out = terms[0]
+    for t in terms[1:]:
+        out = out + t
+    return out
+
+
 class FieldMul(Module):
     def __init__(self, domain: str = "mul"):
         n_bits = spec.field_bits()          # 255
@@ -65,18 +74,17 @@ class FieldMul(Module):
             out = []
             for k in range(nl):
                 lo = src[k][:LIMB]
-                cin = src[k - 1][LIMB:] if k else src[nl - 1][LIMB:] * c19
+                cin = src[k - 1][LIMB:] if k else times(src[nl - 1][LIMB:], c19)
                 out.append(car[k].eq(lo + cin))
             return out
 
         # the 17-bit parts plus the carries shifted one limb up; the top carry wraps (x19)
         lo_cat = Cat(*[car[k][:LIMB] for k in range(nl)])
-        hi_cat = Cat(car[nl - 1][LIMB:] * c19, *[car[k][LIMB:] for k in range(nl - 1)])
         hi_parts = [Signal(LIMB, name=f"hi{k}") for k in range(nl)]
-        self.comb += [hi_parts[0].eq(car[nl - 1][LIMB:] * c19)] + [hi_parts[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
+        self.comb += [hi_parts[0].eq(times(car[nl - 1][LIMB:], c19))] + [hi_parts[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
         hi_cat = Cat(*hi_parts)
         plus = Signal(n_bits + 1)
-        self.comb += plus.eq(fold + c19)
+        self.comb += plus.eq(fold + c19)  # a constant: no multiply
 
         sync += [
             If(go,
@@ -86,7 +94,7 @@ class FieldMul(Module):
             ).Elif((step >= ROWS0) & (step <= ROWS1),
                 *[acc[k].eq(Mux(first, 0, acc[k]) + prod[k]) for k in range(nl)],
                 a_sh.eq(a_sh[LIMB:]),
-                brot[0].eq(brot[nl - 1] * c19),
+                brot[0].eq(times(brot[nl - 1], c19)),
                 *[brot[k].eq(brot[k - 1]) for k in range(1, nl)],
                 first.eq(0), step.eq(step + 1),
             ).Elif(step == C1,
@@ -96,7 +104,7 @@ class FieldMul(Module):
             ).Elif(step == ADD,
                 wide.eq(lo_cat + hi_cat), step.eq(step + 1),
             ).Elif(step == FOLD,
-                fold.eq(wide[:n_bits] + wide[n_bits:] * c19), step.eq(step + 1),
+                fold.eq(wide[:n_bits] + times(wide[n_bits:], c19)), step.eq(step + 1),
             ).Elif(step == NORM,
                 self.q.eq(Mux(plus[n_bits], plus[:n_bits], fold[:n_bits])),
                 self.done.eq(1), self.busy.eq(0), step.eq(0),

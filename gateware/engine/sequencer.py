@@ -35,25 +35,49 @@ from .regfile import RegFile
 from .ucode import MicrocodeRam
 
 
+class _Cut:
+    """Stand-in for a memory port or a unit when synthesizing the sequencer alone: every signal
+    becomes a port of the top module (`Engine.cut_ios`)."""
+
+    def __init__(self, ios, **widths):
+        for k, w in widths.items():
+            sig = Signal(w, name=k)
+            setattr(self, k, sig)
+            ios.add(sig)
+
+
 class Engine(Module):
-    def __init__(self, isa: str):
+    def __init__(self, isa: str, synth_core: bool = False):
         s = spec.load()
         I = s.isas[isa]
         g = s.geometry
         nregs = g["regs_per_window"]
         self.isa = isa
-
-        self.submodules.rf = rf = RegFile()
-        self.submodules.uc = uc = MicrocodeRam()
-        self.submodules.alu = alu = Alu(isa)
-        self.submodules.ka = ka = ConstRom(isa)
-        self.submodules.kb = kb = ConstRom(isa)
         nmul = I.units.get("mul", 1)
         self.muls = []
-        for u in range(nmul):
-            m = FieldMul("mul")
-            setattr(self.submodules, f"mul{u}", m)
-            self.muls.append(m)
+        self.cut_ios = set()
+
+        if synth_core:
+            rfa = bits_for(g["windows"] * nregs - 1)
+            uca = bits_for(g["ucode_words"] - 1)
+            c = self.cut_ios
+            port = lambda: _Cut(c, adr=rfa, dat_r=256, dat_w=256, we=1)  # noqa: E731
+            rf = type("RF", (), {"ra": port(), "rb": port(), "wa": port(), "wb": port(), "wm": port()})()
+            uc = type("UC", (), {"rd": _Cut(c, adr=uca, dat_r=32), "wr": _Cut(c, adr=uca, dat_w=32, we=1)})()
+            ops = Alu(isa).ops
+            alu = _Cut(c, op=bits_for(max(1, len(ops) - 1)), a=256, b=256, q=256)
+            alu.ops = ops
+            self.muls = [_Cut(c, a=256, b=256, start=1, q=256) for _ in range(nmul)]
+        else:
+            self.submodules.rf = rf = RegFile()
+            self.submodules.uc = uc = MicrocodeRam()
+            self.submodules.alu = alu = Alu(isa)
+            for u in range(nmul):
+                m = FieldMul("mul")
+                setattr(self.submodules, f"mul{u}", m)
+                self.muls.append(m)
+        self.submodules.ka = ka = ConstRom(isa)
+        self.submodules.kb = kb = ConstRom(isa)
         table = dec.table(isa, alu)
 
         # ---- control inputs (CSR block / test harness)

@@ -10,6 +10,7 @@ mod isa;
 mod engine_service;
 mod gateware;
 mod gateware_engine;
+mod gateware_run;
 mod hosted;
 mod kernel_test;
 mod ratchet;
@@ -109,6 +110,9 @@ enum Cmd {
     DeviceBuild(device::DeviceBuildArgs),
     /// Gateware tools (docs/gateware.md): Verilator tests of the engine's RTL, cache cleaning.
     Gateware(gateware::GatewareArgs),
+    /// Run a program (.s, .hex, .bin) on the engine model or the Verilated RTL; print the
+    /// registers it writes and the cycle count.
+    EngineRun(gateware_run::EngineRunArgs),
     /// A signed xous.img for Precursor (docs/device.md): the device kernel, the base services and
     /// our servers, made with xous-tools 0.1.2 and a development key in target/, then checked
     /// (header, tag CRCs, signature, fit in the kernel flash region).
@@ -143,6 +147,7 @@ fn main() {
         Cmd::Bench { json, only } => runner::cmd_bench(&ctx, json, only),
         Cmd::DeviceBuild(a) => device::run(a),
         Cmd::Gateware(a) => gateware::run(&ctx, a),
+        Cmd::EngineRun(a) => gateware_run::run(a),
         Cmd::DeviceImage(a) => device_image::run(a, ctx.verbose),
         Cmd::Engine(c) => isa::run(c),
         Cmd::Trng(c) => trng::run(&ctx, c),

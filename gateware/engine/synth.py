@@ -1,0 +1,104 @@
+"""Synthesis report of the engine gateware: yosys `synth_xilinx -family xc7` (Precursor's
+XC7S50) per block, for v1 and v2, and the budget check.
+
+    python -m engine.synth --json OUT.json [--workdir DIR] [--isa v1 --isa v2]
+
+Blocks: the field multiplier (one instance; v1 has one, v2 two: units.mul in the spec), the ALU,
+the microcode RAM, the register-file array, and the sequencer (the Engine with its memories cut
+down to two words and without its ALU and multipliers: scoreboard, decode, pipeline, muxes).
+The register-file array is synthesized as the physical memory the behavioural multi-port
+`RegFile` stands for: one 512 x 256 array, one synchronous read and one write port per rf_clk
+(4 x eng_clk) phase (docs/gateware.md).
+
+Keys: synth_engine_{luts,ffs,dsps,brams}_{v1,v2} (sums of the blocks), synth_engine_luts and
+synth_engine_dsps (v2), synth_engine_<block>_<res>_<isa> per block.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+
+from migen import Memory, Module, Signal
+
+from common.yosys import stat
+
+from . import spec
+from .alu import Alu
+from .mul import FieldMul
+from .ucode import MicrocodeRam
+
+BUDGET_V2 = {"dsps": 30, "luts": 4000}
+
+
+class RfArray(Module):
+    def __init__(self):
+        g = spec.load().geometry
+        mem = Memory(g["reg_bits"], g["windows"] * g["regs_per_window"])
+        self.specials += mem
+        r = mem.get_port()
+        w = mem.get_port(write_capable=True)
+        self.specials += r, w
+        self.ios = {r.adr, r.dat_r, w.adr, w.dat_w, w.we}
+
+
+def blocks(isa: str):
+    m = FieldMul("sys")
+    yield "mul", m, m.ios, spec.load().isas[isa].units.get("mul", 1)
+    a = Alu(isa)
+    yield "alu", a, {a.a, a.b, a.q, a.op}, 1
+    u = MicrocodeRam()
+    yield "ucode", u, {u.rd.adr, u.rd.dat_r, u.wr.adr, u.wr.dat_w, u.wr.we}, 1
+    rf = RfArray()
+    yield "regfile", rf, rf.ios, 1
+    from .sequencer import Engine
+    e = Engine(isa, synth_core=True)
+    ios = {e.go, e.window, e.mpstart, e.mplen, e.pause_req, e.mpresume_we, e.mpresume_dat, e.running, e.pause_gnt,
+           e.mpc, e.finished, e.illegal, e.cycles, e.instructions, e.instruction, e.bus_rf_adr, e.bus_rf_we,
+           e.bus_rf_dat_w, e.bus_rf_dat_r, e.bus_uc_adr, e.bus_uc_we, e.bus_uc_dat_w, e.bus_uc_dat_r}
+    ios |= e.cut_ios
+    yield "sequencer", e, ios, 1
+
+
+def report(isas, workdir: Path) -> dict:
+    out = {}
+    for isa in isas:
+        tot = {"luts": 0, "ffs": 0, "brams": 0, "dsps": 0}
+        for name, mod, ios, count in blocks(isa):
+            r = stat(mod, ios, f"engine_{name}_{isa}", workdir)
+            for k, v in r.items():
+                out[f"synth_engine_{name}_{k}_{isa}"] = v * count
+                tot[k] += v * count
+            print(f"{isa} {name:<10} x{count}: {r['luts']:>6} LUT {r['ffs']:>6} FF {r['brams']:>4} BRAM {r['dsps']:>3} DSP", flush=True)
+        for k, v in tot.items():
+            out[f"synth_engine_{k}_{isa}"] = v
+        print(f"{isa} total        : {tot['luts']:>6} LUT {tot['ffs']:>6} FF {tot['brams']:>4} BRAM {tot['dsps']:>3} DSP", flush=True)
+    if "v2" in isas:
+        out["synth_engine_luts"] = out["synth_engine_luts_v2"]
+        out["synth_engine_dsps"] = out["synth_engine_dsps_v2"]
+    return out
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--workdir", type=Path)
+    ap.add_argument("--isa", action="append", choices=sorted(spec.load().isas))
+    ap.add_argument("--check", action="store_true", help="fail when v2 is over its budget")
+    a = ap.parse_args(argv)
+    work = a.workdir or Path(tempfile.mkdtemp(prefix="engine-synth-"))
+    out = report(a.isa or ["v1", "v2"], work)
+    if a.json:
+        a.json.write_text(json.dumps(out, indent=1, sort_keys=True))
+    if a.check and "synth_engine_luts" in out:
+        over = [f"{k} {out['synth_engine_' + k]} > {b}" for k, b in BUDGET_V2.items() if out["synth_engine_" + k] > b]
+        if over:
+            print("over budget (v2): " + ", ".join(over))
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
