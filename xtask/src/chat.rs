@@ -34,6 +34,8 @@ pub enum Engine {
     V1,
     V2,
     Software,
+    /// The Verilated engine gateware, ISA v2 (engine server's rtl backend, docs/gateware.md).
+    Rtl,
 }
 
 impl Engine {
@@ -42,6 +44,7 @@ impl Engine {
             Engine::V1 => "v1",
             Engine::V2 => "v2",
             Engine::Software => "software",
+            Engine::Rtl => "rtl",
         }
     }
     /// The engine clock of this ISA, from spec/engine25519.toml.
@@ -49,7 +52,7 @@ impl Engine {
         use engine25519_core::isa::Isa;
         match self {
             Engine::V1 => Isa::V1.info().eng_clk_hz,
-            Engine::V2 | Engine::Software => Isa::V2.info().eng_clk_hz,
+            Engine::V2 | Engine::Software | Engine::Rtl => Isa::V2.info().eng_clk_hz,
         }
     }
     /// Environment for every process of the system: the engine server's backend/ISA/pacing and
@@ -63,6 +66,11 @@ impl Engine {
                 // the software backend reports ISA v1 (only the model implements v2)
                 v.push(("ENGINE25519_BACKEND".into(), "software".into()));
                 v.push(("ENGINE25519_ISA".into(), "v1".into()));
+            }
+            Engine::Rtl => {
+                v.push(("ENGINE25519_BACKEND".into(), "rtl".into()));
+                v.push(("ENGINE25519_ISA".into(), "v2".into()));
+                v.extend(crate::gateware::rtl_backend_env());
             }
         }
         if pace && self != Engine::Software {

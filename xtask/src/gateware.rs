@@ -47,6 +47,20 @@ pub fn pytest(ctx: &Ctx, tests: &[&str], extra: &[String], env: &[(&str, &Path)]
     supervisor::run(&mut cmd, timeout, &format!("pytest {}", tests.join(" ")))
 }
 
+/// Environment for the engine server's `rtl` backend (services/engine25519/src/rtl_backend.rs):
+/// the venv's python, the gateware directory and the Verilator cache.
+pub fn rtl_backend_env() -> Vec<(String, String)> {
+    let py = python().unwrap_or_else(|e| {
+        eprintln!("xtask: gateware tools unavailable ({e:#}); the rtl backend will report itself unavailable");
+        PathBuf::from("python3")
+    });
+    vec![
+        ("ENGINE25519_RTL_PYTHON".into(), py.display().to_string()),
+        ("ENGINE25519_RTL_DIR".into(), util::root().join("gateware").display().to_string()),
+        ("GATEWARE_BUILD_DIR".into(), build_dir().display().to_string()),
+    ]
+}
+
 #[derive(Args)]
 pub struct GatewareArgs {
     #[command(subcommand)]
@@ -61,6 +75,16 @@ pub enum GatewareCmd {
         #[arg(short = 'k')]
         filter: Option<String>,
     },
+    /// yosys synth_xilinx (xc7) of the engine per block, v1 and v2 (LUT/FF/BRAM/DSP); fails
+    /// when v2 is over its DSP budget.
+    Synth {
+        /// Only these ISAs (repeatable; default v1 and v2).
+        #[arg(long)]
+        isa: Vec<String>,
+        /// Write the flat JSON here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Remove the Verilator build cache (target/gateware/verilator).
     Clean,
 }
@@ -71,6 +95,7 @@ pub fn run(ctx: &Ctx, a: GatewareArgs) -> Result<()> {
             let extra: Vec<String> = filter.map(|f| vec!["-k".into(), f]).unwrap_or_default();
             crate::gateware_engine::run_tests(ctx, &extra)
         }
+        GatewareCmd::Synth { isa, json } => crate::gateware_engine::synth(&isa, json.as_deref()).map(|_| ()),
         GatewareCmd::Clean => {
             let d = build_dir();
             if d.exists() {

@@ -9,10 +9,12 @@
 
 use crate::ctx::Ctx;
 use crate::gateware;
-use crate::steps::TestStep;
+use crate::bench::parse_flat_json;
+use crate::steps::{BenchProvider, BenchResults, TestStep};
+use crate::{setup, supervisor};
 use crate::util;
-use anyhow::{anyhow, Result};
-use std::path::PathBuf;
+use anyhow::{anyhow, Context, Result};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub fn test_steps() -> Vec<TestStep> {
@@ -21,7 +23,56 @@ pub fn test_steps() -> Vec<TestStep> {
         TestStep { name: "engine:rtl-vectors", timeout: Duration::from_secs(20 * 60), run: |c| rtl_vectors(c) },
         TestStep { name: "engine:rtl-cases", timeout: Duration::from_secs(20 * 60), run: |c| rtl_cases(c) },
         TestStep { name: "engine:rtl-x25519", timeout: Duration::from_secs(30 * 60), run: |c| rtl_x25519(c) },
+        TestStep { name: "engine:rtl-backend", timeout: Duration::from_secs(15 * 60), run: |c| rtl_backend(c) },
+        TestStep { name: "engine:rtl-synth", timeout: Duration::from_secs(20 * 60), run: |_| synth(&["v2".into()], None).map(|_| ()) },
     ]
+}
+
+pub fn bench_providers() -> Vec<BenchProvider> {
+    vec![BenchProvider { name: "engine-gateware", timeout: Duration::from_secs(30 * 60), run: |_| bench() }]
+}
+
+/// The engine server's rtl backend (services/engine25519/src/rtl_backend.rs) against the model:
+/// X25519 on v1 and v2, an illegal word, malformed requests.
+fn rtl_backend(ctx: &Ctx) -> Result<()> {
+    let mut cmd = util::cargo();
+    cmd.args(["test", "--release", "-p", "engine25519-server", "--lib", "rtl_backend", "--", "--ignored"]);
+    if !ctx.verbose {
+        cmd.arg("--quiet");
+    }
+    for (k, v) in gateware::rtl_backend_env() {
+        cmd.env(k, v);
+    }
+    supervisor::run(&mut cmd, Duration::from_secs(12 * 60), "cargo test rtl_backend (Verilated engine)")
+}
+
+/// yosys per block (gateware/engine/synth.py) with the v2 DSP budget checked; flat results.
+pub fn synth(isas: &[String], json: Option<&Path>) -> Result<BenchResults> {
+    setup::require_apt(gateware::APT)?;
+    let py = gateware::python()?;
+    let dir = util::target_dir().join("gateware").join("engine-synth");
+    std::fs::create_dir_all(&dir)?;
+    let out = json.map(Path::to_path_buf).unwrap_or_else(|| dir.join("synth.json"));
+    let mut cmd = gateware::py_command(&py);
+    cmd.args(["-m", "engine.synth", "--check", "--json"]).arg(&out).arg("--workdir").arg(dir.join("work"));
+    for i in isas {
+        cmd.args(["--isa", i]);
+    }
+    supervisor::run(&mut cmd, Duration::from_secs(18 * 60), "engine.synth (yosys)")?;
+    parse_flat_json(&std::fs::read_to_string(&out).context("synth JSON")?)
+}
+
+/// Bench: synthesis figures (v1, v2) and the RTL's X25519 cycle counts (equal to the model's).
+fn bench() -> Result<BenchResults> {
+    let mut r = synth(&[], None)?;
+    let vec = vectors(8)?;
+    let py = gateware::python()?;
+    let out = util::target_dir().join("gateware").join("engine-bench.json");
+    let mut cmd = gateware::py_command(&py);
+    cmd.args(["-m", "engine.bench"]).arg(&vec).arg("--json").arg(&out);
+    supervisor::run(&mut cmd, Duration::from_secs(10 * 60), "engine.bench (Verilator)")?;
+    r.extend(parse_flat_json(&std::fs::read_to_string(&out).context("bench JSON")?)?);
+    Ok(r)
 }
 
 /// The model-run case files (random + directed programs) for v1 and v2, in one directory.

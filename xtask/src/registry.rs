@@ -40,6 +40,7 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     v.extend(crate::isa::bench_providers());
     v.extend(crate::trng::bench_providers());
     v.extend(crate::trng_gateware::bench_providers());
+    v.extend(crate::gateware_engine::bench_providers());
     v.extend(crate::engine_service::bench_providers());
     v.extend(crate::chat::bench_providers());
     v

@@ -144,7 +144,7 @@ pub enum BackendId {
     Model = 1,
     /// the engine25519 hardware block (CSR + memory window), Xous target only
     Hw = 2,
-    /// Verilated gateware (not available yet: reports EngineUnavailable)
+    /// Verilated engine gateware in a child process (gateware/engine); EngineUnavailable when it cannot start
     Rtl = 3,
     /// x25519-dalek in the server process: used only when no engine is available
     Software = 4,

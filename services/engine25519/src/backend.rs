@@ -4,7 +4,8 @@
 //!
 //! * `model`: engine25519_core's cycle-exact model executing the real microcode (hosted default)
 //! * `hw`: the engine25519 block through its CSR page and memory window (Xous target only)
-//! * `rtl`: Verilated gateware; not available yet, says so (never fakes results)
+//! * `rtl`: the Verilated engine gateware in a child process (rtl_backend.rs); when it cannot
+//!   start, the backend is unavailable and says so (never fakes results)
 //!
 //! The `software` fallback (x25519-dalek) is not an engine: it only computes X25519 when no
 //! engine backend is available, and the server counts and labels it.
@@ -128,7 +129,7 @@ pub struct Unavailable {
 impl Unavailable {
     /// `rtl`: runs jobs on the Verilated engine gateware once that exists.
     pub fn rtl() -> Self {
-        Unavailable { id: BackendId::Rtl, reason: "rtl backend: the Verilated engine gateware is not available yet (engine-gateware issue)" }
+        Unavailable { id: BackendId::Rtl, reason: "rtl backend: the Verilated engine is not running (ENGINE25519_RTL_PYTHON / ENGINE25519_RTL_DIR unset, or it failed to start: see the log)" }
     }
     /// `software`: no engine (selected explicitly).
     pub fn software() -> Self {

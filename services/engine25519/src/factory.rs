@@ -9,12 +9,18 @@ pub fn create(name: &str, isa: engine25519_core::isa::Isa) -> Result<Box<dyn Eng
     if !["model", "rtl", "software", "hw"].contains(&name) {
         return Err(format!("unknown backend '{}': expected model, hw, rtl or software", name));
     }
-    if isa != engine25519_core::isa::Isa::V1 && name != "model" {
-        return Err(format!("ISA {} exists only in the model backend (hw/rtl implement v1)", isa));
+    if isa != engine25519_core::isa::Isa::V1 && name != "model" && name != "rtl" {
+        return Err(format!("ISA {} exists only in the model backend and the rtl backend (hw implements v1)", isa));
     }
     match name {
         "model" => Ok(Box::new(crate::model_backend::ModelEngine::new(isa))),
-        "rtl" => Ok(Box::new(Unavailable::rtl())),
+        "rtl" => Ok(match crate::rtl_backend::RtlEngine::new(isa) {
+            Ok(e) => Box::new(e),
+            Err(e) => {
+                log::error!("{e}");
+                Box::new(Unavailable::rtl())
+            }
+        }),
         "software" => Ok(Box::new(Unavailable::software())),
         "hw" => hw_backend(),
         other => Err(format!("unknown backend '{}': expected model, hw, rtl or software", other)),

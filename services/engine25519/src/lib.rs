@@ -12,5 +12,6 @@ pub mod factory;
 pub mod hw;
 pub mod model_backend;
 pub mod programs;
+pub mod rtl_backend;
 pub mod scheduler;
 pub mod ucode;
