@@ -129,7 +129,7 @@ pub struct Unavailable {
 impl Unavailable {
     /// `rtl`: runs jobs on the Verilated engine gateware once that exists.
     pub fn rtl() -> Self {
-        Unavailable { id: BackendId::Rtl, reason: "rtl backend: the Verilated engine is not running (ENGINE25519_RTL_PYTHON / ENGINE25519_RTL_DIR unset, or it failed to start: see the log)" }
+        Unavailable { id: BackendId::Rtl, reason: "rtl backend: the Verilated engine is not available (ENGINE25519_RTL_PYTHON / ENGINE25519_RTL_DIR unset, or it failed to start: see the log)" }
     }
     /// `software`: no engine (selected explicitly).
     pub fn software() -> Self {
