@@ -5,7 +5,8 @@
 //!   products against Python integers, fixed latency.
 //! * `engine:rtl-vectors` — every vector the model exports (`engine25519_core::formats::export`,
 //!   the same directory as `cargo xtask engine-vectors`) on the Verilated engine, v2 and v1:
-//!   bit-exact outputs, the model's cycle and instruction counts.
+//!   bit-exact outputs, the model's cycle and instruction counts; and the CSR block / memory
+//!   window / interrupt (gateware/engine/csr.py) running X25519 over the bus.
 
 use crate::ctx::Ctx;
 use crate::gateware;
@@ -106,7 +107,7 @@ pub fn vectors(count: usize) -> Result<PathBuf> {
 
 fn rtl_vectors(ctx: &Ctx) -> Result<()> {
     let dir = vectors(8)?;
-    gateware::pytest(ctx, &["engine/tests/test_engine_vectors.py"], &[], &[("ENGINE_VECTORS", &dir)], Duration::from_secs(15 * 60))
+    gateware::pytest(ctx, &["engine/tests/test_engine_vectors.py", "engine/tests/test_csr.py"], &[], &[("ENGINE_VECTORS", &dir)], Duration::from_secs(15 * 60))
 }
 
 fn units(ctx: &Ctx) -> Result<()> {

@@ -1,0 +1,147 @@
+"""CSR block, memory window and interrupt of the engine, laid out from the spec's `[csr]` and
+`[memory]` tables (offsets, field positions and widths, the undecoded-read word are read from
+spec/engine25519.toml; this file only binds each spec field to the engine signal it means, and a
+test checks that every spec field is bound and nothing else is).
+
+Bus (one access at a time): `csr_sel` or `mem_sel` with `adr` (byte offset in that space),
+`we`, `dat_w`; `stb` starts the access, `ack` ends it (`dat_r` valid with `ack`). Memory-window
+accesses wait while a job runs and the engine is not paused (the spec's stall). A 32-bit write
+into a register is a read-modify-write of the 256-bit register (two cycles). `irq` is the OR of
+pending & enabled events.
+"""
+
+from __future__ import annotations
+
+from migen import Cat, If, Module, Signal
+
+from . import spec
+from .sequencer import Engine
+
+# spec (register, field) -> how it is bound: ("rw", signal) storage driving the engine,
+# ("ro", expr) status, ("go",) the GO pulse, ("resume",) MPRESUME, ("ev",) event registers
+def _bindings(e: Engine, st: dict, events: dict):
+    return {
+        ("WINDOW", "window"): ("rw", e.window),
+        ("MPSTART", "mpstart"): ("rw", e.mpstart),
+        ("MPLEN", "mplen"): ("rw", e.mplen),
+        ("CONTROL", "go"): ("go",),
+        ("MPRESUME", "mpresume"): ("resume",),
+        ("POWER", "on"): ("rw", st["on"]),
+        ("POWER", "pause_req"): ("rw", e.pause_req),
+        ("STATUS", "running"): ("ro", e.running),
+        ("STATUS", "mpc"): ("ro", e.mpc),
+        ("STATUS", "pause_gnt"): ("ro", e.pause_gnt),
+        ("EV_STATUS", "finished"): ("ro", e.finished),
+        ("EV_STATUS", "illegal_opcode"): ("ro", e.illegal),
+        ("EV_PENDING", "finished"): ("pending", events["finished"]),
+        ("EV_PENDING", "illegal_opcode"): ("pending", events["illegal_opcode"]),
+        ("EV_ENABLE", "finished"): ("rw", st["en_finished"]),
+        ("EV_ENABLE", "illegal_opcode"): ("rw", st["en_illegal_opcode"]),
+        ("INSTRUCTION", "instruction"): ("ro", e.instruction),
+    }
+
+
+class EngineBus(Module):
+    def __init__(self, isa: str):
+        s = spec.load()
+        m = s.memory
+        g = s.geometry
+        self.submodules.engine = e = Engine(isa)
+        self.csr_sel = Signal()
+        self.mem_sel = Signal()
+        self.adr = Signal(32)
+        self.we = Signal()
+        self.dat_w = Signal(32)
+        self.stb = Signal()
+        self.ack = Signal()
+        self.dat_r = Signal(32)
+        self.irq = Signal()
+
+        st = {"on": Signal(reset=0), "en_finished": Signal(), "en_illegal_opcode": Signal()}
+        pend = {"finished": Signal(), "illegal_opcode": Signal()}
+        self.binding = b = _bindings(e, st, pend)
+        self.comb += self.irq.eq((pend["finished"] & st["en_finished"]) | (pend["illegal_opcode"] & st["en_illegal_opcode"]))
+        # events latch into pending on the engine's one-cycle pulses
+        self.sync += [If(e.ev_pulse[0], pend["finished"].eq(1)), If(e.ev_pulse[1], pend["illegal_opcode"].eq(1))]
+
+        # ---- CSR reads and writes (one cycle)
+        csr_rd = Signal(32)
+        cases_r, writes = [], []
+        for name, reg in s.csr.registers.items():
+            hit = Signal(name=f"hit_{name.lower()}")
+            self.comb += hit.eq(self.adr == reg.offset)
+            val = Signal(32, name=f"val_{name.lower()}")
+            for fname, f in reg.fields.items():
+                kind = b[(name, fname)]
+                src = {"rw": lambda: kind[1], "ro": lambda: kind[1], "pending": lambda: kind[1],
+                       "resume": lambda: e.mpc, "go": lambda: 0}[kind[0]]()
+                self.comb += val[f.lsb:f.lsb + f.width].eq(src)
+                wv = self.dat_w[f.lsb:f.lsb + f.width]
+                wr = self.stb & self.csr_sel & self.we & hit
+                if kind[0] == "rw" and "w" in reg.access:
+                    writes.append(If(wr, kind[1].eq(wv)))
+                elif kind[0] == "pending":
+                    writes.append(If(wr & wv[0], kind[1].eq(0)))
+                elif kind[0] == "go":
+                    self.comb += e.go.eq(wr & wv[0])
+                elif kind[0] == "resume":
+                    self.comb += [e.mpresume_we.eq(wr), e.mpresume_dat.eq(wv)]
+            cases_r.append(If(hit, csr_rd.eq(val)))
+        self.comb += cases_r
+        self.sync += writes
+
+        # ---- memory window
+        uc0, ucn = m["ucode_offset"], m["ucode_offset"] + m["ucode_size"]
+        rf0, rfn = m["rf_offset"], m["rf_offset"] + m["rf_size"]
+        ws, rs = m["window_stride"], m["reg_stride"]
+        regs = g["regs_per_window"]
+        lws, lrs = ws.bit_length() - 1, rs.bit_length() - 1
+        assert ws == 1 << lws and rs == 1 << lrs and rs == 4 * g["reg_bits"] // 32, "strides must be powers of two"
+        in_uc = Signal()
+        in_rf = Signal()
+        rel = Signal(32)
+        win = Signal(8)
+        reg = Signal(8)
+        word = Signal(3)
+        self.comb += [
+            in_uc.eq((self.adr >= uc0) & (self.adr < ucn) & (self.adr[:2] == 0)),
+            rel.eq(self.adr - rf0),
+            win.eq(rel[lws:]), reg.eq(rel[lrs:lws]), word.eq(rel[2:lrs]),
+            in_rf.eq((self.adr >= rf0) & (self.adr < rfn) & (self.adr[:2] == 0) & (reg < regs) & (win < g["windows"])),
+            e.bus_uc_adr.eq((self.adr - uc0) >> 2),
+            e.bus_rf_adr.eq(win * regs + reg),
+            e.bus_uc_dat_w.eq(self.dat_w),
+        ]
+        # access FSM: 0 idle, 1 wait for the RF read (data next cycle), 2 RF write-back
+        phase = Signal(2)
+        merged = Signal(256)
+        self.comb += e.bus_rf_dat_w.eq(merged)
+        self.comb += [If(word == k, merged.eq(Cat(*[(self.dat_w if j == k else e.bus_rf_dat_r[32 * j:32 * j + 32]) for j in range(8)])))
+                      for k in range(8)]
+        rf_word = Signal(32)
+        self.comb += [If(word == k, rf_word.eq(e.bus_rf_dat_r[32 * k:32 * k + 32])) for k in range(8)]
+        self.comb += [
+            e.bus_uc_we.eq(self.stb & self.mem_sel & self.we & in_uc & e.bus_ok & (phase == 0)),
+            e.bus_rf_we.eq((phase == 2)),
+        ]
+        self.sync += [
+            self.ack.eq(0),
+            If(self.stb & self.csr_sel & ~self.ack,
+                self.ack.eq(1), self.dat_r.eq(csr_rd),
+            ).Elif(self.stb & self.mem_sel & ~self.ack,
+                If(phase == 0,
+                    If(~in_uc & ~in_rf,
+                        self.ack.eq(1), self.dat_r.eq(m["undecoded_read"]),
+                    ).Elif(e.bus_ok,
+                        If(in_uc,
+                            self.ack.eq(1), self.dat_r.eq(e.bus_uc_dat_r),
+                        ).Else(phase.eq(1)),
+                    ),
+                ).Elif(phase == 1,
+                    If(self.we, phase.eq(2)).Else(self.ack.eq(1), self.dat_r.eq(rf_word), phase.eq(0)),
+                ).Elif(phase == 2,
+                    self.ack.eq(1), phase.eq(0),
+                ),
+            ),
+        ]
+        self.ios = {self.csr_sel, self.mem_sel, self.adr, self.we, self.dat_w, self.stb, self.ack, self.dat_r, self.irq}
