@@ -20,7 +20,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::hosted::{Hosted, Launch};
+use crate::hosted::{is_panic, Hosted, Launch};
+use verdict::Verdict;
 use crate::supervisor;
 use crate::util::shell_quote;
 use crate::steps::{BenchProvider, BenchResults, TestStep};
@@ -346,14 +347,15 @@ fn fresh_store(name: &str) -> Result<PathBuf> {
 }
 
 fn panics(sys: &Hosted) -> Vec<String> {
-    sys.lines().into_iter().filter(|l| l.contains("panicked at") || l.contains("Panic Details")).collect()
+    sys.lines().into_iter().filter(|l| is_panic(l)).collect()
 }
 
-/// Runs Alice scripted to the end in one system; returns her CHAT-DONE line.
-fn scripted(ctx: &Ctx, o: &ChatOpts, limit: Duration) -> Result<String> {
+/// Runs Alice scripted to the end in one system; returns her verdict (she judges the run
+/// herself, with the `--expect-*` flags the caller passed).
+fn scripted(ctx: &Ctx, o: &ChatOpts, limit: Duration) -> Result<Verdict> {
     let mut sys = launch(ctx, o, Flavor::Patched, &[], ctx.verbose)?;
-    let line = match sys.wait_marker("CHAT-DONE", limit) {
-        Ok(l) => l.text,
+    let v = match sys.wait_verdict(limit, "the chat verdict", |s| s == "chat") {
+        Ok(v) => v,
         Err(e) => {
             let tail = sys.tail(40);
             sys.stop();
@@ -361,17 +363,13 @@ fn scripted(ctx: &Ctx, o: &ChatOpts, limit: Duration) -> Result<String> {
         }
     };
     if let Err(e) = sys.wait_exit(Duration::from_secs(20)) {
-        bail!("chat: after CHAT-DONE: {e:#}");
+        bail!("chat: after its verdict: {e:#}");
     }
     let p = panics(&sys);
     if !p.is_empty() {
         bail!("chat: panic in the hosted system: {p:?}");
     }
-    Ok(line.trim().to_string())
-}
-
-fn field(line: &str, key: &str) -> u64 {
-    crate::hosted::num(line, key).unwrap_or(0)
+    Ok(v)
 }
 
 /// `cargo xtask smoke`'s chat part: 200 messages each way through a relay that drops, reorders,
@@ -385,30 +383,15 @@ pub fn smoke(ctx: &Ctx) -> Result<()> {
         sync_dh: false,
         pace: true,
         store: store.clone(),
-        alice_args: vec!["--script".into(), n.to_string(), "--shutdown".into()],
+        alice_args: vec!["--script".into(), n.to_string(), "--expect-faults".into(), "--shutdown".into()],
         alice_redirect: String::new(),
         relay_args: vec!["--faults".into(), "10,10,10,10".into(), "--seed".into(), "9".into()],
     };
     let t0 = Instant::now();
-    let line = scripted(ctx, &o, Duration::from_secs(240))?;
-    eprintln!("smoke: chat: {line} ({:.1} s)", t0.elapsed().as_secs_f64());
-    if !line.starts_with("CHAT-DONE ok") {
-        bail!("chat scripted run failed: {line}");
-    }
-    let mut problems = Vec::new();
-    if field(&line, "replies") != n {
-        problems.push(format!("{} replies for {n} messages", field(&line, "replies")));
-    }
-    for k in ["dropped", "reordered", "duplicated", "corrupted"] {
-        if field(&line, k) == 0 {
-            problems.push(format!("the relay never {k} a frame"));
-        }
-    }
-    if field(&line, "replay") == 0 || field(&line, "tampered") + field(&line, "malformed") == 0 {
-        problems.push("Alice rejected no replayed or no corrupted frame".into());
-    }
-    if !problems.is_empty() {
-        bail!("chat smoke: {}", problems.join("; "));
+    let v = scripted(ctx, &o, Duration::from_secs(240))?;
+    eprintln!("smoke: chat: {v} ({:.1} s)", t0.elapsed().as_secs_f64());
+    if !v.passed() {
+        bail!("chat scripted run failed: {v}");
     }
     let _ = std::fs::remove_dir_all(&store);
     eprintln!("smoke: PASS chat/scripted ({n} messages each way through drop/reorder/duplicate/corrupt)");
@@ -434,19 +417,19 @@ fn relay_bad_input(ctx: &Ctx) -> Result<()> {
     l = l.program(shell_quote(&ctx.program("chat-relay")?));
     l = l.program(format!("{} --shutdown", shell_quote(&ctx.program("chat-relay-check")?)));
     let mut sys = l.start()?;
-    let line = match sys.wait_marker("CHAT-RELAY-CHECK", Duration::from_secs(120)) {
-        Ok(l) => l.text,
+    let v = match sys.wait_verdict(Duration::from_secs(120), "the chat-relay-check verdict", |s| s == "chat-relay-check") {
+        Ok(v) => v,
         Err(e) => {
             let tail = sys.tail(30);
             sys.stop();
             bail!("{e}\n--- last output ---\n{tail}");
         }
     };
-    eprintln!("chat:relay-bad-input: {}", line.trim());
+    eprintln!("chat:relay-bad-input: {v}");
     sys.wait_exit(Duration::from_secs(20))?;
     let p = panics(&sys);
-    if !line.contains("CHAT-RELAY-CHECK ok") || !p.is_empty() {
-        bail!("{} {p:?}", line.trim());
+    if !v.passed() || !p.is_empty() {
+        bail!("{v} {p:?}");
     }
     Ok(())
 }
@@ -506,13 +489,13 @@ fn crash(ctx: &Ctx) -> Result<()> {
         supervisor::signal_group(sys.pgid(), libc::SIGKILL);
         sys.stop();
     }
-    let line = scripted(ctx, &base, Duration::from_secs(180))?;
-    eprintln!("chat:crash: final run: {line}");
-    if !line.starts_with("CHAT-DONE ok") || field(&line, "replies") != n {
-        bail!("after three kill -9: {line}");
-    }
-    if field(&line, "resumed_with") == 0 {
-        bail!("the final run did not resume the stored conversation: {line}");
+    // the final run must resume the stored conversation and complete it
+    let mut last = base.clone();
+    last.alice_args.push("--expect-resume".into());
+    let v = scripted(ctx, &last, Duration::from_secs(180))?;
+    eprintln!("chat:crash: final run: {v}");
+    if !v.passed() {
+        bail!("after three kill -9: {v}");
     }
     let _ = std::fs::remove_dir_all(&store);
     Ok(())
@@ -541,7 +524,7 @@ fn bench_run(ctx: &Ctx, engine: Engine, sync_dh: bool, pace: bool, n: u32, fps: 
         relay_args: vec![],
     };
     let mut sys = launch(ctx, &o, Flavor::Patched, &[], ctx.verbose)?;
-    let line = match sys.wait_line(Duration::from_secs(300), "BENCH-JSON", |l| l.contains("BENCH-JSON") || l.contains("CHAT-DONE fail") || l.contains("SYSCTL ERROR")) {
+    let line = match sys.wait_line(Duration::from_secs(300), "BENCH-JSON", |l| l.contains("BENCH-JSON") || Verdict::parse(l).is_some() || l.contains("SYSCTL ERROR")) {
         Ok(l) if l.text.contains("BENCH-JSON") => l.text,
         Ok(l) => {
             sys.stop();

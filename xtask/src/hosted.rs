@@ -20,7 +20,7 @@ use crate::supervisor;
 use crate::xous::{Flavor, XousBins};
 use crate::ctx::Ctx;
 use crate::util::shell_quote;
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -369,16 +369,6 @@ pub fn failed_verdicts(lines: &[String]) -> Vec<String> {
         .filter(|l| is_panic(l) || matches!(Verdict::parse(l), Some(Ok(v)) if v.status == verdict::Status::Fail))
         .cloned()
         .collect()
-}
-
-/// `key=value` field of a marker line.
-pub fn field<'a>(line: &'a str, key: &str) -> Option<&'a str> {
-    line.split_whitespace().find_map(|w| w.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
-}
-
-/// Numeric `key=value` field of a marker line.
-pub fn num(line: &str, key: &str) -> Result<u64> {
-    field(line, key).and_then(|v| v.parse().ok()).with_context(|| format!("no {key}= in {line:?}"))
 }
 
 #[cfg(test)]

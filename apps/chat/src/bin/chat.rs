@@ -9,8 +9,11 @@
 //! - interactive (default): the terminal on stdin/stdout (xtask hands it a pty bridged to the
 //!   user's terminal). Ctrl-C, Esc or `/quit` restores the terminal and shuts the system down.
 //! - `--script N`: headless, sends `message <k> from Alice` until N are sent, waits for all N
-//!   replies, checks each arrived exactly once with the right text, prints `CHAT-DONE ok|fail
-//!   ...`. Resumes from the store after a restart.
+//!   replies, checks each arrived exactly once with the right text, prints its verdict
+//!   `VERDICT chat PASS|FAIL messages=N replies=.. missing=.. ... -- why` (libs/verdict).
+//!   Resumes from the store after a restart. `--expect-faults`: also fail unless the relay
+//!   dropped, reordered, duplicated and corrupted frames and Alice rejected replayed and
+//!   corrupted ones; `--expect-resume`: also fail unless the run resumed a stored conversation.
 //! - `--bench N`: headless, draws into an off-screen terminal, N messages one at a time, prints
 //!   `BENCH-JSON {...}` with the frame-interval p99 and the DH figures.
 //!
@@ -38,6 +41,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::{Frame, Terminal};
 use service_ipc::options::{Opt, Takes};
+use verdict::Verdict;
 
 const MINE: &[Opt] = &[
     Opt { flag: "--sync-dh", env: Some("CHAT_SYNC_DH"), takes: Takes::Nothing },
@@ -46,7 +50,18 @@ const MINE: &[Opt] = &[
     Opt { flag: "--bench", env: None, takes: Takes::Value },
     Opt { flag: "--shutdown", env: None, takes: Takes::Nothing },
     Opt { flag: "--faults", env: Some("CHAT_FAULTS"), takes: Takes::Value },
+    Opt { flag: "--expect-faults", env: None, takes: Takes::Nothing },
+    Opt { flag: "--expect-resume", env: None, takes: Takes::Nothing },
 ];
+
+/// What a `--script` run must also have seen to pass (the harness's scenario).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Expect {
+    /// every relay fault happened, and replayed and corrupted frames were rejected
+    faults: bool,
+    /// the run resumed a conversation from the store
+    resume: bool,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -62,6 +77,7 @@ struct Args {
     mode: Mode,
     shutdown: bool,
     faults: Option<Faults>,
+    expect: Expect,
 }
 
 fn parse_faults(v: &str) -> Result<Faults, String> {
@@ -98,7 +114,11 @@ fn parse_args(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Resul
         (None, None) => Mode::Interactive,
     };
     let faults = p.get("--faults").map(parse_faults).transpose()?;
-    Ok(Args { common, sync_dh: p.is_set("--sync-dh"), fps: fps as u32, mode, shutdown: p.is_set("--shutdown"), faults })
+    let expect = Expect { faults: p.is_set("--expect-faults"), resume: p.is_set("--expect-resume") };
+    if expect != Expect::default() && !matches!(mode, Mode::Script(_)) {
+        return Err("--expect-faults and --expect-resume need --script N".into());
+    }
+    Ok(Args { common, sync_dh: p.is_set("--sync-dh"), fps: fps as u32, mode, shutdown: p.is_set("--shutdown"), faults, expect })
 }
 
 // ------------------------------------------------------------------------------ network thread
@@ -656,7 +676,7 @@ fn run_interactive(app: &mut App, fps: u32) -> std::io::Result<()> {
 
 /// Headless: `script` sends `n` messages (a window of 4 in flight); `bench` sends one at a time
 /// and measures frame intervals. Both draw every frame into an off-screen terminal.
-fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool) -> Result<String, String> {
+fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect) -> Result<String, String> {
     let mut term = Terminal::new(ratatui::backend::TestBackend::new(120, 36)).map_err(|e| e.to_string())?;
     let frame = Duration::from_secs(1) / fps;
     let mut next = Instant::now();
@@ -729,24 +749,44 @@ fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool) -> Result<String, 
     }
     let dups = seen.values().filter(|&&v| v > 1).count();
     let missing = (1..=n).filter(|k| !seen.contains_key(k)).count();
-    let ok = wrong == 0 && dups == 0 && missing == 0;
     let s = &app.relay;
-    Ok(format!(
-        "CHAT-DONE {} messages={n} replies={} resumed_with={already_in} missing={missing} duplicates={dups} wrong={wrong} rejected={} replay={} tampered={} malformed={} dh_steps={} resent={} relay_sent={} dropped={} reordered={} duplicated={} corrupted={}",
-        if ok { "ok" } else { "fail" },
-        seen.values().sum::<u32>(),
-        c.rejected(),
-        c.rej_replay,
-        c.rej_tampered,
-        c.rej_malformed,
-        c.dh_steps,
-        c.retransmits,
-        s.sent,
-        s.dropped,
-        s.reordered,
-        s.duplicated,
-        s.corrupted
-    ))
+    let mut why = Vec::new();
+    if wrong + dups + missing > 0 {
+        why.push(format!("{missing} replies missing, {dups} duplicated, {wrong} wrong"));
+    }
+    if expect.faults {
+        for (k, v) in [("dropped", s.dropped), ("reordered", s.reordered), ("duplicated", s.duplicated), ("corrupted", s.corrupted)] {
+            if v == 0 {
+                why.push(format!("the relay never {k} a frame"));
+            }
+        }
+        if c.rej_replay == 0 || c.rej_tampered + c.rej_malformed == 0 {
+            why.push("Alice rejected no replayed or no corrupted frame".into());
+        }
+    }
+    if expect.resume && already_in == 0 {
+        why.push("the run did not resume a stored conversation".into());
+    }
+    Ok(Verdict::judged("chat", why.is_empty())
+        .with("messages", n)
+        .with("replies", seen.values().sum::<u32>())
+        .with("resumed_with", already_in)
+        .with("missing", missing)
+        .with("duplicates", dups)
+        .with("wrong", wrong)
+        .with("rejected", c.rejected())
+        .with("replay", c.rej_replay)
+        .with("tampered", c.rej_tampered)
+        .with("malformed", c.rej_malformed)
+        .with("dh_steps", c.dh_steps)
+        .with("resent", c.retransmits)
+        .with("relay_sent", s.sent)
+        .with("dropped", s.dropped)
+        .with("reordered", s.reordered)
+        .with("duplicated", s.duplicated)
+        .with("corrupted", s.corrupted)
+        .detail(why.join("; "))
+        .to_string())
 }
 
 fn main() {
@@ -832,7 +872,7 @@ fn main() {
         }
         Mode::Script(n) | Mode::Bench(n) => {
             let bench = matches!(args.mode, Mode::Bench(_));
-            let r = run_headless(&mut app, args.fps, n, bench);
+            let r = run_headless(&mut app, args.fps, n, bench, args.expect);
             let ok = match &r {
                 Ok(line) if bench => {
                     println!("BENCH-JSON {line}");
@@ -840,10 +880,10 @@ fn main() {
                 }
                 Ok(line) => {
                     println!("{line}");
-                    line.starts_with("CHAT-DONE ok")
+                    matches!(Verdict::parse(line), Some(Ok(v)) if v.passed())
                 }
                 Err(e) => {
-                    println!("CHAT-DONE fail {e}");
+                    println!("{}", Verdict::judged("chat", false).detail(e));
                     false
                 }
             };
@@ -872,12 +912,17 @@ mod tests {
         assert_eq!(a.mode, Mode::Script(200));
         assert_eq!(a.faults, Some(Faults { drop: 10, reorder: 10, duplicate: 10, corrupt: 10 }));
         assert_eq!(p(&["--store", "/s", "--engine", "software"]).unwrap().mode, Mode::Interactive);
+        assert_eq!(a.expect, Expect::default());
+        let a = p(&["--store", "/s", "--engine", "software", "--script", "9", "--expect-faults", "--expect-resume"]).unwrap();
+        assert_eq!(a.expect, Expect { faults: true, resume: true });
         for (args, want) in [
             (&["--store", "/s", "--engine", "software", "--fps", "0"][..], "1..=240"),
             (&["--store", "/s", "--engine", "software", "--script", "0"][..], "1..=100000"),
             (&["--store", "/s", "--engine", "software", "--script", "1", "--bench", "1"][..], "exclude"),
             (&["--store", "/s", "--engine", "software", "--faults", "1,2"][..], "--faults"),
             (&["--store", "/s", "--engine", "software", "--bogus"][..], "unknown option"),
+            (&["--store", "/s", "--engine", "software", "--expect-faults"][..], "need --script"),
+            (&["--store", "/s", "--engine", "software", "--bench", "3", "--expect-resume"][..], "need --script"),
             (&["--engine", "software"][..], "--store"),
         ] {
             let e = p(args).err().unwrap_or_else(|| panic!("{args:?} accepted"));

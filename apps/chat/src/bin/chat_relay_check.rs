@@ -2,7 +2,8 @@
 //! Every opcode as every wrong message kind, bad magic, lengths, mailboxes and percentages, an
 //! archive position outside the page, 2,000 pages of random bytes to random opcodes; each must
 //! get its documented error reply (no hang, no crash), and afterwards the relay must still serve
-//! correct calls. Prints `CHAT-RELAY-CHECK ok checks=N` or `CHAT-RELAY-CHECK FAILED <why>`;
+//! correct calls. Prints `VERDICT chat-relay-check PASS checks=N` or
+//! `VERDICT chat-relay-check FAIL -- <why>` (libs/verdict);
 //! `--shutdown` ends the hosted system.
 
 use chat::relay_api::{Faults, Frame, Opcode, RelayStats, Status, FRAME_DATA, MAGIC};
@@ -145,11 +146,11 @@ fn main() {
     let shutdown = std::env::args().any(|a| a == "--shutdown");
     let code = match run() {
         Ok(n) => {
-            println!("CHAT-RELAY-CHECK ok checks={n}");
+            println!("{}", verdict::Verdict::judged("chat-relay-check", true).with("checks", n));
             0
         }
         Err(e) => {
-            println!("CHAT-RELAY-CHECK FAILED {e}");
+            println!("{}", verdict::Verdict::judged("chat-relay-check", false).detail(e));
             1
         }
     };
