@@ -1,7 +1,7 @@
 //! Tests for kernel-patches/: each runs the behaviour on the stock kernel (where it must fail,
 //! proving the test can fail) and on the patched kernel (where it must pass).
 
-use crate::hosted::{Launch};
+use crate::hosted::{is_panic, Launch};
 use crate::util::shell_quote;
 use crate::xous::Flavor;
 use crate::ctx::Ctx;
@@ -142,7 +142,10 @@ fn process_exit_case(ctx: &Ctx, flavor: Flavor) -> Result<()> {
         .echo(ctx.verbose)
         .start()?;
     sys.wait_marker("PROBE-EXITING", Duration::from_secs(15))?;
-    if let Err(e) = sys.wait_marker("PROBE-SERVED", Duration::from_secs(15)) {
+    let served = sys
+        .wait_verdict(Duration::from_secs(15), "the kernel-probe/after-exit verdict", |s| s == "kernel-probe/after-exit")
+        .and_then(|v| if v.passed() { Ok(()) } else { Err(anyhow!("{v}")) });
+    if let Err(e) = served {
         let status = sys.try_status().ok().flatten();
         sys.stop();
         return Err(anyhow!(NotServed(format!(
@@ -151,8 +154,7 @@ fn process_exit_case(ctx: &Ctx, flavor: Flavor) -> Result<()> {
         ))));
     }
     let st = sys.wait_exit(Duration::from_secs(8))?;
-    let panics: Vec<String> =
-        sys.lines().into_iter().filter(|l| l.contains("panicked") || l.contains("Panic Details")).collect();
+    let panics: Vec<String> = sys.lines().into_iter().filter(|l| is_panic(l)).collect();
     if !panics.is_empty() {
         bail!("a process or the kernel panicked: {panics:?}");
     }

@@ -17,7 +17,8 @@
 //!   are in flight. The kernel must clean the process up without disturbing anyone else.
 //! - `after-exit`: wait until the slow server has answered every delayed message (the exited
 //!   process is gone by then), then check that the system still serves: a scalar to the slow
-//!   server, a ticktimer call and a xous-names lookup; print `PROBE-SERVED` and call Shutdown.
+//!   server, a ticktimer call and a xous-names lookup; print `VERDICT kernel-probe/after-exit
+//!   PASS` (or FAIL with what broke) and call Shutdown.
 
 const IDLE_NAME: &str = "_kernel-probe idle_";
 const SLOW_NAME: &str = "_kernel-probe slow_";
@@ -206,6 +207,15 @@ fn exit_with_threads() {
     // Returning from main ends the process with every thread still inside a Xous call.
 }
 
+/// The verdict of `after-exit`: `VERDICT kernel-probe/after-exit PASS ticktimer=T` once the
+/// exiting probe's calls were answered and the system still serves, or FAIL with what broke.
+const AFTER_EXIT: &str = "kernel-probe/after-exit";
+
+fn after_exit_failed(what: String) -> ! {
+    hosted_tests::report(&hosted_tests::Verdict::judged(AFTER_EXIT, false).detail(what));
+    std::process::exit(1);
+}
+
 fn after_exit() {
     use std::time::{Duration, Instant};
     let xns = xous_api_names::XousNames::new().expect("xous-names");
@@ -216,26 +226,21 @@ fn after_exit() {
         match xous::send_message(cid, xous::Message::new_blocking_scalar(SLOW_STATS, 0, 0, 0, 0)) {
             Ok(xous::Result::Scalar2(_, delivered)) if delivered >= 3 => break,
             Ok(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
-            other => {
-                hosted_tests::marker(&format!("PROBE-AFTER-EXIT-FAIL slow server stats: {other:?}"));
-                std::process::exit(1);
-            }
+            other => after_exit_failed(format!("slow server stats: {other:?}")),
         }
     }
     // Give the kernel time to notice the exit (and to fail, if it is going to).
     std::thread::sleep(Duration::from_millis(300));
     let r = xous::send_message(cid, xous::Message::new_blocking_scalar(SLOW_NOW_SCALAR, 41, 0, 0, 0));
     if !matches!(r, Ok(xous::Result::Scalar1(42))) {
-        hosted_tests::marker(&format!("PROBE-AFTER-EXIT-FAIL slow server scalar: {r:?}"));
-        std::process::exit(1);
+        after_exit_failed(format!("slow server scalar: {r:?}"));
     }
     let tt = xous_api_ticktimer::Ticktimer::new().expect("ticktimer");
     let t = tt.elapsed_ms();
     if xns.request_connection(SLOW_NAME).is_err() {
-        hosted_tests::marker("PROBE-AFTER-EXIT-FAIL xous-names lookup");
-        std::process::exit(1);
+        after_exit_failed("xous-names lookup".into());
     }
-    hosted_tests::marker(&format!("PROBE-SERVED ticktimer={t}"));
+    hosted_tests::report(&hosted_tests::Verdict::judged(AFTER_EXIT, true).with("ticktimer", t));
     match hosted_tests::shutdown_system() {
         Ok(()) => hosted_tests::marker("PROBE-SHUTDOWN-OK"),
         Err(e) => hosted_tests::marker(&format!("PROBE-SHUTDOWN-ERR {e:?}")),
