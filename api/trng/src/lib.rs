@@ -116,13 +116,9 @@ impl Trng {
         Ok((a as u32, b as u32))
     }
 
-    pub fn try_get_u32(&self) -> Result<u32, TrngError> {
-        Ok(status_call(self.conn, Opcode::GetTrng, [1, 0, 0, 0])?.0 as u32)
-    }
-
-    /// One conditioned 32-bit word.
+    /// One conditioned 32-bit word, or the server's error (a latched health failure, ...).
     pub fn get_u32(&self) -> Result<u32, TrngError> {
-        self.try_get_u32()
+        Ok(status_call(self.conn, Opcode::GetTrng, [1, 0, 0, 0])?.0 as u32)
     }
 
     /// One conditioned 64-bit word (one round trip).
