@@ -19,7 +19,7 @@
 //! | `--tester-portfile F` | `TRNG_TESTER_PORTFILE` | write the tester's port to F (docs/trng-tester-protocol.md) |
 //! | `--no-tester` | `TRNG_TESTER=0` | no tester even if a port is given |
 //!
-//! The server logs `TRNG-SERVER ready source=S` once registered.
+//! The server logs `TRNG-SERVER ready source=S` (spec `server.ready_marker`) once registered.
 
 mod backend;
 #[cfg(target_os = "xous")]
@@ -303,13 +303,14 @@ fn main() -> ! {
     }
 
     log::info!(
-        "TRNG-SERVER ready source={} name={:?} control={:?} ({} slot(s))",
+        "{} source={} name={:?} control={:?} ({} slot(s))",
+        trng_core::spec::server::READY_MARKER,
         source_name,
         api::SERVER_NAME,
         api::CONTROL_NAME,
         api::CONTROL_SLOTS
     );
-    println!("TRNG-SERVER ready source={source_name}");
+    println!("{} source={source_name}", trng_core::spec::server::READY_MARKER);
     // the server never exits: after Quit it answers `Stopped` until the system shuts down, so
     // no client ever waits on a server that is gone
     loop {

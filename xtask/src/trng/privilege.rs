@@ -12,6 +12,7 @@ use crate::hosted::{sysctl_checks, system, Report};
 use crate::util::shell_quote;
 use anyhow::{bail, Result};
 use std::time::Duration;
+use trng_core::spec;
 
 pub fn privilege(ctx: &Ctx) -> Result<()> {
     let mut sys = system(ctx, &[shell_quote(&ctx.program("trng-privilege")?)])?;
@@ -28,10 +29,10 @@ pub fn privilege(ctx: &Ctx) -> Result<()> {
             bail!("an ordinary client was not refused cleanly: {v}");
         }
         // the server prints its ready line after the tester would have announced itself
-        if !sys.lines().iter().any(|l| l.contains("TRNG-SERVER ready")) {
-            bail!("no TRNG-SERVER ready line");
+        if !sys.lines().iter().any(|l| l.contains(spec::server::READY_MARKER)) {
+            bail!("no {:?} line", spec::server::READY_MARKER);
         }
-        if let Some(l) = sys.lines().iter().find(|l| l.contains("TRNG-TESTER listening")) {
+        if let Some(l) = sys.lines().iter().find(|l| l.contains(spec::tester::LISTEN_MARKER)) {
             bail!("the TRNG tester (raw samples over TCP) listens in an ordinary system: {l}");
         }
         Ok(())
