@@ -112,7 +112,7 @@ class EngineBus(Module):
             e.bus_rf_adr.eq(win * regs + reg),
             e.bus_uc_dat_w.eq(self.dat_w),
         ]
-        # access FSM: 0 idle, 1 wait for the RF read (data next cycle), 2 RF write-back
+        # access FSM: 0 idle, 1 wait for the RF / microcode read (data next cycle), 2 RF write-back
         phase = Signal(2)
         merged = Signal(256)
         self.comb += e.bus_rf_dat_w.eq(merged)
@@ -133,12 +133,11 @@ class EngineBus(Module):
                     If(~in_uc & ~in_rf,
                         self.ack.eq(1), self.dat_r.eq(m["undecoded_read"]),
                     ).Elif(e.bus_ok,
-                        If(in_uc,
-                            self.ack.eq(1), self.dat_r.eq(e.bus_uc_dat_r),
-                        ).Else(phase.eq(1)),
+                        If(in_uc & self.we, self.ack.eq(1)).Else(phase.eq(1)),
                     ),
                 ).Elif(phase == 1,
-                    If(self.we, phase.eq(2)).Else(self.ack.eq(1), self.dat_r.eq(rf_word), phase.eq(0)),
+                    If(in_uc, self.ack.eq(1), self.dat_r.eq(e.bus_uc_dat_r), phase.eq(0),
+                    ).Elif(self.we, phase.eq(2)).Else(self.ack.eq(1), self.dat_r.eq(rf_word), phase.eq(0)),
                 ).Elif(phase == 2,
                     self.ack.eq(1), phase.eq(0),
                 ),

@@ -111,7 +111,9 @@ class Engine(Module):
 
         f = s.fields
         word = Signal(32)
-        self.comb += [uc.rd.adr.eq(Mux(self.bus_ok, self.bus_uc_adr, self.mpc)), word.eq(uc.rd.dat_r),
+        mpc_next = Signal(len(self.mpc))  # mpc in the next cycle: the microcode RAM reads synchronously
+        fetch = Signal()                  # the sequencer needs the word at mpc_next in the next cycle
+        self.comb += [uc.rd.adr.eq(Mux(fetch, mpc_next, self.bus_uc_adr)), word.eq(uc.rd.dat_r),
                       self.bus_uc_dat_r.eq(uc.rd.dat_r),
                       uc.wr.adr.eq(self.bus_uc_adr), uc.wr.dat_w.eq(self.bus_uc_dat_w), uc.wr.we.eq(self.bus_uc_we & self.bus_ok)]
         fld = {k: word[f[k].lsb:f[k].lsb + f[k].width] for k in ("opcode", "ra", "ca", "rb", "cb", "wd", "imm")}
@@ -242,33 +244,54 @@ class Engine(Module):
             zero.eq(opa == 0),
         ]
 
+        resume = Signal()                 # the last paused cycle (pause_req cleared)
         self.comb += [
             self.running.eq(state != IDLE),
             self.pause_gnt.eq(paused),
-            self.bus_ok.eq((state == IDLE) | paused),
+            resume.eq(paused & ~self.pause_req),
+            fetch.eq(((state == IDLE) & self.go) | ((state != IDLE) & ~paused) | resume),
+            self.bus_ok.eq((state == IDLE) | (paused & ~resume)),
         ]
         finish = Signal()
         self.comb += finish.eq((state == HALT) & en & cost_ok & drained)
         can_pause = Signal()
         self.comb += can_pause.eq((state == RUN) & cost_ok & ~ex_v & ~cs2)
 
+        brz_halt = Signal()
+        self.comb += brz_halt.eq(Mux(zero, (target == stop) | (target < start) | (target > stop), ex_mpc == stop))
+        self.comb += [
+            mpc_next.eq(self.mpc),
+            If(state == IDLE,
+                If(self.go, mpc_next.eq(self.mpstart)),
+            ).Elif(paused,
+                If(self.mpresume_we, mpc_next.eq(self.mpresume_dat)),
+            ).Elif(~(can_pause & self.pause_req),
+                If(ex_v & (ex_kind == dec.K_BRZ) & ~brz_halt,
+                    mpc_next.eq(Mux(zero, target, ex_mpc + 1)),
+                ),
+                If(is_issue & (d_kind != dec.K_ILLEGAL) & (d_kind != dec.K_FIN) & (d_kind != dec.K_BRZ) & (self.mpc != stop),
+                    mpc_next.eq(self.mpc + 1),
+                ),
+            ),
+        ]
+
         countdown = [If(cost != 0, cost.eq(cost - 1))] + \
             [If(ready[r] != 0, ready[r].eq(ready[r] - 1)) for r in range(nregs)] + \
             [If(mcnt[u] != 0, mcnt[u].eq(mcnt[u] - 1)) for u in range(nmul)]
 
         self.sync += [
+            self.mpc.eq(mpc_next),
             self.ev_pulse.eq(0),
             *[mstart[u].eq(0) for u in range(nmul)],
             If(state == IDLE,
                 If(self.go,
                     state.eq(RUN), start.eq(self.mpstart), stop.eq(self.mpstart + self.mplen - 1),
-                    self.mpc.eq(self.mpstart), win.eq(self.window),
+                    win.eq(self.window),
                     cost.eq(I.go_cycles - 1), self.cycles.eq(I.go_cycles), self.instructions.eq(0),
                     *[ready[r].eq(0) for r in range(nregs)], *[mcnt[u].eq(0) for u in range(nmul)],
                     ex_v.eq(0), cs2.eq(0), self.finished.eq(0), self.illegal.eq(0), halt_ill.eq(0),
                 ),
             ).Elif(paused,
-                If(self.mpresume_we, self.mpc.eq(self.mpresume_dat)),
                 If(~self.pause_req, paused.eq(0)),
             ).Elif(can_pause & self.pause_req,
                 paused.eq(1),
@@ -278,15 +301,7 @@ class Engine(Module):
                 ex_v.eq(0),
                 cs2.eq(0),
                 # ---- execute stage
-                If(ex_v & (ex_kind == dec.K_BRZ),
-                    If(zero,
-                        If((target == stop) | (target < start) | (target > stop),
-                            state.eq(HALT),
-                        ).Else(self.mpc.eq(target)),
-                    ).Else(
-                        If(ex_mpc == stop, state.eq(HALT)).Else(self.mpc.eq(ex_mpc + 1)),
-                    ),
-                ),
+                If(ex_v & (ex_kind == dec.K_BRZ) & brz_halt, state.eq(HALT)),
                 If(ex_v & (ex_kind == dec.K_CSWAP),
                     cs2.eq(1), hold_w.eq(rf.ra.dat_r), hold_a.eq(rf.rb.dat_r),
                 ),
@@ -310,7 +325,7 @@ class Engine(Module):
                         If(d_kind == dec.K_FIN,
                             state.eq(HALT),
                         ).Elif(d_kind != dec.K_BRZ,
-                            If(self.mpc == stop, state.eq(HALT)).Else(self.mpc.eq(self.mpc + 1)),
+                            If(self.mpc == stop, state.eq(HALT)),
                         ),
                     ),
                 ),

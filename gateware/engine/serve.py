@@ -50,6 +50,7 @@ def main(argv=None) -> int:
                 words = []
                 for k in range(n):
                     s.poke("bus_uc_adr", start + k)
+                    s.tick()  # synchronous read: the word comes one cycle after its address
                     words.append(s.peek("bus_uc_dat_r"))
                 r = " ".join(f"{w:08x}" for w in words)
             elif op in ("wr", "rr"):

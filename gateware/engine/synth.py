@@ -21,7 +21,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from migen import Memory, Module, Signal
+from migen import READ_FIRST, Memory, Module, Signal
 
 from common.yosys import stat
 
@@ -41,7 +41,7 @@ class RfArray(Module):
         g = spec.load().geometry
         mem = Memory(g["reg_bits"], g["windows"] * g["regs_per_window"])
         self.specials += mem
-        r = mem.get_port()
+        r = mem.get_port(mode=READ_FIRST)   # phases: a read never meets a write on one edge
         w = mem.get_port(write_capable=True)
         self.specials += r, w
         self.ios = {r.adr, r.dat_r, w.adr, w.dat_w, w.we}
