@@ -347,7 +347,7 @@ pub const ASYNC_THREADS: usize = 2;
 /// How long the async pool retries a `Busy` answer before delivering it.
 pub const ASYNC_BUSY_DEADLINE: Duration = Duration::from_secs(30);
 
-type Callback = Box<dyn FnOnce(Result<[u8; 32], Error>) + Send>;
+type Callback = Box<dyn FnOnce(Result<X25519Reply, Error>) + Send>;
 
 struct AsyncReq {
     scalar: zeroize::Zeroizing<[u8; 32]>,
@@ -360,18 +360,19 @@ pub(crate) struct AsyncPool {
 }
 
 struct Slot {
-    value: Mutex<Option<Result<[u8; 32], Error>>>,
+    value: Mutex<Option<Result<X25519Reply, Error>>>,
     cv: Condvar,
 }
 
-/// A pending asynchronous X25519: poll it with `try_take`, or wait (off the UI thread).
+/// A pending asynchronous X25519: poll it with `try_take`, or wait (off the UI thread). The
+/// reply carries the result and the job's details (backend, engine cycles, window).
 pub struct PendingX25519 {
     slot: Arc<Slot>,
 }
 
 impl PendingX25519 {
     /// The result if it has arrived (then the handle is spent: later calls return None).
-    pub fn try_take(&self) -> Option<Result<[u8; 32], Error>> {
+    pub fn try_take(&self) -> Option<Result<X25519Reply, Error>> {
         self.slot.value.lock().unwrap().take()
     }
     /// True once the result has arrived.
@@ -379,7 +380,7 @@ impl PendingX25519 {
         self.slot.value.lock().unwrap().is_some()
     }
     /// Block until the result arrives or `timeout` passes (None on timeout).
-    pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<[u8; 32], Error>> {
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<X25519Reply, Error>> {
         let deadline = Instant::now() + timeout;
         let mut g = self.slot.value.lock().unwrap();
         loop {
@@ -394,7 +395,7 @@ impl PendingX25519 {
         }
     }
     /// Block until the result arrives.
-    pub fn wait(self) -> Result<[u8; 32], Error> {
+    pub fn wait(self) -> Result<X25519Reply, Error> {
         loop {
             if let Some(v) = self.wait_timeout(Duration::from_secs(3600)) {
                 return v;
@@ -430,7 +431,7 @@ impl Engine25519 {
                         let deadline = Instant::now() + ASYNC_BUSY_DEADLINE;
                         let mut backoff = Duration::from_micros(500);
                         let r = loop {
-                            match me.x25519(&req.scalar, &req.u) {
+                            match me.x25519_detailed(&req.scalar, &req.u) {
                                 Err(Error::Service(Status::Busy)) if Instant::now() < deadline => {
                                     std::thread::sleep(backoff);
                                     backoff = (backoff * 2).min(Duration::from_millis(20));
@@ -450,7 +451,7 @@ impl Engine25519 {
     /// worker thread when the result (or an error) arrives.
     pub fn x25519_with<F>(&self, scalar: &[u8; 32], u: &[u8; 32], done: F)
     where
-        F: FnOnce(Result<[u8; 32], Error>) + Send + 'static,
+        F: FnOnce(Result<X25519Reply, Error>) + Send + 'static,
     {
         let req = AsyncReq { scalar: zeroize::Zeroizing::new(*scalar), u: *u, done: Box::new(done) };
         if let Err(mpsc::SendError(req)) = self.pool().tx.lock().unwrap().send(req) {

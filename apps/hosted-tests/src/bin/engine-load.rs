@@ -63,7 +63,10 @@ fn main() {
             let (k, u, p) = inflight.pop_front().unwrap();
             let r = match p {
                 None => e.x25519(&k, &u),
-                Some(p) => p.wait_timeout(Duration::from_secs(60)).unwrap_or(Err(engine25519::Error::Protocol("timeout"))),
+                Some(p) => p
+                    .wait_timeout(Duration::from_secs(60))
+                    .unwrap_or(Err(engine25519::Error::Protocol("timeout")))
+                    .map(|r| r.result),
             };
             if now_ms() > end {
                 break;
@@ -91,17 +94,33 @@ fn main() {
     let calls = arg("--calls").unwrap_or(100);
     let sync_only = std::env::args().any(|a| a == "--sync");
     let mut done = 0u64;
+    // every reply, sync or async, carries the job's engine cycles: X25519 is constant time, so
+    // all replies from one backend report the same count
+    let mut cycles: Option<(Option<engine25519::BackendId>, u64)> = None;
+    let mut cycles_differ = 0u64;
     for i in 0..calls {
         let (k, u) = (rng.bytes(), rng.bytes());
         let r = if sync_only || i % 2 == 0 {
-            e.x25519(&k, &u)
+            e.x25519_detailed(&k, &u)
         } else {
             match e.x25519_async(&k, &u).wait_timeout(Duration::from_secs(60)) {
                 Some(r) => r,
                 None => Err(engine25519::Error::Protocol("async result did not arrive within 60 s")),
             }
         };
-        match r {
+        if let Ok(rep) = &r {
+            match cycles {
+                None => cycles = Some((rep.backend, rep.cycles)),
+                Some((b, c)) if b == rep.backend && c != rep.cycles => {
+                    cycles_differ += 1;
+                    if first_error.is_empty() {
+                        first_error = format!("reply {i} reported {} cycles, the first {c}", rep.cycles);
+                    }
+                }
+                Some(_) => {}
+            }
+        }
+        match r.map(|rep| rep.result) {
             Ok(v) if v == x25519_dalek::x25519(k, u) => done += 1,
             Ok(_) => wrong += 1,
             Err(err) => {
@@ -113,11 +132,13 @@ fn main() {
         }
     }
     hosted_tests::report(
-        &Verdict::judged(&subject, done == calls && wrong == 0 && errors == 0)
+        &Verdict::judged(&subject, done == calls && wrong == 0 && errors == 0 && cycles_differ == 0)
             .with("calls", calls)
             .with("done", done)
             .with("wrong", wrong)
             .with("errors", errors)
+            .with("cycles", cycles.map_or(0, |c| c.1))
+            .with("cycles_differ", cycles_differ)
             .detail(&first_error),
     );
     // Returning from main with the async pool's threads still connected is fine: kernel patch
