@@ -63,11 +63,7 @@ impl Engine {
         match self {
             Engine::V1 => v.push(("ENGINE25519_ISA".into(), "v1".into())),
             Engine::V2 => v.push(("ENGINE25519_ISA".into(), "v2".into())),
-            Engine::Software => {
-                // the software backend reports ISA v1 (only the model implements v2)
-                v.push(("ENGINE25519_BACKEND".into(), "software".into()));
-                v.push(("ENGINE25519_ISA".into(), "v1".into()));
-            }
+            Engine::Software => v.push(("ENGINE25519_BACKEND".into(), "software".into())),
             Engine::Rtl => {
                 v.push(("ENGINE25519_BACKEND".into(), "rtl".into()));
                 v.push(("ENGINE25519_ISA".into(), "v2".into()));

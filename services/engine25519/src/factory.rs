@@ -9,8 +9,9 @@ pub fn create(name: &str, isa: engine25519_core::isa::Isa) -> Result<Box<dyn Eng
     if !["model", "rtl", "software", "hw"].contains(&name) {
         return Err(format!("unknown backend '{}': expected model, hw, rtl or software", name));
     }
-    if isa != engine25519_core::isa::Isa::V1 && name != "model" && name != "rtl" {
-        return Err(format!("ISA {} exists only in the model backend and the rtl backend (hw implements v1)", isa));
+    // the software fallback runs no microcode, so any ISA goes; the hardware is Precursor's v1
+    if isa != engine25519_core::isa::Isa::V1 && name == "hw" {
+        return Err(format!("ISA {} is not in the hw backend (Precursor's engine implements v1); the model and rtl backends run it", isa));
     }
     match name {
         "model" => Ok(Box::new(crate::model_backend::ModelEngine::new(isa))),
