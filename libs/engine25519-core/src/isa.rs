@@ -218,12 +218,13 @@ impl Isa {
     }
 }
 
-impl std::fmt::Display for Isa {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl core::fmt::Display for Isa {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.write_str(self.name())
     }
 }
 
+#[cfg(feature = "std")]
 impl std::str::FromStr for Isa {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {

@@ -21,12 +21,25 @@
 //! [`model::PausedJob`]; [`model::EngineModel::resume`] continues it with identical result and cycle
 //! count. ISA v2's design and timing: `docs/engine-v2-design.md`.
 
+//!
+//! Without the default `std` feature the crate is `no_std` and has only [`isa`].
+
+#![cfg_attr(not(feature = "std"), no_std)]
+
 pub mod isa;
+#[cfg(feature = "std")]
 pub mod asm;
+#[cfg(feature = "std")]
 pub mod disasm;
+#[cfg(feature = "std")]
 pub mod docs;
+#[cfg(feature = "std")]
 pub mod formats;
+#[cfg(feature = "std")]
 pub mod model;
+#[cfg(feature = "std")]
 pub mod model_field;
+#[cfg(feature = "std")]
 pub mod programs;
+#[cfg(feature = "std")]
 pub mod vectors;

@@ -1,18 +1,27 @@
 //! `hw` backend (Xous target only): drives the engine25519 block through its CSR page and its
-//! 128 KiB memory window (microcode RAM + register file). Every address, offset and bit field
-//! comes from `engine25519_core::isa` (generated from spec/engine25519.toml).
+//! 128 KiB memory window (microcode RAM + register file) with the register-level driver
+//! `engine25519_driver` (the same code the bare-metal SoC benchmark firmware runs). Every
+//! address, offset and bit field comes from `engine25519_core::isa` (generated from
+//! spec/engine25519.toml).
 //!
 //! The v1 map has no cycle counter: cycles reported by this backend are wall time x eng_clk.
-//! Completion is polled (STATUS.running / EV_PENDING) with `yield_slice` between polls.
+//! Completion is polled (`Driver::poll`) with `yield_slice` between polls.
 
 use engine25519_core::isa::{self, csr, mem};
+use engine25519_driver::{Driver, MmioBus, Paused, Stop};
 
 use crate::api::BackendId;
 use crate::backend::{EngineBackend, Launch, Reg, RunEnd};
 
+/// Bytes mapped for the CSR block (one page).
+const CSR_PAGE: usize = 4096;
+/// STATUS reads while waiting for a pause grant (a grant takes at most one instruction).
+const PAUSE_POLLS: u32 = 1_000_000;
+
 pub struct HwEngine {
-    csr: *mut u32,
-    mem: *mut u32,
+    drv: Driver<MmioBus>,
+    /// a copy of the same mapping for the read-only presence probe (`available` takes &self)
+    probe: MmioBus,
     eng_clk_hz: u64,
 }
 
@@ -24,39 +33,25 @@ unsafe impl Send for HwEngine {}
 impl HwEngine {
     pub fn new() -> Result<Self, String> {
         let flags = xous::MemoryFlags::R | xous::MemoryFlags::W;
-        let csr_range = xous::map_memory(xous::MemoryAddress::new(csr::BASE as usize), None, 4096, flags)
+        let csr_range = xous::map_memory(xous::MemoryAddress::new(csr::BASE as usize), None, CSR_PAGE, flags)
             .map_err(|e| format!("hw backend: cannot map engine CSR page at {:#x}: {:?}", csr::BASE, e))?;
         let mem_range =
             xous::map_memory(xous::MemoryAddress::new(mem::BASE as usize), None, mem::SIZE as usize, flags)
                 .map_err(|e| format!("hw backend: cannot map engine memory window at {:#x}: {:?}", mem::BASE, e))?;
-        let e = HwEngine {
-            csr: csr_range.as_mut_ptr() as *mut u32,
-            mem: mem_range.as_mut_ptr() as *mut u32,
-            eng_clk_hz: isa::Isa::V1.info().eng_clk_hz,
-        };
-        Ok(e)
-    }
-
-    fn csr_r(&self, offset: u32) -> u32 {
-        unsafe { self.csr.add(offset as usize / 4).read_volatile() }
-    }
-    fn csr_w(&mut self, offset: u32, v: u32) {
-        unsafe { self.csr.add(offset as usize / 4).write_volatile(v) }
-    }
-    fn mem_r(&self, byte_offset: u32) -> u32 {
-        unsafe { self.mem.add(byte_offset as usize / 4).read_volatile() }
-    }
-    fn mem_w(&mut self, byte_offset: u32, v: u32) {
-        unsafe { self.mem.add(byte_offset as usize / 4).write_volatile(v) }
-    }
-
-    fn power(&mut self, pause: bool) {
-        let v = csr::power::PAUSE_REQ.put(csr::power::ON.put(0, 1), pause as u32);
-        self.csr_w(csr::power::OFFSET, v);
+        // Safety: both ranges were just mapped for this process (sizes as above) and stay mapped.
+        let bus = unsafe { MmioBus::new(csr_range.as_mut_ptr() as *mut u32, mem_range.as_mut_ptr() as *mut u32) };
+        Ok(HwEngine { drv: Driver::new(bus), probe: bus, eng_clk_hz: isa::Isa::V1.info().eng_clk_hz })
     }
 
     fn cycles_since(&self, t0: std::time::Instant) -> u64 {
         (t0.elapsed().as_nanos() as u64).saturating_mul(self.eng_clk_hz) / 1_000_000_000
+    }
+
+    fn end(&self, stop: Stop, t0: std::time::Instant) -> RunEnd {
+        match stop {
+            Stop::Finished => RunEnd::Finished { cycles: self.cycles_since(t0) },
+            Stop::Illegal { mpc } => RunEnd::Illegal { cycles: self.cycles_since(t0), mpc },
+        }
     }
 }
 
@@ -65,95 +60,64 @@ impl EngineBackend for HwEngine {
         BackendId::Hw
     }
     fn available(&self) -> Result<(), String> {
-        // an absent block reads as the undecoded pattern
-        if self.csr_r(csr::window::OFFSET) == mem::UNDECODED_READ {
+        if !Driver::new(self.probe).present() {
             return Err("hw backend: engine25519 CSR block does not answer".into());
         }
         Ok(())
     }
     fn write_ucode(&mut self, start: usize, words: &[u32]) {
-        for (i, &w) in words.iter().enumerate() {
-            self.mem_w(mem::UCODE_OFFSET + 4 * (start + i) as u32, w);
+        // the executor's microcode manager keeps programs inside the RAM
+        if let Err(e) = self.drv.write_ucode(start, words) {
+            log::error!("hw backend: write_ucode: {e}");
         }
     }
     fn read_ucode(&mut self, start: usize, out: &mut [u32]) {
-        for (i, w) in out.iter_mut().enumerate() {
-            *w = self.mem_r(mem::UCODE_OFFSET + 4 * (start + i) as u32);
+        if let Err(e) = self.drv.read_ucode(start, out) {
+            log::error!("hw backend: read_ucode: {e}");
         }
     }
     fn write_reg(&mut self, window: usize, reg: usize, value: &Reg) {
-        let base = isa::rf_offset(window, reg);
-        for i in 0..isa::REG_WORDS {
-            let w = u32::from_le_bytes(value[4 * i..4 * i + 4].try_into().unwrap());
-            self.mem_w(base + 4 * i as u32, w);
+        if let Err(e) = self.drv.write_reg(window, reg, value) {
+            log::error!("hw backend: write_reg: {e}");
         }
     }
     fn read_reg(&mut self, window: usize, reg: usize) -> Reg {
-        let base = isa::rf_offset(window, reg);
-        let mut out = [0u8; 32];
-        for i in 0..isa::REG_WORDS {
-            out[4 * i..4 * i + 4].copy_from_slice(&self.mem_r(base + 4 * i as u32).to_le_bytes());
-        }
-        out
+        self.drv.read_reg(window, reg).unwrap_or_else(|e| {
+            log::error!("hw backend: read_reg: {e}");
+            [0u8; 32]
+        })
     }
     fn run(&mut self, l: Launch, resume_at: Option<u32>, budget: u64, _max_cycles: u64) -> RunEnd {
         // the executor enforces max_cycles from the returned (wall-clock derived) cycles
         let t0 = std::time::Instant::now();
-        self.csr_w(csr::window::OFFSET, csr::window::WINDOW.put(0, l.window as u32));
-        self.csr_w(csr::mpstart::OFFSET, csr::mpstart::MPSTART.put(0, l.mpstart as u32));
-        self.csr_w(csr::mplen::OFFSET, csr::mplen::MPLEN.put(0, l.mplen as u32));
-        // clear stale events
-        self.csr_w(csr::ev_pending::OFFSET, 0xFFFF_FFFF);
-        let go = csr::control::GO.put(0, 1);
-        match resume_at {
-            None => {
-                self.power(false);
-                self.csr_w(csr::control::OFFSET, go);
-            }
-            Some(mpc) => {
-                // resume: GO with pause_req set reloads mpc from MPRESUME, then release the pause
-                self.csr_w(csr::mpresume::OFFSET, csr::mpresume::MPRESUME.put(0, mpc));
-                self.power(true);
-                self.csr_w(csr::control::OFFSET, go);
-                self.power(false);
-            }
+        let launch = engine25519_driver::Launch { window: l.window, mpstart: l.mpstart, mplen: l.mplen };
+        let started = match resume_at {
+            None => self.drv.start(launch),
+            Some(mpc) => self.drv.resume(launch, mpc),
+        };
+        if let Err(e) = started {
+            return RunEnd::Fault { cycles: 0, reason: format!("hw backend: {e}") };
         }
         loop {
-            let pending = self.csr_r(csr::ev_pending::OFFSET);
-            if csr::ev_pending::ILLEGAL_OPCODE.get(pending) != 0 {
-                let mpc = csr::status::MPC.get(self.csr_r(csr::status::OFFSET));
-                self.csr_w(csr::ev_pending::OFFSET, pending);
-                return RunEnd::Illegal { cycles: self.cycles_since(t0), mpc };
-            }
-            let status = self.csr_r(csr::status::OFFSET);
-            if csr::ev_pending::FINISHED.get(pending) != 0 || csr::status::RUNNING.get(status) == 0 {
-                self.csr_w(csr::ev_pending::OFFSET, pending);
-                return RunEnd::Finished { cycles: self.cycles_since(t0) };
+            if let Some(stop) = self.drv.poll() {
+                return self.end(stop, t0);
             }
             if self.cycles_since(t0) >= budget {
-                self.power(true);
-                loop {
-                    let s = self.csr_r(csr::status::OFFSET);
-                    if csr::status::PAUSE_GNT.get(s) != 0 {
-                        return RunEnd::Paused { cycles: self.cycles_since(t0), mpc: csr::status::MPC.get(s) };
-                    }
-                    if csr::status::RUNNING.get(s) == 0 {
-                        self.power(false);
-                        return RunEnd::Finished { cycles: self.cycles_since(t0) };
-                    }
-                }
+                return match self.drv.pause(PAUSE_POLLS) {
+                    Ok(Paused::At { mpc }) => RunEnd::Paused { cycles: self.cycles_since(t0), mpc },
+                    Ok(Paused::Ended(stop)) => self.end(stop, t0),
+                    Err(e) => RunEnd::Fault { cycles: self.cycles_since(t0), reason: format!("hw backend: pause: {e}") },
+                };
             }
             xous::yield_slice();
         }
     }
     fn reset(&mut self) {
-        let z = [0u32; 1];
-        for i in 0..isa::UCODE_WORDS {
-            self.write_ucode(i, &z);
-        }
+        let z = [0u32; isa::UCODE_WORDS];
+        let _ = self.drv.write_ucode(0, &z);
         for w in 0..isa::WINDOWS {
             self.clear_window(w);
         }
-        self.csr_w(csr::power::OFFSET, 0);
+        self.drv.power_off();
     }
 }
