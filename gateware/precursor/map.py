@@ -1,0 +1,47 @@
+"""Precursor's memory map and CSR/IRQ assignment for the blocks the simulated SoC provides, pinned
+here once (soc.py builds from it; tests/test_map.py checks the built csr.csv and this table
+against Precursor's SVD, `precursor/soc-pvt.svd` of utralib 0.1.15, the crate the device kernel
+is built with).
+
+Precursor's CSR space: 0xF000_0000, one 4 KiB page per block (LiteX csr_paging 0x1000,
+64 pages, 32-bit CSR words): a block at location n has its base at 0xF000_0000 + n * 0x1000.
+"""
+
+CSR_BASE = 0xF000_0000
+CSR_PAGING = 0x1000
+CSR_ADDRESS_WIDTH = 16            # 2**16 words of 4 bytes = 0x4_0000 bytes = 64 pages
+CSR_SIZE = 0x4_0000
+
+ROM_BASE = 0x0000_0000            # reset vector: the machine-mode start stub (not on Precursor)
+ROM_SIZE = 0x1_0000
+SRAM_EXT_BASE = 0x4000_0000       # Precursor's main RAM (external SRAM)
+SRAM_EXT_SIZE = 0x100_0000        # 16 MiB
+
+# Declared clock: Precursor's CPU clock (LITEX_CONFIG_CLOCK_FREQUENCY = 100 MHz). The ticktimer
+# counts milliseconds of this clock (CLK_FREQ / 1000 cycles per tick), so every time the
+# software sees is device time at 100 MHz.
+CLK_FREQ = 100_000_000
+
+# block -> CSR location (base = CSR_BASE + loc * CSR_PAGING), as on Precursor
+CSR_LOCS = {
+    "uart": 0x05,        # 0xF000_5000 kernel UART
+    "console": 0x07,     # 0xF000_7000 console UART (xous-log)
+    "ticktimer": 0x12,   # 0xF001_2000
+    "wdt": 0x22,         # 0xF002_2000
+    "wfi": 0x25,         # 0xF002_5000
+    "simctl": 0x3F,      # 0xF003_F000 simulation control: not on Precursor (its last page is empty)
+}
+
+# block -> interrupt line (bit in VexRiscv's external interrupt array, the sim/sip CSRs)
+IRQS = {
+    "uart": 2,
+    "console": 3,
+    "ticktimer": 8,
+}
+
+# Blocks that exist only in the simulation (not compared with the SVD).
+SIM_ONLY = {"simctl"}
+
+
+def csr_base(name: str) -> int:
+    return CSR_BASE + CSR_LOCS[name] * CSR_PAGING

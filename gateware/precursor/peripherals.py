@@ -1,0 +1,221 @@
+"""The CSR blocks of the simulated Precursor, with Precursor's register layout and semantics as far
+as the Xous kernel and the base services use them (docs/sim.md lists each register and who reads
+it). Written here from the register definitions in Precursor's SVD (utralib) and the behaviour
+described in betrusted-io's gateware; no upstream code is used.
+
+Every block is an ordinary LiteX `AutoCSR` module; LiteX lays out the registers in declaration
+order, 32-bit words, multi-word registers most significant word first (csr_ordering "big"),
+which reproduces Precursor's offsets. tests/test_map.py checks the generated csr.csv against
+Precursor's SVD.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from migen import ClockSignal, FSM, If, Instance, Module, NextState, Signal
+
+from litex.soc.interconnect.csr import AutoCSR, CSR, CSRField, CSRStatus, CSRStorage
+from litex.soc.interconnect.csr_eventmanager import EventManager, EventSourceLevel, EventSourceProcess
+from litex.soc.cores.uart import _get_uart_fifo
+
+HERE = Path(__file__).resolve().parent
+WDT_BITE_CODE = 0xDEAD_0001
+VERILOG_SOURCES = [HERE / "sim_uart_sink.v", HERE / "sim_finish.v"]
+
+
+class CycleCounter(Module):
+    """Free-running 64-bit count of sys clock cycles since reset (the simulated time base)."""
+
+    def __init__(self):
+        self.value = Signal(64)
+        self.sync += self.value.eq(self.value + 1)
+
+
+class PrecursorUART(Module, AutoCSR):
+    """Precursor's UART register block (`uart` at 0xF000_5000 for the kernel, `console` at
+    0xF000_7000 for xous-log): RXTX, TXFULL, RXEMPTY, EV_STATUS/PENDING/ENABLE with events
+    tx (bit 0) and rx (bit 1), as LiteX's UART without its later TXEMPTY/RXFULL registers.
+
+    TX: a byte written to RXTX enters a FIFO that drains one byte per `tx_cycles` cycles into
+    a simulation sink (a file, each line stamped with its cycle). RX: bytes pushed on `rx_valid`
+    / `rx_data` (from the simulation host) enter the RX FIFO."""
+
+    def __init__(self, cycles: Signal, filename: str, fifo_depth: int = 16, tx_cycles: int = 1):
+        self._rxtx = CSR(8)
+        self._txfull = CSRStatus(description="TX FIFO Full.")
+        self._rxempty = CSRStatus(description="RX FIFO Empty.")
+
+        self.submodules.ev = EventManager()
+        self.ev.tx = EventSourceProcess(edge="rising")
+        self.ev.rx = EventSourceProcess(edge="rising")
+        self.ev.finalize()
+
+        self.rx_valid = Signal()
+        self.rx_data = Signal(8)
+        self.rx_ready = Signal()
+
+        # TX: CSR -> FIFO -> sink
+        self.submodules.tx_fifo = tx_fifo = _get_uart_fifo(fifo_depth)
+        drain = Signal()
+        if tx_cycles > 1:
+            div = Signal(max=tx_cycles)
+            self.sync += If(div == 0, div.eq(tx_cycles - 1)).Else(div.eq(div - 1))
+            self.comb += drain.eq(div == 0)
+        else:
+            self.comb += drain.eq(1)
+        self.comb += [
+            tx_fifo.sink.valid.eq(self._rxtx.re),
+            tx_fifo.sink.data.eq(self._rxtx.r),
+            tx_fifo.source.ready.eq(drain),
+            self._txfull.status.eq(~tx_fifo.sink.ready),
+            # level "tx FIFO not full" raises the tx event (as LiteX's UART)
+            self.ev.tx.trigger.eq(tx_fifo.sink.ready),
+        ]
+        self.specials += Instance(
+            "sim_uart_sink",
+            p_FILENAME=filename,
+            i_clk=ClockSignal("sys"),
+            i_valid=tx_fifo.source.valid & drain,
+            i_data=tx_fifo.source.data,
+            i_cycles=cycles,
+        )
+
+        # RX: host -> FIFO -> CSR
+        self.submodules.rx_fifo = rx_fifo = _get_uart_fifo(fifo_depth)
+        self.comb += [
+            rx_fifo.sink.valid.eq(self.rx_valid),
+            rx_fifo.sink.data.eq(self.rx_data),
+            self.rx_ready.eq(rx_fifo.sink.ready),
+            self._rxempty.status.eq(~rx_fifo.source.valid),
+            self._rxtx.w.eq(rx_fifo.source.data),
+            # a byte leaves the FIFO when the rx event is cleared (EV_PENDING.rx = 1)
+            rx_fifo.source.ready.eq(self.ev.rx.clear),
+            # level "rx FIFO not empty" raises the rx event
+            self.ev.rx.trigger.eq(rx_fifo.source.valid),
+        ]
+
+
+class TickTimer(Module, AutoCSR):
+    """Precursor's `ticktimer` (0xF001_2000, IRQ 8): a 64-bit count of milliseconds.
+
+    CONTROL.reset (bit 0, pulse) clears the count. TIME (64 bit: TIME1 = high word at +0x04,
+    TIME0 = low word at +0x08) is the elapsed time in ticks of `clks_per_tick` sys cycles.
+    MSLEEP_TARGET (64 bit, +0x0C/+0x10) is the alarm time; the `alarm` event (level) is
+    active while MSLEEP_TARGET <= TIME."""
+
+    def __init__(self, clks_per_tick: int, bits: int = 64):
+        assert clks_per_tick >= 1
+        self.clks_per_tick = clks_per_tick
+        self.control = CSRStorage(fields=[CSRField("reset", description="Write 1 to reset the count to 0.", pulse=True)])
+        self.time = CSRStatus(bits, name="time", description="Elapsed time in ticks.")
+        self.msleep_target = CSRStorage(size=bits, description="Alarm time in ticks.")
+        self.submodules.ev = EventManager()
+        self.ev.alarm = EventSourceLevel()
+        self.ev.finalize()
+
+        prescaler = Signal(max=clks_per_tick + 1, reset=clks_per_tick - 1)
+        timer = Signal(bits)
+        self.sync += [
+            If(self.control.fields.reset,
+                timer.eq(0),
+                prescaler.eq(clks_per_tick - 1),
+            ).Elif(prescaler == 0,
+                prescaler.eq(clks_per_tick - 1),
+                timer.eq(timer + 1),
+            ).Else(
+                prescaler.eq(prescaler - 1),
+            )
+        ]
+        self.comb += [
+            self.time.status.eq(timer),
+            self.ev.alarm.trigger.eq(self.msleep_target.storage <= timer),
+        ]
+
+
+class WDT(Module, AutoCSR):
+    """Precursor's watchdog (`wdt`, 0xF002_2000, no IRQ).
+
+    WATCHDOG: reset_wdt (bit 0, pulse) and enable (bit 1; once set it stays set). PERIOD: the
+    count reloaded every period (default 325,000,000); on Precursor it counts a ~65 MHz ring
+    oscillator, here the sys clock. STATE: enabled, armed1, armed2, disarmed. State machine:
+    enabled -> DISARMED; each period end moves DISARMED -> ARMED -> ARMED_HOT; reset_wdt
+    returns to DISARMED; a period end in ARMED_HOT is a watchdog reset (`bite`, which the
+    simulation reports and stops on)."""
+
+    def __init__(self, default_period: int = 325_000_000):
+        self.watchdog = CSRStorage(fields=[
+            CSRField("reset_wdt", size=1, description="Write 1 to pet the watchdog.", pulse=True),
+            CSRField("enable", size=1, description="Enable; cannot be cleared except by reset.", reset=0),
+        ])
+        self.period = CSRStorage(32, fields=[CSRField("period", size=32, reset=default_period, description="Cycles per watchdog period.")])
+        self.state = CSRStatus(4, fields=[
+            CSRField("enabled", size=1), CSRField("armed1", size=1), CSRField("armed2", size=1), CSRField("disarmed", size=1),
+        ])
+        self.bite = Signal()
+
+        enabled = Signal()
+        period_lock = Signal(32)
+        counter = Signal(32, reset=default_period)
+        cycle = Signal()
+        self.sync += [
+            cycle.eq(0),
+            If(self.watchdog.fields.enable & ~enabled,
+                enabled.eq(1),
+                period_lock.eq(self.period.fields.period),
+                counter.eq(self.period.fields.period),
+            ).Elif(enabled,
+                If(counter == 0,
+                    cycle.eq(1),
+                    counter.eq(period_lock),
+                ).Else(counter.eq(counter - 1)),
+            ),
+        ]
+        fsm = FSM(reset_state="IDLE")
+        self.submodules.fsm = fsm
+        armed1, armed2, disarmed = Signal(), Signal(), Signal()
+        fsm.act("IDLE", If(enabled, NextState("DISARMED")))
+        fsm.act("DISARMED", disarmed.eq(1), If(cycle, NextState("ARMED")))
+        fsm.act("ARMED", armed1.eq(1),
+                If(self.watchdog.fields.reset_wdt, NextState("DISARMED")).Elif(cycle, NextState("ARMED_HOT")))
+        fsm.act("ARMED_HOT", armed2.eq(1),
+                If(self.watchdog.fields.reset_wdt, NextState("DISARMED")).Elif(cycle, self.bite.eq(1)))
+        self.comb += [
+            self.state.fields.enabled.eq(enabled),
+            self.state.fields.armed1.eq(armed1),
+            self.state.fields.armed2.eq(armed2),
+            self.state.fields.disarmed.eq(disarmed),
+        ]
+
+
+class WFI(Module, AutoCSR):
+    """Precursor's `wfi` block (0xF002_5000): WFI (bit 0, pulse) gates the clocks until an
+    interrupt; IGNORE_LOCKED (bit 0). The kernel writes both in its idle loop. The simulation
+    does not gate clocks: a WFI write only counts (`wfi_count`), so the kernel's idle loop runs
+    on, which differs from the device in power only."""
+
+    def __init__(self):
+        self.wfi = CSRStorage(fields=[CSRField("wfi", size=1, pulse=True, description="Gate clocks until an interrupt.")])
+        self.ignore_locked = CSRStorage(fields=[CSRField("ignore_locked", size=1, description="Do not reset on PLL unlock.")])
+        self.wfi_count = Signal(32)
+        self.sync += If(self.wfi.fields.wfi, self.wfi_count.eq(self.wfi_count + 1))
+
+
+class SimCtl(Module, AutoCSR):
+    """Simulation control (not on Precursor; placed in the last CSR page, 0xF003_F000, which
+    Precursor leaves empty): CYCLES (64 bit, read: sys cycles since reset), FINISH (write:
+    stop the simulation, the value is the exit code the runner reports), A watchdog
+    bite also finishes the run, with code WDT_BITE_CODE (0xDEAD_0001)."""
+
+    def __init__(self, cycles: Signal, bite: Signal | None = None, filename: str = "finish.txt"):
+        self.cycles = CSRStatus(64, description="Sys cycles since reset.")
+        self.finish = CSRStorage(32, description="Write: stop the simulation with this code.")
+        self.comb += self.cycles.status.eq(cycles)
+        valid = Signal()
+        code = Signal(32)
+        bite = bite if bite is not None else Signal()
+        self.comb += [
+            valid.eq(self.finish.re | bite),
+            If(self.finish.re, code.eq(self.finish.storage)).Else(code.eq(WDT_BITE_CODE)),
+        ]
+        self.specials += Instance("sim_finish", p_FILENAME=filename, i_clk=ClockSignal("sys"), i_valid=valid, i_code=code, i_cycles=cycles)

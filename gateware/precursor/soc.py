@@ -1,0 +1,161 @@
+"""The simulated Precursor SoC: LiteX + VexRiscv (linux variant: MMU, supervisor mode, atomics,
+the custom interrupt CSRs) on Verilator, with Precursor's memory map and the CSR blocks the Xous
+kernel and the base services use, at Precursor's addresses (map.py pins every one).
+
+    python -m precursor.soc build [--clk-freq HZ]      # build (cached) and print the build dir
+
+The build is cached under $GATEWARE_BUILD_DIR/precursor-<key>/, keyed by the sources of this
+package, the LiteX/VexRiscv versions and the parameters; a program runs on it without a
+rebuild (run.py writes the ROM and RAM images next to the simulator at run time).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from migen import Module, Signal
+
+from litex.build.generic_platform import Pins
+from litex.build.io import CRG
+from litex.build.sim import SimPlatform
+from litex.build.sim.config import SimConfig
+from litex.soc.integration import export
+from litex.soc.integration.soc_core import SoCCore
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    __package__ = "precursor"
+
+from . import map as pmap
+from .peripherals import VERILOG_SOURCES, CycleCounter, PrecursorUART, SimCtl, TickTimer, WDT, WFI
+
+HERE = Path(__file__).resolve().parent
+
+# The files the Verilated simulator reads and writes at run time, in its working directory.
+ROM_INIT = "sim_rom.init"
+RAM_INIT = "sim_sram_ext.init"
+UART_LOG = "uart.log"
+CONSOLE_LOG = "console.log"
+FINISH = "finish.txt"
+
+
+class PrecursorSim(SoCCore):
+    def __init__(self, platform, clk_freq: int):
+        SoCCore.__init__(
+            self, platform, clk_freq,
+            ident="", ident_version=False,
+            cpu_type="vexriscv", cpu_variant="linux", cpu_reset_address=pmap.ROM_BASE,
+            integrated_rom_size=pmap.ROM_SIZE, integrated_rom_init=[0],
+            integrated_sram_size=0,
+            csr_data_width=32, csr_address_width=pmap.CSR_ADDRESS_WIDTH, csr_paging=pmap.CSR_PAGING,
+            with_uart=False, with_timer=False, with_ctrl=False,
+            bus_timeout=1e6,
+        )
+        self.submodules.crg = CRG(platform.request("sys_clk"))
+
+        # main RAM: Precursor's external SRAM (sram_ext, 16 MiB at 0x4000_0000)
+        self.add_ram("sram_ext", origin=pmap.SRAM_EXT_BASE, size=pmap.SRAM_EXT_SIZE, contents=[0])
+
+        # pin every CSR location and IRQ before any block is added
+        for name, loc in pmap.CSR_LOCS.items():
+            self.csr.add(name, n=loc)
+        for name, irq in pmap.IRQS.items():
+            self.irq.add(name, n=irq)
+
+        self.submodules.cycles = cycles = CycleCounter()
+        self.submodules.uart = PrecursorUART(cycles.value, UART_LOG)
+        self.submodules.console = PrecursorUART(cycles.value, CONSOLE_LOG)
+        self.submodules.ticktimer = TickTimer(clks_per_tick=clk_freq // 1000)
+        self.submodules.wdt = WDT()
+        self.submodules.wfi = WFI()
+        self.submodules.simctl = SimCtl(cycles.value, bite=self.wdt.bite, filename=FINISH)
+        for v in VERILOG_SOURCES:
+            platform.add_source(str(v))
+
+
+def _platform() -> SimPlatform:
+    return SimPlatform("SIM", [("sys_clk", 0, Pins(1)), ("sys_rst", 0, Pins(1))])
+
+
+def build_key(clk_freq: int) -> str:
+    """Cache key: this package's sources, the LiteX/VexRiscv/Verilator versions, the clock."""
+    h = hashlib.sha256()
+    for f in sorted(HERE.glob("*.py")) + sorted(HERE.glob("*.v")):
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    import litex
+    import pythondata_cpu_vexriscv
+    vex = Path(pythondata_cpu_vexriscv.data_location) / "VexRiscv_Linux.v"
+    h.update(vex.read_bytes())
+    h.update(str(Path(litex.__file__).resolve().parent).encode())
+    try:
+        h.update(subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout.encode())
+    except OSError:
+        pass
+    h.update(str(clk_freq).encode())
+    return h.hexdigest()[:16]
+
+
+def build_dir_root() -> Path:
+    d = os.environ.get("GATEWARE_BUILD_DIR")
+    if d:
+        return Path(d)
+    t = os.environ.get("CARGO_TARGET_DIR")
+    return (Path(t) if t else HERE.parents[1] / "target") / "gateware" / "verilator"
+
+
+def build(clk_freq: int = pmap.CLK_FREQ, verbose: bool = False) -> Path:
+    """Build (or reuse) the Verilated SoC; returns its gateware dir (obj_dir/Vsim, csr.csv)."""
+    key = build_key(clk_freq)
+    out = build_dir_root() / f"precursor-{key}"
+    gw = out / "gateware"
+    stamp = out / "built.json"
+    if stamp.is_file() and (gw / "obj_dir" / "Vsim").is_file():
+        return gw
+    if out.exists():
+        shutil.rmtree(out)
+    tmp = out.with_name(out.name + ".tmp")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    platform = _platform()
+    soc = PrecursorSim(platform, clk_freq)
+    sim_config = SimConfig()
+    sim_config.add_clocker("sys_clk", freq_hz=clk_freq)
+    gtmp = tmp / "gateware"
+    gtmp.mkdir(parents=True)
+    # no Builder: it would generate the BIOS's software includes, which this SoC does not use
+    soc.platform.output_dir = str(tmp)
+    soc.finalize()
+    soc.build(build_dir=str(gtmp), sim_config=sim_config, run=False, opt_level="O3", interactive=False, verbose=verbose)
+    (gtmp / "csr.csv").write_text(export.get_csr_csv(csr_regions=soc.csr_regions, constants=soc.constants, mem_regions=soc.mem_regions))
+    (gtmp / "csr.json").write_text(export.get_csr_json(csr_regions=soc.csr_regions, constants=soc.constants, mem_regions=soc.mem_regions))
+    r = subprocess.run(["bash", "build_sim.sh"], cwd=gtmp, capture_output=True, text=True)
+    if r.returncode != 0 or not (gtmp / "obj_dir" / "Vsim").is_file():
+        tail = "\n".join((r.stdout + r.stderr).splitlines()[-40:])
+        raise RuntimeError(f"Verilator build of the simulated Precursor failed:\n{tail}")
+    (tmp / "built.json").write_text(json.dumps({"key": key, "clk_freq": clk_freq}) + "\n")
+    tmp.rename(out)
+    return gw
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build", help="build (cached) and print the build directory")
+    b.add_argument("--clk-freq", type=int, default=pmap.CLK_FREQ)
+    b.add_argument("-v", "--verbose", action="store_true")
+    a = ap.parse_args()
+    if a.cmd == "build":
+        print(build(a.clk_freq, a.verbose))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
