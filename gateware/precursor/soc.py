@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -37,6 +38,8 @@ from . import map as pmap
 from .peripherals import VERILOG_SOURCES, CycleCounter, PrecursorUART, SimCtl, TickTimer, WDT, WFI
 
 HERE = Path(__file__).resolve().parent
+# the files that define the hardware (the build cache key)
+HARDWARE_SOURCES = ["soc.py", "peripherals.py", "map.py"]
 
 # The files the Verilated simulator reads and writes at run time, in its working directory.
 ROM_INIT = "sim_rom.init"
@@ -87,7 +90,7 @@ def _platform() -> SimPlatform:
 def build_key(clk_freq: int) -> str:
     """Cache key: this package's sources, the LiteX/VexRiscv/Verilator versions, the clock."""
     h = hashlib.sha256()
-    for f in sorted(HERE.glob("*.py")) + sorted(HERE.glob("*.v")):
+    for f in [HERE / n for n in HARDWARE_SOURCES] + sorted(HERE.glob("*.v")):
         h.update(f.name.encode())
         h.update(f.read_bytes())
     import litex
@@ -124,6 +127,8 @@ def build(clk_freq: int = pmap.CLK_FREQ, verbose: bool = False) -> Path:
     tmp = out.with_name(out.name + ".tmp")
     if tmp.exists():
         shutil.rmtree(tmp)
+    if not verbose:
+        logging.disable(logging.INFO)   # LiteX's per-block INFO lines and hierarchy dump
     platform = _platform()
     soc = PrecursorSim(platform, clk_freq)
     sim_config = SimConfig()

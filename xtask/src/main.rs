@@ -17,6 +17,7 @@ mod ratchet;
 mod registry;
 mod runner;
 mod setup;
+mod sim;
 mod smoke;
 mod steps;
 mod supervisor;
@@ -117,6 +118,9 @@ enum Cmd {
     /// our servers, made with xous-tools 0.1.2 and a development key in target/, then checked
     /// (header, tag CRCs, signature, fit in the kernel flash region).
     DeviceImage(device_image::DeviceImageArgs),
+    /// Run a program on the simulated Precursor (docs/sim.md: LiteX + VexRiscv with MMU on
+    /// Verilator, Precursor's map) and show its UART lines.
+    SimRun(sim::SimRunArgs),
     #[command(flatten)]
     Engine(isa::EngineCmd),
     #[command(flatten)]
@@ -149,6 +153,7 @@ fn main() {
         Cmd::Gateware(a) => gateware::run(&ctx, a),
         Cmd::EngineRun(a) => gateware_run::run(a),
         Cmd::DeviceImage(a) => device_image::run(a, ctx.verbose),
+        Cmd::SimRun(a) => sim::run(a),
         Cmd::Engine(c) => isa::run(c),
         Cmd::Trng(c) => trng::run(&ctx, c),
     };

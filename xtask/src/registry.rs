@@ -30,6 +30,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(crate::chat::test_steps());
     v.extend(crate::device::test_steps());
     v.extend(crate::ratchet::test_steps());
+    v.extend(crate::sim::test_steps());
     v
 }
 

@@ -1,0 +1,370 @@
+/*
+ * Bare-metal self-test of the simulated Precursor SoC (step sim:soc). Runs from ROM (0x0) in
+ * machine mode, then in supervisor and user mode, and judges itself: one verdict line per
+ * check on the kernel UART, then `VERDICT sim-soc PASS|FAIL` and a write to simctl FINISH.
+ *
+ *   uart       bytes written to UART (0xF000_5000) and console (0xF000_7000) arrive
+ *   ticktimer  TIME advances by one every CLK_FREQ/1000 cycles (checked against simctl CYCLES)
+ *   irq        the ticktimer alarm (IRQ 8) reaches supervisor mode through the external
+ *              interrupt array: scause = 0x8000_0009, the custom sip CSR (0xDC0) has bit 8
+ *   sv32       with paging on, 0xFFD0_0000 (4 KiB page through a second-level table) reads and
+ *              writes the RAM page it maps
+ *   ecall      user-mode code (a U-mapped alias of ROM) makes an ecall that arrives in
+ *              supervisor mode (scause = 8), and supervisor mode resumes
+ *
+ * Assembled for rv32ima (no compressed instructions, as the SoC's CPU).
+ * Addresses: map.py (CSR pages), peripherals.py (register offsets).
+ */
+    .option norvc
+    .equ UART,       0xF0005000
+    .equ CONSOLE,    0xF0007000
+    .equ TICKTIMER,  0xF0012000
+    .equ SIMCTL,     0xF003F000
+    .equ RXTX,       0x00
+    .equ TXFULL,     0x04
+    .equ TT_CONTROL, 0x00
+    .equ TT_TIME1,   0x04
+    .equ TT_TIME0,   0x08
+    .equ TT_TARGET1, 0x0C
+    .equ TT_TARGET0, 0x10
+    .equ TT_PENDING, 0x18
+    .equ TT_ENABLE,  0x1C
+    .equ SC_CYCLES1, 0x00
+    .equ SC_CYCLES0, 0x04
+    .equ SC_FINISH,  0x08
+    .equ ROOT_PT,    0x40100000
+    .equ L2_PT,      0x40101000
+    .equ DATA_PAGE,  0x40102000
+    .equ KERNEL_VA,  0xFFD00000
+    .equ USER_ALIAS, 0x80000000
+    .equ CYCLES_PER_TICK, 100000   /* CLK_FREQ / 1000 */
+    .equ CSR_SIM,    0x9C0
+    .equ CSR_SIP,    0xDC0
+
+    .section .text
+    .globl _start
+_start:
+    li   sp, 0x40200000
+    li   s0, UART
+    li   s1, TICKTIMER
+    li   s2, SIMCTL
+    la   t0, m_trap
+    csrw mtvec, t0
+
+/* ---- uart ---------------------------------------------------------------------------- */
+    la   a0, msg_hello
+    call puts
+    la   a0, msg_console
+    li   a1, CONSOLE
+    call puts_to
+    la   a0, v_uart
+    call puts
+
+/* ---- ticktimer ----------------------------------------------------------------------- */
+    li   t0, 1
+    sw   t0, TT_CONTROL(s1)          /* reset the count */
+    call wait_tick                    /* align to a tick edge */
+    lw   s3, SC_CYCLES0(s2)
+    call wait_tick
+    lw   s4, SC_CYCLES0(s2)
+    sub  s5, s4, s3                   /* cycles per tick */
+    li   t0, CYCLES_PER_TICK - 200
+    blt  s5, t0, tick_fail
+    li   t0, CYCLES_PER_TICK + 200
+    bgt  s5, t0, tick_fail
+    la   a0, v_tick
+    call puts
+    mv   a0, s5
+    call put_dec
+    call newline
+    j    to_supervisor
+tick_fail:
+    la   a0, f_tick
+    call puts
+    mv   a0, s5
+    call put_dec
+    call newline
+    j    fail
+
+/* ---- into supervisor mode ------------------------------------------------------------ */
+to_supervisor:
+    li   t0, (1 << 8) | (1 << 12) | (1 << 13) | (1 << 15)   /* ecall from U, page faults */
+    csrw medeleg, t0
+    li   t0, (1 << 9) | (1 << 5) | (1 << 1)                  /* S external, timer, software */
+    csrw mideleg, t0
+    la   t0, s_trap
+    csrw stvec, t0
+    li   t0, 0x1800                   /* mstatus.MPP = S (01) */
+    csrc mstatus, t0
+    li   t0, 0x0800
+    csrs mstatus, t0
+    la   t0, s_main
+    csrw mepc, t0
+    mret
+
+/* ---- supervisor: irq ----------------------------------------------------------------- */
+s_main:
+    li   s9, 0                        /* set by the irq handler */
+    li   t0, 1 << 8                   /* ticktimer IRQ 8 */
+    csrw CSR_SIM, t0
+    li   t0, 1 << 9                   /* sie.SEIE */
+    csrs sie, t0
+    lw   t1, TT_TIME0(s1)
+    addi t1, t1, 2
+    sw   zero, TT_TARGET1(s1)
+    sw   t1, TT_TARGET0(s1)
+    li   t0, 1
+    sw   t0, TT_PENDING(s1)
+    sw   t0, TT_ENABLE(s1)
+    csrsi sstatus, 2                  /* sstatus.SIE */
+    li   t2, 2000000                  /* ~3 ticks of polling at most */
+1:  bnez s9, irq_ok
+    addi t2, t2, -1
+    bnez t2, 1b
+    csrci sstatus, 2
+    la   a0, f_irq
+    call puts
+    j    fail
+irq_ok:
+    csrci sstatus, 2
+    li   t0, 1 << 8
+    bne  s10, t0, irq_bad_sip
+    la   a0, v_irq
+    call puts
+    mv   a0, s10
+    call put_hex
+    call newline
+    j    paging
+irq_bad_sip:
+    la   a0, f_irq_sip
+    call puts
+    mv   a0, s10
+    call put_hex
+    call newline
+    j    fail
+
+/* ---- supervisor: sv32 ---------------------------------------------------------------- */
+paging:
+    /* clear both tables */
+    li   t0, ROOT_PT
+    li   t1, ROOT_PT + 0x2000
+1:  sw   zero, 0(t0)
+    addi t0, t0, 4
+    bltu t0, t1, 1b
+    li   t0, ROOT_PT
+    li   t1, 0xCF                     /* VA 0 -> ROM: V R W X A D */
+    sw   t1, 0(t0)
+    li   t1, 0x100000CF               /* VA 0x4000_0000 -> RAM (4 MiB megapage) */
+    sw   t1, (0x100 * 4)(t0)
+    li   t1, 0x3C0000C7               /* VA 0xF000_0000 -> CSRs: V R W A D */
+    li   t2, ROOT_PT + 0x3C0 * 4
+    sw   t1, 0(t2)
+    li   t1, 0x0000005B               /* VA 0x8000_0000 -> ROM for user mode: V R X U A */
+    li   t2, ROOT_PT + 0x200 * 4
+    sw   t1, 0(t2)
+    li   t1, ((L2_PT >> 12) << 10) | 1  /* VA 0xFFC0_0000.. -> second-level table */
+    li   t2, ROOT_PT + 0x3FF * 4
+    sw   t1, 0(t2)
+    li   t0, L2_PT
+    li   t1, ((DATA_PAGE >> 12) << 10) | 0xC7
+    sw   t1, (0x100 * 4)(t0)          /* 0xFFD0_0000 -> DATA_PAGE */
+    li   t0, DATA_PAGE
+    li   t1, 0x600DF00D
+    sw   t1, 0(t0)
+    li   t0, 0x80000000 | (ROOT_PT >> 12)
+    csrw satp, t0
+    sfence.vma
+    li   t0, KERNEL_VA
+    lw   t1, 0(t0)
+    li   t2, 0x600DF00D
+    bne  t1, t2, sv32_fail
+    li   t2, 0x12345678
+    sw   t2, 4(t0)
+    csrw satp, zero
+    sfence.vma
+    li   t0, DATA_PAGE
+    lw   t1, 4(t0)
+    bne  t1, t2, sv32_fail
+    la   a0, v_sv32
+    call puts
+    j    user_ecall
+sv32_fail:
+    csrw satp, zero
+    la   a0, f_sv32
+    call puts
+    mv   a0, t1
+    call put_hex
+    call newline
+    j    fail
+
+/* ---- user mode and back -------------------------------------------------------------- */
+user_ecall:
+    li   t0, 0x80000000 | (ROOT_PT >> 12)
+    csrw satp, t0
+    sfence.vma
+    li   s8, 0
+    la   t0, user_code
+    li   t1, USER_ALIAS
+    add  t0, t0, t1                   /* the user alias of user_code */
+    csrw sepc, t0
+    li   t0, 1 << 8                   /* sstatus.SPP = U */
+    csrc sstatus, t0
+    sret
+after_user:
+    csrw satp, zero
+    sfence.vma
+    li   t0, 1
+    bne  s8, t0, ecall_fail
+    la   a0, v_ecall
+    call puts
+    la   a0, v_all
+    call puts
+    sw   zero, SC_FINISH(s2)
+1:  j    1b
+ecall_fail:
+    la   a0, f_ecall
+    call puts
+    j    fail
+
+user_code:
+    li   a0, 0x5A5A
+    ecall
+2:  j    2b
+
+/* ---- supervisor trap handler --------------------------------------------------------- */
+    .balign 4
+s_trap:
+    csrr t3, scause
+    li   t4, 0x80000009
+    beq  t3, t4, s_trap_irq
+    li   t4, 8
+    beq  t3, t4, s_trap_ecall
+    la   a0, f_trap
+    call puts
+    mv   a0, t3
+    call put_hex
+    la   a0, s_sepc
+    call puts
+    csrr a0, sepc
+    call put_hex
+    call newline
+    j    fail
+s_trap_irq:
+    csrr s10, CSR_SIP
+    sw   zero, TT_ENABLE(s1)          /* the alarm is a level: mask it */
+    li   s9, 1
+    sret
+s_trap_ecall:
+    li   t4, 0x5A5A
+    bne  a0, t4, 1f
+    li   s8, 1
+1:  li   t4, 1 << 8                   /* return to supervisor */
+    csrs sstatus, t4
+    la   t4, after_user
+    csrw sepc, t4
+    sret
+
+/* ---- machine trap: anything reaching M mode is a failure ------------------------------ */
+    .balign 4
+m_trap:
+    la   a0, f_mtrap
+    call puts
+    csrr a0, mcause
+    call put_hex
+    la   a0, s_sepc
+    call puts
+    csrr a0, mepc
+    call put_hex
+    call newline
+    j    fail
+
+fail:
+    la   a0, f_all
+    call puts
+    li   t0, 1
+    sw   t0, SC_FINISH(s2)
+1:  j    1b
+
+/* ---- output helpers (clobber t5, t6, a0-a3; putc keeps t5) ------------------------------ */
+puts:                                 /* a0 = string, to the kernel UART */
+    li   a1, UART
+puts_to:                              /* a0 = string, a1 = UART base */
+1:  lbu  t5, 0(a0)
+    beqz t5, 3f
+2:  lw   t6, TXFULL(a1)
+    bnez t6, 2b
+    sw   t5, RXTX(a1)
+    addi a0, a0, 1
+    j    1b
+3:  ret
+putc:                                 /* a0 = byte */
+    li   a1, UART
+1:  lw   t6, TXFULL(a1)
+    bnez t6, 1b
+    sw   a0, RXTX(a1)
+    ret
+newline:
+    li   a0, 10
+    j    putc
+put_hex:                              /* a0 = value: 0x%08x */
+    mv   a2, a0
+    mv   a3, ra
+    li   a0, '0'
+    call putc
+    li   a0, 'x'
+    call putc
+    li   t5, 28
+1:  srl  a0, a2, t5
+    andi a0, a0, 15
+    li   t6, 10
+    blt  a0, t6, 2f
+    addi a0, a0, 'a' - 10
+    j    3f
+2:  addi a0, a0, '0'
+3:  call putc
+    addi t5, t5, -4
+    bgez t5, 1b
+    mv   ra, a3
+    ret
+put_dec:                              /* a0 = unsigned value, decimal */
+    mv   a3, ra
+    addi sp, sp, -16
+    mv   a2, sp                       /* digits pushed right to left */
+    addi a2, a2, 15
+    sb   zero, 0(a2)
+    li   t6, 10
+1:  remu t5, a0, t6
+    divu a0, a0, t6
+    addi t5, t5, '0'
+    addi a2, a2, -1
+    sb   t5, 0(a2)
+    bnez a0, 1b
+    mv   a0, a2
+    call puts
+    addi sp, sp, 16
+    mv   ra, a3
+    ret
+wait_tick:                            /* return right after TIME0 changes */
+    lw   t0, TT_TIME0(s1)
+1:  lw   t1, TT_TIME0(s1)
+    beq  t0, t1, 1b
+    ret
+
+    .section .rodata
+msg_hello:   .asciz "soc-test: hello from the simulated Precursor\n"
+msg_console: .asciz "soc-test: console UART\n"
+v_uart:      .asciz "VERDICT sim-soc/uart PASS\n"
+v_tick:      .asciz "VERDICT sim-soc/ticktimer PASS cycles_per_tick="
+f_tick:      .asciz "VERDICT sim-soc/ticktimer FAIL cycles_per_tick="
+v_irq:       .asciz "VERDICT sim-soc/irq PASS scause=0x80000009 sip="
+f_irq:       .asciz "VERDICT sim-soc/irq FAIL -- no interrupt within 2,000,000 polls\n"
+f_irq_sip:   .asciz "VERDICT sim-soc/irq FAIL -- sip="
+v_sv32:      .asciz "VERDICT sim-soc/sv32 PASS\n"
+f_sv32:      .asciz "VERDICT sim-soc/sv32 FAIL -- read "
+v_ecall:     .asciz "VERDICT sim-soc/ecall PASS\n"
+f_ecall:     .asciz "VERDICT sim-soc/ecall FAIL -- the user-mode ecall did not arrive with a0=0x5a5a\n"
+f_trap:      .asciz "VERDICT sim-soc/trap FAIL -- unexpected supervisor trap scause="
+f_mtrap:     .asciz "VERDICT sim-soc/trap FAIL -- unexpected machine trap mcause="
+s_sepc:      .asciz " epc="
+v_all:       .asciz "VERDICT sim-soc PASS\n"
+f_all:       .asciz "VERDICT sim-soc FAIL\n"

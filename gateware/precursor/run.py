@@ -1,0 +1,238 @@
+"""Run a program on the simulated Precursor (soc.py) and report what its UARTs printed.
+
+    python -m precursor.run --rom rom.bin [--ram ram.bin] [--timeout 60] [--expect REGEX]...
+                            [--until REGEX] [--quiet] [--json FILE]
+
+* `--rom`: loaded at 0x0 (the reset vector; at most 64 KiB). `--ram`: loaded at 0x4000_0000
+  (at most 16 MiB). Both are written into the simulator's memory-initialisation files of a
+  fresh run directory, so one cached build runs any program.
+* Output: every line of the kernel UART (`uart`, 0xF000_5000) and the console UART (`console`,
+  0xF000_7000, xous-log) is printed as `[<cycle> uart] text` / `[<cycle> console] text` while
+  the simulation runs (the cycle at which the line's first byte was written).
+* End: the program writes simctl FINISH (code), the watchdog bites, a line matches `--until`,
+  or the wall-clock `--timeout` expires (the simulator is killed; its process group only).
+* Verdict (exit status): 0 only if the run ended by FINISH with code 0 or by `--until`, every
+  `--expect` pattern matched some line, and no line matched `--fail` (default: `VERDICT \\S+ FAIL`).
+  `--json` writes a summary: end reason, code, cycles, wall seconds, the cycle and wall time
+  at which each `--expect` first matched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    __package__ = "precursor"
+
+from . import map as pmap
+from . import soc
+
+DEFAULT_FAIL = r"VERDICT \S+ FAIL"
+
+
+def words_hex(data: bytes, limit: int, what: str) -> str:
+    """Binary -> $readmemh text (one little-endian 32-bit word per line)."""
+    if len(data) > limit:
+        raise ValueError(f"{what} is {len(data)} bytes, more than the {limit} bytes of its memory")
+    data = data + b"\0" * (-len(data) % 4)
+    mv = memoryview(data).cast("I")
+    return "\n".join(f"{w:08x}" for w in mv) + "\n"
+
+
+@dataclass
+class Line:
+    source: str
+    cycle: int
+    text: str
+    wall: float
+
+
+@dataclass
+class Result:
+    reason: str = "timeout"          # finish | until | timeout | exited
+    code: int | None = None
+    cycles: int | None = None
+    wall_s: float = 0.0
+    lines: list = field(default_factory=list)
+    matched: dict = field(default_factory=dict)   # pattern -> Line
+    failed: list = field(default_factory=list)    # lines matching a fail pattern
+
+    def ok(self, expect) -> bool:
+        ended = (self.reason == "finish" and self.code == 0) or self.reason == "until"
+        return ended and not self.failed and all(p in self.matched for p in expect)
+
+    def summary(self, expect) -> dict:
+        return {
+            "ok": self.ok(expect),
+            "reason": self.reason,
+            "code": self.code,
+            "cycles": self.cycles,
+            "wall_s": round(self.wall_s, 3),
+            "expect": {p: ({"cycle": l.cycle, "wall_s": round(l.wall, 3), "line": l.text} if (l := self.matched.get(p)) else None) for p in expect},
+            "failed": [f"[{l.cycle} {l.source}] {l.text}" for l in self.failed],
+        }
+
+
+class _Tail:
+    def __init__(self, path: Path, source: str):
+        self.path, self.source, self.pos, self.buf = path, source, 0, b""
+
+    def poll(self) -> list[tuple[str, int, str]]:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.pos)
+                chunk = f.read()
+        except FileNotFoundError:
+            return []
+        self.pos += len(chunk)
+        self.buf += chunk
+        out = []
+        while b"\n" in self.buf:
+            raw, self.buf = self.buf.split(b"\n", 1)
+            out.append(self._parse(raw))
+        return out
+
+    def flush(self) -> list:
+        rest = self.poll()
+        if self.buf:
+            rest.append(self._parse(self.buf))
+            self.buf = b""
+        return rest
+
+    def _parse(self, raw: bytes):
+        text = raw.decode("utf-8", "replace").rstrip("\r")
+        cyc, _, body = text.partition(" ")
+        try:
+            return (self.source, int(cyc), body)
+        except ValueError:
+            return (self.source, -1, text)
+
+
+def run(rom: bytes, ram: bytes | None = None, timeout: float = 60.0, expect=(), until: str | None = None,
+        fail=(DEFAULT_FAIL,), echo: bool = True, gw: Path | None = None, keep: Path | None = None,
+        on_line=None) -> Result:
+    rom_hex = words_hex(rom, pmap.ROM_SIZE, "the ROM image")
+    ram_hex = words_hex(ram or b"", pmap.SRAM_EXT_SIZE, "the RAM image")
+    gw = gw or soc.build()
+    runs = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="precursor-run-"))
+    runs.mkdir(parents=True, exist_ok=True)
+    for name in ("modules", "sim_config.js"):
+        link = runs / name
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(gw / name)
+    (runs / soc.ROM_INIT).write_text(rom_hex)
+    (runs / soc.RAM_INIT).write_text(ram_hex)
+    for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH):
+        (runs / f).unlink(missing_ok=True)
+
+    expect_re = [(p, re.compile(p)) for p in expect]
+    fail_re = [re.compile(p) for p in fail]
+    until_re = re.compile(until) if until else None
+    tails = [_Tail(runs / soc.UART_LOG, "uart"), _Tail(runs / soc.CONSOLE_LOG, "console")]
+    res = Result()
+    t0 = time.monotonic()
+    with open(runs / "sim.out", "wb") as simout:
+        proc = subprocess.Popen([str(gw / "obj_dir" / "Vsim")], cwd=runs, stdout=simout, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+
+        def handle(entries) -> bool:
+            for source, cyc, text in entries:
+                line = Line(source, cyc, text, time.monotonic() - t0)
+                res.lines.append(line)
+                if echo:
+                    print(f"[{cyc:>11} {source:>7}] {text}", flush=True)
+                if on_line:
+                    on_line(line)
+                for p, rx in expect_re:
+                    if p not in res.matched and rx.search(text):
+                        res.matched[p] = line
+                if any(rx.search(text) for rx in fail_re):
+                    res.failed.append(line)
+                if until_re and until_re.search(text):
+                    res.reason = "until"
+                    return True
+            return False
+
+        try:
+            stop = False
+            while not stop:
+                stop = any(handle(t.poll()) for t in tails)
+                if stop:
+                    break
+                if proc.poll() is not None:
+                    res.reason = "exited"
+                    break
+                if time.monotonic() - t0 > timeout:
+                    res.reason = "timeout"
+                    break
+                time.sleep(0.05)
+        finally:
+            res.wall_s = time.monotonic() - t0
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if res.reason != "until":
+            for t in tails:
+                handle(t.flush())
+    fin = runs / soc.FINISH
+    if fin.is_file():
+        code, cycles = fin.read_text().split()
+        res.code, res.cycles = int(code), int(cycles)
+        if res.reason == "exited":
+            res.reason = "finish"
+    elif res.lines:
+        res.cycles = max(l.cycle for l in res.lines)
+    return res
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rom", type=Path, required=True, help="ROM image (binary, at 0x0)")
+    ap.add_argument("--ram", type=Path, help="RAM image (binary, at 0x4000_0000)")
+    ap.add_argument("--timeout", type=float, default=60.0, help="wall-clock limit in seconds (default 60)")
+    ap.add_argument("--expect", action="append", default=[], help="regex some output line must match (repeatable)")
+    ap.add_argument("--fail", action="append", default=None, help=f"regex no line may match (default {DEFAULT_FAIL!r})")
+    ap.add_argument("--until", help="stop the simulation when a line matches this regex")
+    ap.add_argument("--quiet", action="store_true", help="do not echo the UART lines")
+    ap.add_argument("--json", type=Path, help="write the run summary here")
+    ap.add_argument("--keep", type=Path, help="run in this directory (kept: logs, sim.out)")
+    a = ap.parse_args(argv)
+    for p, what in ((a.rom, "--rom"), (a.ram, "--ram")):
+        if p is not None and not p.is_file():
+            print(f"precursor.run: {what} {p}: no such file", file=sys.stderr)
+            return 2
+    try:
+        rom = a.rom.read_bytes()
+        ram = a.ram.read_bytes() if a.ram else None
+        res = run(rom, ram, a.timeout, a.expect, a.until, a.fail or [DEFAULT_FAIL], not a.quiet, keep=a.keep)
+    except ValueError as e:
+        print(f"precursor.run: {e}", file=sys.stderr)
+        return 2
+    summary = res.summary(a.expect)
+    if a.json:
+        a.json.write_text(json.dumps(summary, indent=1) + "\n")
+    cyc = f"{res.cycles:,}" if res.cycles is not None else "?"
+    rate = f", {res.cycles / res.wall_s / 1e6:.2f} M cycles/s" if res.cycles and res.wall_s > 0 else ""
+    print(f"precursor.run: {res.reason} code={res.code} cycles={cyc} wall={res.wall_s:.1f}s{rate}", file=sys.stderr)
+    for p in a.expect:
+        if p not in res.matched:
+            print(f"precursor.run: expected output not seen: {p!r}", file=sys.stderr)
+    for l in res.failed:
+        print(f"precursor.run: failure line: [{l.cycle} {l.source}] {l.text}", file=sys.stderr)
+    return 0 if res.ok(a.expect) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

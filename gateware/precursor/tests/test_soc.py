@@ -1,0 +1,193 @@
+"""The simulated Precursor SoC (step sim:soc).
+
+* test_map_*: the SoC's CSR map (csr.csv of the built SoC, and the field layout of every
+  register) equals Precursor's SVD for every block it provides; IRQ lines and the RAM region
+  too. PRECURSOR_SVD names the SVD (xtask passes utralib 0.1.15's precursor/soc-pvt.svd).
+* test_soc_selftest: firmware/soc_test.S on the Verilated SoC: UARTs, ticktimer rate,
+  a ticktimer interrupt in supervisor mode, sv32 paging, a user-mode ecall.
+* test_run_*: the runner fails a program that never finishes, and refuses oversized images.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from precursor import map as pmap
+from precursor import run as prun
+from precursor import soc as psoc
+
+HERE = Path(__file__).resolve().parent
+FIRMWARE = HERE.parent / "firmware"
+
+
+def _svd_path() -> Path:
+    p = os.environ.get("PRECURSOR_SVD")
+    if not p:
+        pytest.fail("PRECURSOR_SVD is not set (xtask sets it to utralib's precursor/soc-pvt.svd)")
+    return Path(p)
+
+
+def _svd():
+    """name -> {base, regs: {NAME: (offset, [(field, lsb, width)])}, irq}; memory regions."""
+    root = ET.parse(_svd_path()).getroot()
+    blocks = {}
+    for p in root.iter("peripheral"):
+        name = p.findtext("name").lower()
+        regs = {}
+        for r in p.iter("register"):
+            fields = sorted((f.findtext("name"), int(f.findtext("lsb")), int(f.findtext("msb")) - int(f.findtext("lsb")) + 1) for f in r.iter("field"))
+            regs[r.findtext("name").upper()] = (int(r.findtext("addressOffset"), 0), fields)
+        irqs = {i.findtext("name").lower(): int(i.findtext("value")) for i in p.iter("interrupt")}
+        blocks[name] = {"base": int(p.findtext("baseAddress"), 0), "regs": regs, "irqs": irqs}
+    regions = {m.findtext("name").lower(): (int(m.findtext("baseAddress"), 0), int(m.findtext("size"), 0)) for m in root.iter("memoryRegion")}
+    return blocks, regions
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    return psoc.build()
+
+
+def _csr_csv(gw: Path):
+    bases, regs, consts, regions = {}, {}, {}, {}
+    with open(gw / "csr.csv") as f:
+        for row in csv.reader(l for l in f if not l.startswith("#")):
+            if row[0] == "csr_base":
+                bases[row[1]] = int(row[2], 0)
+            elif row[0] == "csr_register":
+                regs[row[1]] = (int(row[2], 0), int(row[3]), row[4])
+            elif row[0] == "constant":
+                consts[row[1]] = row[2]
+            elif row[0] == "memory_region":
+                regions[row[1]] = (int(row[2], 0), int(row[3]))
+    return bases, regs, consts, regions
+
+
+def _expand(block: str, regs: dict) -> dict:
+    """csr.csv registers of one block -> {NAME: offset}, multi-word registers split as
+    Precursor names them (NAME1 = high word at the lower address, NAME0 = low word)."""
+    out = {}
+    base = None
+    for full, (addr, words, _) in regs.items():
+        if not full.startswith(block + "_"):
+            continue
+        name = full[len(block) + 1:].upper()
+        for i in range(words):
+            out[name if words == 1 else f"{name}{words - 1 - i}"] = addr + 4 * i
+    return out
+
+
+def test_map_csr_blocks_equal_precursor(built):
+    svd, _ = _svd()
+    bases, regs, _, _ = _csr_csv(built)
+    provided = [b for b in pmap.CSR_LOCS if b not in pmap.SIM_ONLY]
+    assert set(bases) == set(pmap.CSR_LOCS), "csr.csv blocks differ from map.py"
+    for b in provided:
+        assert b in svd, f"{b} is not a Precursor block"
+        assert bases[b] == svd[b]["base"] == pmap.csr_base(b), f"{b}: base {bases[b]:#x}, Precursor {svd[b]['base']:#x}"
+        ours = {n: a - bases[b] for n, a in _expand(b, regs).items()}
+        theirs = {n: off for n, (off, _) in svd[b]["regs"].items()}
+        assert ours == theirs, f"{b}: registers differ from Precursor's\n ours   {ours}\n theirs {theirs}"
+
+
+def test_map_simctl_page_unused_on_precursor():
+    svd, _ = _svd()
+    used = {v["base"] for v in svd.values()}
+    for b in pmap.SIM_ONLY:
+        assert pmap.csr_base(b) not in used
+        assert pmap.CSR_BASE <= pmap.csr_base(b) < pmap.CSR_BASE + pmap.CSR_SIZE
+
+
+def test_map_fields_equal_precursor():
+    """Every field of every register (from the SoC's own CSR objects) is where the SVD has it."""
+    svd, _ = _svd()
+    soc = psoc.PrecursorSim(psoc._platform(), pmap.CLK_FREQ)
+    soc.finalize()
+    for block, csrs in ((name, r.obj) for name, r in soc.csr_regions.items()):
+        if block in pmap.SIM_ONLY:
+            continue
+        for c in csrs:
+            name = (c.name[len(block) + 1:] if c.name.startswith(block + "_") else c.name).upper()
+            words = (c.size + 31) // 32
+            if hasattr(c, "fields") and c.fields.fields:
+                fields = sorted((f.name, f.offset, f.size) for f in c.fields.fields)
+            else:
+                fields = [(name.lower(), 0, c.size)]
+            if words == 1:
+                got = svd[block]["regs"][name][1]
+                assert fields == got, f"{block}.{name}: fields {fields}, Precursor {got}"
+            else:
+                # a wide register: one field over all words, Precursor splits it per word
+                assert len(fields) == 1 and fields[0][2] == c.size
+                for i in range(words):
+                    got = svd[block]["regs"][f"{name}{i}"][1]
+                    assert [(f, o, w) for f, o, w in got] == [(fields[0][0], 0, 32)], f"{block}.{name}{i}: {got}"
+
+
+def test_map_irqs_and_ram_equal_precursor(built):
+    svd, regions = _svd()
+    _, _, consts, ours = _csr_csv(built)
+    for b, irq in pmap.IRQS.items():
+        assert svd[b]["irqs"].get(b) == irq, f"{b}: IRQ {irq}, Precursor {svd[b]['irqs']}"
+        assert consts.get(f"{b}_interrupt") == str(irq)
+    assert ours["sram_ext"] == regions["sram_ext"] == (pmap.SRAM_EXT_BASE, pmap.SRAM_EXT_SIZE)
+    assert ours["csr"] == (pmap.CSR_BASE, pmap.CSR_SIZE)
+    assert consts["config_clock_frequency"] == str(pmap.CLK_FREQ)
+
+
+def assemble(src: Path, out_dir: Path) -> bytes:
+    obj, elf, binf = out_dir / "t.o", out_dir / "t.elf", out_dir / "t.bin"
+    for cmd in (
+        ["riscv64-unknown-elf-as", "-march=rv32ima_zicsr_zifencei", "-mabi=ilp32", "-o", obj, src],
+        ["riscv64-unknown-elf-ld", "-m", "elf32lriscv", "-Ttext=0", "-o", elf, obj],
+        ["riscv64-unknown-elf-objcopy", "-O", "binary", elf, binf],
+    ):
+        subprocess.run([str(c) for c in cmd], check=True)
+    return binf.read_bytes()
+
+
+CHECKS = ["uart", "ticktimer", "irq", "sv32", "ecall"]
+
+
+def test_soc_selftest(built, tmp_path):
+    rom = assemble(FIRMWARE / "soc_test.S", tmp_path)
+    expect = [rf"^VERDICT sim-soc/{c} PASS" for c in CHECKS] + [r"^VERDICT sim-soc PASS$", r"^soc-test: console UART$"]
+    res = prun.run(rom, timeout=120, expect=expect, echo=True, gw=built, keep=tmp_path / "run")
+    assert res.reason == "finish" and res.code == 0, f"ended by {res.reason}, code {res.code}"
+    assert res.ok(expect), res.summary(expect)
+    console = [l.text for l in res.lines if l.source == "console"]
+    assert console == ["soc-test: console UART"]
+    print(f"sim:soc: {res.cycles:,} cycles in {res.wall_s:.1f} s")
+
+
+def test_run_times_out_on_a_hung_program(built, tmp_path):
+    rom = (0x0000006F).to_bytes(4, "little")     # j . (never finishes)
+    res = prun.run(rom, timeout=3, echo=False, gw=built, keep=tmp_path / "run")
+    assert res.reason == "timeout" and not res.ok([])
+
+
+def test_run_reports_a_failing_program(built, tmp_path):
+    """A program that prints a FAIL verdict and finishes with code 0 is still a failure."""
+    src = tmp_path / "f.S"
+    src.write_text(
+        ".option norvc\n_start:\n la a0, msg\n li a1, 0xF0005000\n1: lbu t0, 0(a0)\n beqz t0, 2f\n sw t0, 0(a1)\n"
+        " addi a0, a0, 1\n j 1b\n2: li a1, 0xF003F000\n sw zero, 8(a1)\n3: j 3b\nmsg: .asciz \"VERDICT x FAIL\\n\"\n")
+    res = prun.run(assemble(src, tmp_path), timeout=60, echo=False, gw=built, keep=tmp_path / "run")
+    assert res.reason == "finish" and res.code == 0
+    assert res.failed and not res.ok([])
+
+
+def test_run_refuses_oversized_images(tmp_path):
+    with pytest.raises(ValueError, match="ROM image"):
+        prun.words_hex(b"\0" * (pmap.ROM_SIZE + 4), pmap.ROM_SIZE, "the ROM image")
+    rom = tmp_path / "rom.bin"
+    rom.write_bytes(b"\0" * (pmap.ROM_SIZE + 4))
+    assert prun.main(["--rom", str(rom), "--quiet"]) == 2
+    assert prun.main(["--rom", str(tmp_path / "missing.bin"), "--quiet"]) == 2
