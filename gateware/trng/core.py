@@ -22,10 +22,10 @@ from .health import HealthTests
 
 
 class TrngCore(Module):
-    def __init__(self, symbol_bits, poison):
+    def __init__(self, symbol_bits, poison, count_bits=16):
         n = len(symbol_bits)
         self.submodules.cond = Conditioner(poison=poison)
-        self.health = [HealthTests(b) for b in symbol_bits]
+        self.health = [HealthTests(b, count_bits) for b in symbol_bits]
         for i, h in enumerate(self.health):
             setattr(self.submodules, f"health{i}", h)
         # raw word stream from the sources' FIFO
@@ -36,12 +36,19 @@ class TrngCore(Module):
         self.ok = Signal()
         self.irq_health = Signal(n)
         self.failed = Signal()
+        # sources whose start-up test output waits for (a disabled source is not required; its
+        # latched failures still gate), and further failure/hold conditions (excursion tests,
+        # configuration) from the block around the core
+        self.source_en = Signal(n, reset=(1 << n) - 1)
+        self.extra_fail = Signal()
+        self.hold = Signal()
 
         # # #
 
         self.comb += [
-            self.failed.eq(reduce(or_, [h.rct_latched | h.apt_latched for h in self.health])),
-            self.ok.eq(reduce(and_, [h.ok for h in self.health])),
+            self.failed.eq(reduce(or_, [h.rct_latched | h.apt_latched for h in self.health]) | self.extra_fail),
+            self.ok.eq(reduce(and_, [h.startup_done | ~self.source_en[i] for i, h in enumerate(self.health)])
+                       & (self.source_en != 0) & ~self.failed & ~self.hold),
             self.cond.invalidate.eq(~self.ok),
             self.cond.raw_valid.eq(self.raw_valid & self.ok),
             self.cond.raw_data.eq(self.raw_data),

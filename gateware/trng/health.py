@@ -38,6 +38,9 @@ class HealthTests(Module):
         self.apt_failures = Signal(count_bits)
         self.rct_max_run = Signal(count_bits)
         self.apt_max_count = Signal(count_bits)
+        # the window's-first-symbol count of the last completed APT window (NIST_*_STAT adap_b)
+        self.apt_last_b = Signal(count_bits)
+        self.apt_window_done = Signal()   # pulse: a window completed with this sample
 
         # # #
 
@@ -64,6 +67,7 @@ class HealthTests(Module):
             self.rct_fail.eq(self.valid & rct_same & (rct_next >= self.rct_cutoff)),
             self.apt_fail.eq(self.valid & apt_same & (apt_next == self.apt_cutoff)),
             self.startup_done.eq(started & (startup_left == 0)),
+            self.apt_window_done.eq(self.valid & ~self.clear & started & apt_cont & (apt_i + 1 == self.apt_window)),
             self.ok.eq(self.startup_done & ~self.rct_latched & ~self.apt_latched),
         ]
         self.sync += [
@@ -73,7 +77,7 @@ class HealthTests(Module):
                 startup_left.eq(self.startup),
                 started.eq(1),
                 If(self.clear,
-                    self.rct_latched.eq(0), self.apt_latched.eq(0),
+                    self.rct_latched.eq(0), self.apt_latched.eq(0), self.apt_last_b.eq(0),
                     self.rct_max_run.eq(0), self.apt_max_count.eq(0),
                 ),
             ).Elif(self.valid,
@@ -96,6 +100,7 @@ class HealthTests(Module):
                     apt_a.eq(self.sample), apt_b.eq(1), apt_i.eq(1),
                 ).Else(
                     apt_i.eq(apt_i + 1),
+                    If(self.apt_window_done, self.apt_last_b.eq(Mux(apt_same, apt_next, apt_b))),
                     If(apt_same,
                         apt_b.eq(apt_next),
                         If(apt_next > self.apt_max_count, self.apt_max_count.eq(apt_next)),

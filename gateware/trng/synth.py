@@ -1,6 +1,6 @@
 """Yosys `synth_xilinx -family xc7` resource report of the TRNG gateware blocks (Precursor's
-XC7S50): the ChaCha20 conditioner and the SP 800-90B health tests (two avalanche channels of
-5-bit symbols and one ring-oscillator channel of 1-bit symbols, as in spec/trng.toml), and the
+XC7S50): the ChaCha20 conditioner and the SP 800-90B health tests (spec/trng.toml: `channels`
+avalanche channels of 5-bit symbols and `cores` ring-oscillator cores of 1-bit symbols), and the
 throughput figure `rtl_trng_words_per_kcycle` from a simulation of one port polled every cycle.
 
     python -m trng.synth --json OUT.json [--workdir DIR]
@@ -20,13 +20,26 @@ import sys
 import tempfile
 from pathlib import Path
 
+from migen import Module
 from migen.fhdl.verilog import convert
 
 from . import spec as trng_spec
 from .conditioner import CYCLES_PER_BLOCK, Conditioner
+from .csr import count_bits
 from .health import HealthTests
 
 XC7S50_LUTS = 32_600
+
+
+class HealthWrap(Module):
+    """One source's health tests with the block's wiring (see TrngBus)."""
+
+    def __init__(self, spec, src):
+        h = HealthTests(spec.health[src]["symbol_bits"], count_bits(spec))
+        self.submodules.h = h
+        self.comb += [h.apt_window.eq(spec.health[src]["apt_window"]), h.startup.eq(spec.health["startup_samples"])]
+        self.ios = [h.sample, h.valid, h.clear, h.rct_cutoff, h.apt_cutoff, h.rct_fail, h.apt_fail, h.rct_latched,
+                    h.apt_latched, h.ok, h.startup_done, h.apt_last_b, h.apt_window_done]
 
 
 def verilog(module, ios, name, out: Path) -> Path:
@@ -88,14 +101,14 @@ def main(argv=None) -> int:
     for p in c.ports:
         cond_ios += [p.rd, p.dout, p.valid]
     blocks = {"conditioner": yosys_stat(verilog(c, cond_ios, "trng_conditioner", work), "trng_conditioner", work)}
+    # the health tests as the block (csr.TrngBus) instantiates them: counters of count_bits, the
+    # APT window and start-up length tied to the spec's values, cutoffs from the CSRs
     for src in ("av", "ro"):
-        h = HealthTests(spec.health[src]["symbol_bits"])
-        ios = [h.sample, h.valid, h.clear, h.rct_cutoff, h.apt_cutoff, h.apt_window, h.startup, h.rct_fail, h.apt_fail,
-               h.rct_latched, h.apt_latched, h.ok, h.rct_failures, h.apt_failures]
+        w = HealthWrap(spec, src)
         name = f"trng_health_{src}"
-        blocks[f"health_{src}"] = yosys_stat(verilog(h, ios, name, work), name, work)
-    # two avalanche channels and one ring oscillator
-    health = {k: 2 * blocks["health_av"][k] + blocks["health_ro"][k] for k in ("luts", "ffs", "brams", "dsps")}
+        blocks[f"health_{src}"] = yosys_stat(verilog(w, w.ios, name, work), name, work)
+    n_av, n_ro = spec.health["av"]["channels"], spec.health["ro"]["cores"]
+    health = {k: n_av * blocks["health_av"][k] + n_ro * blocks["health_ro"][k] for k in ("luts", "ffs", "brams", "dsps")}
     out = {
         "synth_trng_luts": blocks["conditioner"]["luts"] + health["luts"],
         "synth_trng_ffs": blocks["conditioner"]["ffs"] + health["ffs"],
@@ -108,7 +121,7 @@ def main(argv=None) -> int:
     print(f"{'block':<28}{'LUTs':>8}{'FFs':>8}{'BRAMs':>7}{'DSPs':>6}")
     for k, v in blocks.items():
         print(f"{k:<28}{v['luts']:>8}{v['ffs']:>8}{v['brams']:>7}{v['dsps']:>6}")
-    print(f"{'conditioner + 3 health':<28}{out['synth_trng_luts']:>8}{out['synth_trng_ffs']:>8}"
+    print(f"{'conditioner + health':<28}{out['synth_trng_luts']:>8}{out['synth_trng_ffs']:>8}"
           f"   ({100 * out['synth_trng_luts'] / XC7S50_LUTS:.1f}% of an XC7S50's LUTs)")
     print(f"one port polled every cycle: {out['rtl_trng_words_per_kcycle']} words/kcycle, "
           f"{CYCLES_PER_BLOCK} cycles/block, longest valid=0 run {out['rtl_trng_max_invalid_run']} cycles "
