@@ -242,8 +242,8 @@ class TrngBus(Module):
             av_was_on.eq(av_on),
             If(av_on & ~av_was_on, hold_left.eq(st["powerdelay"])).Elif(hold_left != 0, hold_left.eq(hold_left - 1)),
         ]
-        av_take = Signal()
-        ro_take = Signal()
+        self.av_take = av_take = Signal()   # the health tests take a sample this cycle
+        self.ro_take = ro_take = Signal()
         self.comb += [av_take.eq(self.av_valid & av_on & ~av_hold), ro_take.eq(self.ro_valid & ro_on)]
         mask = (1 << av["symbol_bits"]) - 1
         for i, h in enumerate(h_av):

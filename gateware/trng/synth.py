@@ -6,7 +6,8 @@ throughput figure `rtl_trng_words_per_kcycle` from a simulation of one port poll
     python -m trng.synth --json OUT.json [--workdir DIR]
 
 prints a table and writes flat JSON: synth_trng_luts, synth_trng_ffs (conditioner + health
-tests), per-block counts, rtl_trng_words_per_kcycle, rtl_trng_cycles_per_block,
+tests), per-block counts (synth_trng_<block>_{luts,ffs,brams} for the raw FIFO, the excursion
+test, the ring-oscillator and XADC front ends and the whole block), rtl_trng_words_per_kcycle, rtl_trng_cycles_per_block,
 rtl_trng_max_invalid_run (default configuration) and rtl_trng_max_invalid_run_no_selfmix.
 """
 
@@ -25,7 +26,11 @@ from migen.fhdl.verilog import convert
 
 from . import spec as trng_spec
 from .conditioner import CYCLES_PER_BLOCK, Conditioner
-from .csr import count_bits
+from .csr import TrngBus, count_bits
+from .excursion import Excursion
+from .fifo import RawFifo
+from .frontend_ro import RingOscillators
+from .frontend_xadc import XadcAvalanche
 from .health import HealthTests
 
 XC7S50_LUTS = 32_600
@@ -117,6 +122,24 @@ def main(argv=None) -> int:
         "synth_trng_health_luts": health["luts"],
         "synth_trng_health_ffs": health["ffs"],
     }
+    # the rest of the block, reported beside the budget (not part of synth_trng_luts): one raw FIFO
+    # (the block has two), one excursion test (one per AV channel), the FPGA front ends, and the
+    # whole block (csr.TrngBus: everything above plus word assembly and both register pages)
+    av, ro = spec.health["av"], spec.health["ro"]
+    f = RawFifo(spec.constants["fifo_depth"], spec.constants["fifo_refill_below"], spec.constants["urandom_invalid"])
+    extra = {"raw_fifo": (f, [f.we, f.din, f.re, f.flush, f.readable, f.writable, f.dout, f.level, f.wrcount, f.rdcount, f.want])}
+    e = Excursion(av["sample_bits"], av["excursion_window"], av["excursion_min_range"])
+    extra["excursion"] = (e, [e.sample, e.valid, e.enable, e.clear, e.fail, e.latched, e.min, e.max])
+    r = RingOscillators(ro["cores"], ro["rings_per_core"], ro["ring_stages"])
+    extra["ro_frontend"] = (r, [r.enable, r.powersave, r.need, r.dwell, r.delay, r.fuzz, r.oversampling, r.gang, r.bits, r.valid])
+    x = XadcAvalanche(sample_bits=av["sample_bits"])
+    extra["xadc_frontend"] = (x, [x.vauxp, x.vauxn, x.enable, x.s0, x.s1, x.valid])
+    b = TrngBus(spec)
+    extra["block"] = (b, b.ios)
+    for name, (m, ios) in extra.items():
+        blocks[name] = yosys_stat(verilog(m, ios, f"trng_{name}", work), f"trng_{name}", work)
+        for k in ("luts", "ffs", "brams"):
+            out[f"synth_trng_{name}_{k}"] = blocks[name][k]
     out.update(throughput(spec.conditioner["reseed_interval"], spec.conditioner["selfmix_interval"], spec.constants["urandom_invalid"]))
     print(f"{'block':<28}{'LUTs':>8}{'FFs':>8}{'BRAMs':>7}{'DSPs':>6}")
     for k, v in blocks.items():

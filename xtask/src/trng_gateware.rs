@@ -3,7 +3,9 @@
 //! * `trng:gateware-rtl` — writes the conditioner/health vector file from the software model
 //!   (`trng-core` example `trng_vectors`), runs gateware/trng/tests under Migen's simulator and
 //!   Verilator (conditioner word for word, health failures on the same samples, RFC 8439,
-//!   Wycheproof counter carry, ports, gating)
+//!   Wycheproof counter carry, ports, gating), the block's register pages (every spec field
+//!   bound, the reference's wiring defects absent) and fault injection through the simulated
+//!   noise source, replayed through the software health tests (`trng_health_replay`)
 //!   and the yosys synthesis with its budget: conditioner + health tests <= 5% of an XC7S50's
 //!   LUTs, and (self-mix off) a reader polling one port never waits longer than one block.
 //! * bench provider `trng-gateware`: `synth_trng_luts`, `synth_trng_ffs`,
@@ -38,6 +40,15 @@ fn vectors() -> Result<PathBuf> {
     Ok(path)
 }
 
+/// The software health tests as a replay tool (`trng-core` example `trng_health_replay`): the
+/// fault-injection benches feed it the samples their simulated noise source produced.
+fn health_replay() -> Result<PathBuf> {
+    let mut cmd = util::cargo();
+    cmd.args(["build", "-q", "--release", "-p", "trng-core", "--example", "trng_health_replay"]).current_dir(util::root());
+    supervisor::run(&mut cmd, Duration::from_secs(600), "trng_health_replay")?;
+    Ok(util::target_dir().join("release").join("examples").join("trng_health_replay"))
+}
+
 fn synth() -> Result<BenchResults> {
     let py = gateware::python()?;
     let dir = util::target_dir().join("trng-gateware");
@@ -51,7 +62,14 @@ fn synth() -> Result<BenchResults> {
 
 fn gateware_rtl(ctx: &Ctx) -> Result<()> {
     let vec = vectors()?;
-    gateware::pytest(ctx, &["trng/tests"], &[], &[("TRNG_VECTORS", vec.as_path())], Duration::from_secs(15 * 60))?;
+    let replay = health_replay()?;
+    gateware::pytest(
+        ctx,
+        &["trng/tests"],
+        &[],
+        &[("TRNG_VECTORS", vec.as_path()), ("TRNG_HEALTH_REPLAY", replay.as_path())],
+        Duration::from_secs(15 * 60),
+    )?;
     let r = synth()?;
     let get = |k: &str| r.get(k).copied().with_context(|| format!("no {k} in the synthesis report"));
     let (luts, run, block) = (get("synth_trng_luts")?, get("rtl_trng_max_invalid_run_no_selfmix")?, get("rtl_trng_cycles_per_block")?);

@@ -1,0 +1,86 @@
+"""Ring-oscillator front end (FPGA only: synthesised with yosys, never simulated; the simulation
+noise source, simsource.py, stands in for it in Verilator).
+
+`cores` cores of `rings_per_core` free-running rings of `ring_stages` inverting stages each
+(spec/trng.toml `[health.ro]`). A ring is a NAND (the enable) followed by inverters, closed on
+itself; every stage is an explicit LUT1/LUT2 primitive (and its wire carries `keep`) so synthesis
+keeps each stage as its own LUT. A core's bit is the
+XOR of its rings, brought into the clock domain by a two-flop synchroniser.
+
+Sampling (RO_CONFIG): after the rings are enabled, `delay` cycles pass before the first sample;
+then one sample every `dwell + 1` cycles, plus 0..3 cycles from an LFSR when `fuzz` is set
+(sampling jitter against lock-in); `oversampling + 1` consecutive samples of a core are XORed into
+one output bit; with `gang` set, every core's output is XORed with its neighbour's (the rings'
+jitter accumulates across cores). The rings stop when `powersave` is set and nothing needs raw
+words (`need` low), and whenever `enable` is low.
+"""
+
+from functools import reduce
+
+from migen import C, Cat, If, Instance, Module, Signal
+
+
+class RingOscillators(Module):
+    def __init__(self, cores, rings_per_core, stages):
+        self.enable = Signal()
+        self.powersave = Signal()
+        self.need = Signal()
+        self.dwell = Signal(12)
+        self.delay = Signal(10)
+        self.fuzz = Signal()
+        self.oversampling = Signal(8)
+        self.gang = Signal()
+        self.bits = Signal(cores)
+        self.valid = Signal()
+
+        # # #
+
+        run = Signal()
+        self.comb += run.eq(self.enable & ~(self.powersave & ~self.need))
+        raw = []
+        for c in range(cores):
+            taps = []
+            for r in range(rings_per_core):
+                st = [Signal(name=f"ring{c}_{r}_{k}", attr={"keep"}) for k in range(stages)]
+                # explicit LUT primitives: synthesis may not merge the stages into fewer LUTs
+                self.specials += Instance("LUT2", p_INIT=C(0b0111, 4), i_I0=st[-1], i_I1=run, o_O=st[0])  # NAND
+                for k in range(1, stages):
+                    self.specials += Instance("LUT1", p_INIT=C(0b01, 2), i_I0=st[k - 1], o_O=st[k])  # inverter
+                taps.append(st[0])
+            x = Signal(name=f"core{c}_xor")
+            self.comb += x.eq(reduce(lambda a, b: a ^ b, taps))
+            meta = Signal(name=f"core{c}_meta", attr={"keep"})
+            sync = Signal(name=f"core{c}_sync")
+            self.sync += [meta.eq(x), sync.eq(meta)]
+            raw.append(sync)
+
+        # sampling schedule
+        wait = Signal(10)
+        cnt = Signal(14)
+        lfsr = Signal(16, reset=0xACE1)
+        was_run = Signal()
+        sample = Signal()
+        period = Signal(14)
+        self.comb += period.eq(self.dwell + Cat(lfsr[0] & self.fuzz, lfsr[1] & self.fuzz))
+        self.sync += [
+            was_run.eq(run),
+            lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5])),
+            If(run & ~was_run, wait.eq(self.delay), cnt.eq(0)).Elif(wait != 0, wait.eq(wait - 1)).Elif(run,
+                If(cnt >= period, cnt.eq(0)).Else(cnt.eq(cnt + 1))),
+        ]
+        self.comb += sample.eq(run & (wait == 0) & (cnt >= period))
+
+        # oversampling: XOR oversampling + 1 samples per output bit
+        acc = Signal(cores)
+        n = Signal(8)
+        folded = Signal(cores)
+        self.comb += folded.eq(acc ^ Cat(*raw))
+        ganged = Cat(*[folded[c] ^ (folded[(c + 1) % cores] & self.gang) for c in range(cores)])
+        self.sync += [
+            self.valid.eq(0),
+            If(~run, acc.eq(0), n.eq(0)).Elif(sample,
+                If(n >= self.oversampling,
+                    acc.eq(0), n.eq(0), self.bits.eq(ganged), self.valid.eq(1),
+                ).Else(acc.eq(folded), n.eq(n + 1)),
+            ),
+        ]
