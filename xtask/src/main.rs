@@ -5,6 +5,7 @@ mod chat;
 mod ctx;
 mod device;
 mod device_image;
+mod sim_layout;
 mod device_xous;
 mod isa;
 mod engine_service;
@@ -121,6 +122,8 @@ enum Cmd {
     /// Run a program on the simulated Precursor (docs/sim.md: LiteX + VexRiscv with MMU on
     /// Verilator, Precursor's map) and show its UART lines.
     SimRun(sim::SimRunArgs),
+    /// Boot files for the simulated Precursor without the upstream loader: target/sim/ram.bin, rom.bin, layout.json (docs/sim-boot.md)
+    SimLayout(sim_layout::SimLayoutArgs),
     #[command(flatten)]
     Engine(isa::EngineCmd),
     #[command(flatten)]
@@ -154,6 +157,7 @@ fn main() {
         Cmd::EngineRun(a) => gateware_run::run(a),
         Cmd::DeviceImage(a) => device_image::run(a, ctx.verbose),
         Cmd::SimRun(a) => sim::run(a),
+        Cmd::SimLayout(a) => sim_layout::run(a, ctx.verbose),
         Cmd::Engine(c) => isa::run(c),
         Cmd::Trng(c) => trng::run(&ctx, c),
     };

@@ -1,0 +1,186 @@
+//! `cargo xtask sim-layout`: boot files for the simulated Precursor (docs/sim-boot.md) from the
+//! device image's ELFs, laid out by tools/xous-layout without the upstream loader:
+//! target/sim/ram.bin (main RAM), rom.bin (machine-mode start stub), layout.json (what is
+//! where), args.bin (the argument tags alone).
+//!
+//! The device image is built first (`device_image::build`): its unsigned args image, made by
+//! xous-create-image from the same ELFs, supplies the memory regions (from Precursor's SVD) and
+//! is the independent reference the tags written here are checked against. `xous-read-tags`
+//! (xous-tools) must read every tag of args.bin with a good CRC.
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use crate::{device_xous, util};
+use xous_layout::{elf, layout, tags, Params, Program};
+
+/// Precursor's main RAM (SRAM_EXT in utralib's SVD; litex_sim's main_ram base).
+pub const RAM_BASE: u32 = 0x4000_0000;
+pub const RAM_SIZE: u32 = 0x0100_0000;
+/// litex_sim's ROM (the CPU's reset address).
+pub const ROM_BASE: u32 = 0;
+
+#[derive(Args, Debug)]
+pub struct SimLayoutArgs {
+    /// Output directory (default: target/sim).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+pub fn sim_dir() -> PathBuf {
+    util::target_dir().join("sim")
+}
+
+pub struct Built {
+    pub dir: PathBuf,
+    pub layout: layout::Layout,
+}
+
+/// Process names as the image's PNam tag has them.
+fn program_name(p: &Path) -> String {
+    p.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+}
+
+pub fn build(out: &Path, verbose: bool) -> Result<Built> {
+    let image_path = sim_dir().join("reference").join("xous.img");
+    let image = crate::device_image::build(&image_path, &None, verbose)?;
+    let presign = image.path.with_extension("presign.img");
+    let kernel_path = device_xous::ensure_kernel(verbose)?;
+    let program_paths = crate::device_image::image_programs(verbose)?;
+    let reference = std::fs::read(&presign).with_context(|| format!("reading {}", presign.display()))?;
+    let (ram_name, regions) = tags::regions_from_image(&reference).with_context(|| presign.display().to_string())?;
+    let params = Params { ram_base: RAM_BASE, ram_size: RAM_SIZE, ram_name, regions };
+    let kernel = Program { name: "kernel".into(), elf: elf::load(&kernel_path).context("kernel")? };
+    let mut programs = Vec::new();
+    for p in &program_paths {
+        programs.push(Program { name: program_name(p), elf: elf::load(p)? });
+    }
+    let l = layout::build(&params, &kernel, &programs)?;
+    let w = xous_layout::write(&l, ROM_BASE, out, true)?;
+    cross_check(&l.tags, &reference)?;
+    read_tags_check(&device_xous::ensure_tools(verbose)?.read_tags, &w.args, l.tags.len())?;
+    Ok(Built { dir: out.to_path_buf(), layout: l })
+}
+
+/// Our tags against xous-create-image's for the same ELFs: same XArg RAM name, same MREx, one
+/// IniE per program with the same entry and the same sections (address and flags; the sizes
+/// may differ only by the padding xous-create-image adds to align the next section in its
+/// payload, and not at all for .eh_frame/.eh_frame_hdr, which the kernel reads), same PNam.
+pub fn cross_check(ours: &[tags::Tag], reference_image: &[u8]) -> Result<()> {
+    let theirs = tags::decode(reference_image).context("reference image")?;
+    let pick = |t: &[tags::Tag], n: &[u8; 4]| t.iter().filter(|t| &t.name == n).cloned().collect::<Vec<_>>();
+    for n in [b"MREx", b"PNam"] {
+        if pick(ours, n) != pick(&theirs, n) {
+            bail!("tag {} differs from xous-create-image's", String::from_utf8_lossy(n));
+        }
+    }
+    let (a, b) = (pick(ours, b"IniE"), pick(&theirs, b"IniE"));
+    if a.len() != b.len() {
+        bail!("{} IniE tags, xous-create-image wrote {}", a.len(), b.len());
+    }
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let pid = i + 2;
+        if x.data.len() != y.data.len() || x.data[1] != y.data[1] {
+            bail!("PID {pid}: IniE entry/section count differ from xous-create-image's ({:x?} vs {:x?})", x.data, y.data);
+        }
+        for (s, t) in x.data[2..].chunks(2).zip(y.data[2..].chunks(2)) {
+            let (flags, size_ours, size_theirs) = (s[1] >> 24, s[1] & 0xff_ffff, t[1] & 0xff_ffff);
+            let eh = flags & (tags::MINIELF_FLG_EHF | tags::MINIELF_FLG_EHH) != 0;
+            if s[0] != t[0] || flags != t[1] >> 24 || size_theirs < size_ours || size_theirs - size_ours >= 8 || (eh && size_ours != size_theirs) {
+                bail!("PID {pid}: IniE section {:#010x} size/flags {:#010x}, xous-create-image has {:#010x} {:#010x}", s[0], s[1], t[0], t[1]);
+            }
+        }
+    }
+    let xa = |t: &[tags::Tag]| t[0].data[4];
+    if xa(ours) != xa(&theirs) {
+        bail!("XArg RAM name differs from xous-create-image's");
+    }
+    Ok(())
+}
+
+/// xous-read-tags (xous-tools) reads `args` and reports every tag's CRC as OK.
+pub fn read_tags_check(read_tags: &Path, args: &Path, count: usize) -> Result<()> {
+    let mut c = Command::new(read_tags);
+    c.arg(args);
+    let out = crate::supervisor::run_capture(&mut c, Duration::from_secs(60), "xous-read-tags")?;
+    let ok = out.lines().filter(|l| l.trim_end().ends_with("CRC: OK")).count();
+    if ok != count {
+        bail!("xous-read-tags {}: {ok} tags with a good CRC, expected {count}:\n{out}", args.display());
+    }
+    Ok(())
+}
+
+fn print(b: &Built) {
+    let l = &b.layout;
+    let k = l.kernel();
+    println!("sim-layout: {} (ram.bin {} bytes at {RAM_BASE:#010x}; rom.bin at {ROM_BASE:#x}; layout.json)", b.dir.display(), l.ram.len());
+    println!("  kernel: pc {:#010x} satp {:#010x} sp {:#010x}; a0 {:#010x} a1 {:#010x} a2 {:#010x} a7 0", k.entry, k.satp, k.sp, l.args_va, l.procs_va, l.tracker_va);
+    for p in &l.processes {
+        println!("  PID {:2} {:16} satp {:#010x} entry {:#010x} {:4} pages", p.pid, p.name, p.satp, p.entry, p.pages);
+    }
+    println!("  RAM used from {:#010x} ({} KiB); tags checked against xous-create-image and xous-read-tags", l.lowest_used, (RAM_BASE as u64 + RAM_SIZE as u64 - l.lowest_used as u64) / 1024);
+}
+
+pub fn run(a: SimLayoutArgs, verbose: bool) -> Result<()> {
+    let out = a.out.unwrap_or_else(sim_dir);
+    let b = build(&out, verbose)?;
+    print(&b);
+    Ok(())
+}
+
+/// The CLI refuses bad input with one line on stderr and exit status 1.
+fn cli_refuses(bin: &Path, args: &[&str], expect: &str) -> Result<()> {
+    let o = Command::new(bin).args(args).output().with_context(|| format!("running {}", bin.display()))?;
+    let err = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() != Some(1) || err.lines().count() != 1 || !err.contains(expect) {
+        bail!("xous-layout {args:?}: expected exit 1 and one line containing {expect:?}, got {:?}: {err}", o.status.code());
+    }
+    Ok(())
+}
+
+pub fn test_step(_ctx: &crate::Ctx) -> Result<()> {
+    crate::setup::require_apt(&["binutils-riscv64-unknown-elf"])?;
+    let verbose = false;
+    let kernel = device_xous::ensure_kernel(verbose)?;
+    // unit tests, with the kernel's own argument parser compiled in
+    let src = device_xous::device_dir().join("src").join(format!("{}-{}", device_xous::KERNEL.name, device_xous::KERNEL.version));
+    let mut c = util::cargo();
+    c.args(["test", "--release", "-p", "xous-layout"]).env("XOUS_KERNEL_SRC", &src).env("XOUS_LAYOUT_REQUIRE_KERNEL", "1").current_dir(util::root());
+    let out = crate::supervisor::run_capture(&mut c, Duration::from_secs(900), "cargo test -p xous-layout")?;
+    if !out.contains("the_kernels_own_parser_reads_the_tags ... ok") {
+        bail!("cargo test -p xous-layout did not run the kernel-parser test:\n{out}");
+    }
+    // the real boot files
+    let b = build(&sim_dir(), verbose)?;
+    print(&b);
+    // the CLI on bad input
+    let mut c = util::cargo();
+    c.args(["build", "--release", "-q", "-p", "xous-layout"]).current_dir(util::root());
+    crate::supervisor::run_capture(&mut c, Duration::from_secs(900), "cargo build -p xous-layout")?;
+    let bin = util::target_dir().join("release").join("xous-layout");
+    let scratch = sim_dir().join("bad-input");
+    std::fs::create_dir_all(&scratch)?;
+    let x86 = scratch.join("x86-64.elf");
+    std::fs::write(&x86, std::fs::read("/bin/true").context("/bin/true as a foreign-architecture ELF")?)?;
+    let k = kernel.to_string_lossy().into_owned();
+    let o = scratch.to_string_lossy().into_owned();
+    cli_refuses(&bin, &["--kernel", &k, "--program", "/nonexistent/prog", "--out", &o], "missing ELF: /nonexistent/prog does not exist")?;
+    cli_refuses(&bin, &["--kernel", &k, "--program", &x86.to_string_lossy(), "--out", &o], "wrong architecture")?;
+    cli_refuses(&bin, &["--kernel", &k, "--ram-size", "0x40000", "--out", &o], "image does not fit RAM")?;
+    cli_refuses(&bin, &["--kernel", &k, "--program", &k, "--out", &o], "reaches the kernel's area")?;
+    // the kernel with its second loadable segment moved onto its first
+    let mut d = std::fs::read(&kernel)?;
+    let w = |d: &[u8], o: usize| u32::from_le_bytes(d[o..o + 4].try_into().unwrap()) as usize;
+    let phoff = w(&d, 28);
+    let first = w(&d, phoff + 8);
+    d[phoff + 32 + 8..phoff + 32 + 12].copy_from_slice(&(first as u32 + 0x100).to_le_bytes());
+    let overlap = scratch.join("overlapping-kernel.elf");
+    std::fs::write(&overlap, d)?;
+    cli_refuses(&bin, &["--kernel", &overlap.to_string_lossy(), "--out", &o], "overlapping segments")?;
+    cli_refuses(&bin, &["--kernel", &k, "--region", "toolong:0:0x1000", "--out", &o], "NAME of 1-4 ASCII")?;
+    println!("sim:layout: unit tests (kernel parser included), boot files, tag cross-checks and bad-input refusals passed");
+    Ok(())
+}
