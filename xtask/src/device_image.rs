@@ -64,114 +64,16 @@ pub fn key_path() -> PathBuf {
 // ---------------------------------------------------------------------------------------------
 // ELF checks
 
-const PT_LOAD: u32 = 1;
-const EM_RISCV: u16 = 243;
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Segment {
-    pub vaddr: u32,
-    pub memsz: u32,
-    pub offset: u32,
-    pub filesz: u32,
-}
-
-#[derive(Clone, Debug)]
-pub struct Elf {
-    pub entry: u32,
-    pub segments: Vec<Segment>,
-}
-
-fn machine_name(m: u16) -> &'static str {
-    match m {
-        3 => "x86",
-        40 => "ARM",
-        62 => "x86-64",
-        183 => "AArch64",
-        243 => "RISC-V",
-        _ => "another architecture",
-    }
-}
-
-/// Parse and check one program ELF: present, ELF32 little-endian RISC-V executable, loadable
-/// segments inside the file and not overlapping in memory.
-pub fn check_elf(path: &Path) -> Result<Elf> {
-    if !path.exists() {
-        bail!("missing ELF: {} does not exist", path.display());
-    }
-    let data = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    parse_elf(&data).with_context(|| format!("{}", path.display()))
-}
-
-pub fn parse_elf(d: &[u8]) -> Result<Elf> {
-    if d.len() < 52 || &d[0..4] != b"\x7fELF" {
-        bail!("not an ELF file");
-    }
-    let u16at = |o: usize| -> Result<u16> { d.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]])).context("truncated ELF") };
-    let u32at = |o: usize| -> Result<u32> { d.get(o..o + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).context("truncated ELF") };
-    let class = d[4];
-    let endian = d[5];
-    let machine = if endian == 1 { u16at(18)? } else { u16::from_be_bytes([d[18], d[19]]) };
-    if class != 1 || endian != 1 || machine != EM_RISCV {
-        bail!(
-            "wrong architecture: ELF for {} ({}-bit, {}, e_machine {machine}); the device needs 32-bit little-endian RISC-V (e_machine {EM_RISCV}, riscv32imac-unknown-xous-elf)",
-            machine_name(machine),
-            if class == 2 { 64 } else { 32 },
-            if endian == 1 { "little-endian" } else { "big-endian" }
-        );
-    }
-    let entry = u32at(24)?;
-    let phoff = u32at(28)? as usize;
-    let phentsize = u16at(42)? as usize;
-    let phnum = u16at(44)? as usize;
-    if phnum == 0 {
-        bail!("no program headers (not a linked executable)");
-    }
-    if phentsize < 32 {
-        bail!("program header size {phentsize} is too small");
-    }
-    let mut segments = Vec::new();
-    for i in 0..phnum {
-        let o = phoff + i * phentsize;
-        if u32at(o)? != PT_LOAD {
-            continue;
-        }
-        let s = Segment { offset: u32at(o + 4)?, vaddr: u32at(o + 8)?, filesz: u32at(o + 16)?, memsz: u32at(o + 20)? };
-        if s.offset as u64 + s.filesz as u64 > d.len() as u64 {
-            bail!("segment {i} (file bytes {:#x}..{:#x}) runs past the end of the file ({:#x} bytes)", s.offset, s.offset as u64 + s.filesz as u64, d.len());
-        }
-        if s.vaddr as u64 + s.memsz as u64 > 1 << 32 {
-            bail!("segment {i} at {:#010x} (+{:#x}) wraps past the top of the address space", s.vaddr, s.memsz);
-        }
-        if s.memsz > 0 {
-            segments.push(s);
-        }
-    }
-    if segments.is_empty() {
-        bail!("no loadable segments");
-    }
-    let mut sorted = segments.clone();
-    sorted.sort_by_key(|s| s.vaddr);
-    for w in sorted.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
-        if (a.vaddr as u64 + a.memsz as u64) > b.vaddr as u64 {
-            bail!(
-                "overlapping segments: {:#010x}..{:#010x} and {:#010x}..{:#010x}",
-                a.vaddr,
-                a.vaddr as u64 + a.memsz as u64,
-                b.vaddr,
-                b.vaddr as u64 + b.memsz as u64
-            );
-        }
-    }
-    if !segments.iter().any(|s| entry >= s.vaddr && (entry as u64) < s.vaddr as u64 + s.memsz as u64) {
-        bail!("entry point {entry:#010x} is outside every loadable segment");
-    }
-    Ok(Elf { entry, segments })
-}
+// One ELF parser for the image and the RAM layout (tools/xous-layout): present, ELF32
+// little-endian RISC-V executable, loadable segments inside the file and not overlapping in
+// memory, the entry point inside one of them; each defect is a one-line error naming the file.
+pub use xous_layout::elf::{load as check_elf, Elf};
+#[cfg(test)]
+use xous_layout::elf::{parse as parse_elf, EM_RISCV};
 
 /// Bytes an ELF adds to the image (its loadable file contents, page-rounded per segment).
 fn payload_estimate(e: &Elf) -> usize {
-    e.segments.iter().map(|s| (s.filesz as usize + 4095) & !4095).sum()
+    e.segments.iter().map(|s| (s.data.len() + 4095) & !4095).sum()
 }
 
 /// Check the kernel and every program, and that their payloads can fit the flash region.
@@ -197,17 +99,8 @@ pub fn check_inputs(kernel: &Path, programs: &[PathBuf], limit: usize) -> Result
 // ---------------------------------------------------------------------------------------------
 // The signed image
 
-/// CRC-16/X-25 (reflected CCITT, init and xorout 0xffff): the tags' checksum.
-pub fn crc16_x25(data: &[u8]) -> u16 {
-    let mut crc: u16 = 0xffff;
-    for &b in data {
-        crc ^= b as u16;
-        for _ in 0..8 {
-            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x8408 } else { crc >> 1 };
-        }
-    }
-    !crc
-}
+/// CRC-16/X-25: the tags' checksum.
+pub use xous_layout::tags::crc16_x25;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tag {
@@ -585,7 +478,7 @@ mod tests {
         d[44..46].copy_from_slice(&(segs.len() as u16).to_le_bytes());
         let mut off = data_off;
         for &(vaddr, memsz, filesz) in segs {
-            for w in [PT_LOAD, off, vaddr, vaddr, filesz, memsz, 5, 4096] {
+            for w in [1u32, off, vaddr, vaddr, filesz, memsz, 5, 4096] {
                 d.extend_from_slice(&w.to_le_bytes());
             }
             off += filesz;
