@@ -2,19 +2,28 @@
 (both read from the spec's constant ROM entry `field`).
 
 Runs in the `mul` clock domain (mul_clk = 2 x eng_clk on Precursor). 15 limbs of 17 bits; one
-row of the schoolbook per mul_clk on 15 DSP-sized multiplies (17 x 22 bits: a limb of A times a
-limb of the rotating B, whose limb wrapping past 2^255 is pre-multiplied by 19), accumulating
-into 15 column sums. Then two parallel carry passes (the carry out of the top limb re-enters
-limb 0 times 19), a 255-bit carry-propagate add of the 17-bit parts and the carries, a fold of
-bit 255 (x19), and a constant-time normalize (v + 19 has bit 255 set iff v >= p; a mux picks).
+row of the schoolbook per mul_clk on 15 DSP-sized multiplies (17 x 22 bits: a limb of A, picked
+from the held operand by the row counter, times a limb of the rotating B, whose limb wrapping
+past 2^255 is pre-multiplied by 19), accumulating into 15 column sums (the multiply-accumulate
+sits in each DSP48E1's P register). Then:
 
-Schedule after the start edge (mul_clk): load, 15 rows, carry, carry, add, fold, normalize:
-`MUL_CYCLES` = 21 cycles until `done`; q holds until the next start.
+* one carry pass, all limbs in parallel: c_k = low17(col_k) + (col_{k-1} >> 17), the top
+  column's carry re-entering limb 0 times 19;
+* one 256-bit add s = L + H of the fifteen 17-bit parts (L) and the carries shifted one limb up
+  (H, at most 14 bits per limb, so most bits of H are constant zero and cost no LUT);
+* the normalize decision: f = s mod 2^255 + 19 * s[255] is >= p exactly when f + 19 carries
+  into bit 255, i.e. when bits 8..254 of s are all ones and the low byte plus 19 * (s[255] + 1)
+  reaches 256; one flag, c;
+* the result q = (s mod 2^255 + 19 * (s[255] + c)) mod 2^255: an add of a constant-sized term
+  (f - p when c, else f); no 255-bit mux.
+
+Schedule after the start edge (mul_clk): load, 15 rows, carry, add, decide, result:
+`cycles` = 19 mul_clk until `done`, whatever the operands; q holds until the next start.
 """
 
 from __future__ import annotations
 
-from migen import Cat, If, Module, Mux, Signal
+from migen import Array, Cat, If, Module, Mux, Signal
 
 from . import spec
 
@@ -36,8 +45,16 @@ class FieldMul(Module):
         c19 = spec.wrap_factor()            # 19
         nl = -(-n_bits // LIMB)             # 15 limbs
         assert nl * LIMB == n_bits, "limb size must divide the field size"
-        mask = (1 << LIMB) - 1
         bw = LIMB + c19.bit_length()        # rotating B limb width (17 + 5 = 22)
+        # bounds: a column sum is nl products of (2^17 - 1) * c19 * (2^17 - 1) at most; after the
+        # carry pass a limb is its low 17 bits plus the carry from below (x19 for limb 0)
+        lmax = (1 << LIMB) - 1
+        col_max = nl * lmax * c19 * lmax
+        col_bits = col_max.bit_length()
+        car_max = [lmax + (col_max >> LIMB) * (c19 if k == 0 else 1) for k in range(nl)]
+        assert max(car_max) >> LIMB <= lmax and c19 * (car_max[nl - 1] >> LIMB) <= lmax, "a carry must fit a limb"
+        low = 8                             # the normalize decision's low part (19 * 2 + 255 < 2^9)
+        assert c19 * 2 + (1 << low) - 1 < 1 << (low + 1)
 
         self.a = Signal(256)
         self.b = Signal(256)
@@ -53,60 +70,63 @@ class FieldMul(Module):
         self.comb += go.eq(self.start & ~start_d)
 
         step = Signal(5)
-        a_sh = Signal(n_bits)
+        row = Signal(max=nl)
+        a_hold = Signal(n_bits)
+        a_limb = Signal(LIMB)
         brot = [Signal(bw, name=f"brot{k}") for k in range(nl)]
         acc = [Signal(48, name=f"acc{k}") for k in range(nl)]
-        prod = [Signal(17 + bw, name=f"prod{k}") for k in range(nl)]
+        prod = [Signal(LIMB + bw, name=f"prod{k}") for k in range(nl)]
         first = Signal()
-        car = [Signal(48, name=f"car{k}") for k in range(nl)]
-        wide = Signal(n_bits + 2)
-        fold = Signal(n_bits + 1)
+        car = [Signal(car_max[k].bit_length(), name=f"car{k}") for k in range(nl)]
+        s = Signal(n_bits + 1)
+        c = Signal()
 
         ROWS0, ROWS1 = 1, nl                       # steps 1..15: schoolbook rows
-        C1, C2, ADD, FOLD, NORM = nl + 1, nl + 2, nl + 3, nl + 4, nl + 5
+        CARRY, ADD, DECIDE, NORM = nl + 1, nl + 2, nl + 3, nl + 4
         self.cycles = NORM + 1                     # start edge -> done (mul_clk)
 
-        a_limb = a_sh[:LIMB]
+        self.comb += a_limb.eq(Array([a_hold[k * LIMB:(k + 1) * LIMB] for k in range(nl)])[row])
         for k in range(nl):
             self.comb += prod[k].eq(a_limb * brot[k])
 
-        def carry_pass(src):
-            out = []
-            for k in range(nl):
-                lo = src[k][:LIMB]
-                cin = src[k - 1][LIMB:] if k else times(src[nl - 1][LIMB:], c19)
-                out.append(car[k].eq(lo + cin))
-            return out
-
-        # the 17-bit parts plus the carries shifted one limb up; the top carry wraps (x19)
+        # the carry pass: low 17 bits of each column plus the carry of the column below; the top
+        # column's carry wraps into limb 0 times 19
+        carry_pass = [car[k].eq(acc[k][:LIMB] + (acc[k - 1][LIMB:col_bits] if k else times(acc[nl - 1][LIMB:col_bits], c19)))
+                      for k in range(nl)]
+        # L + H: the 17-bit parts, and the carries one limb up (the top one wrapped x19)
+        hi = [Signal(LIMB, name=f"hi{k}") for k in range(nl)]
+        self.comb += [hi[0].eq(times(car[nl - 1][LIMB:], c19))] + [hi[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
         lo_cat = Cat(*[car[k][:LIMB] for k in range(nl)])
-        hi_parts = [Signal(LIMB, name=f"hi{k}") for k in range(nl)]
-        self.comb += [hi_parts[0].eq(times(car[nl - 1][LIMB:], c19))] + [hi_parts[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
-        hi_cat = Cat(*hi_parts)
-        plus = Signal(n_bits + 1)
-        self.comb += plus.eq(fold + c19)  # a constant: no multiply
+        hi_cat = Cat(*hi)
+        # normalize: f = s mod 2^255 + 19 s[255]; f >= p iff f + 19 >= 2^255
+        dec_low = Signal(low + 1)
+        fix = Signal(2)
+        q_full = Signal(n_bits + 1)
+        self.comb += [
+            dec_low.eq(s[:low] + Mux(s[n_bits], 2 * c19, c19)),
+            fix.eq(s[n_bits] + c),
+            q_full.eq(s[:n_bits] + times(fix, c19)),
+        ]
 
         sync += [
             If(go,
-                a_sh.eq(self.a[:n_bits]),
+                a_hold.eq(self.a[:n_bits]), row.eq(0),
                 *[brot[k].eq(self.b[k * LIMB:(k + 1) * LIMB]) for k in range(nl)],
                 step.eq(ROWS0), first.eq(1), self.done.eq(0), self.busy.eq(1),
             ).Elif((step >= ROWS0) & (step <= ROWS1),
                 *[acc[k].eq(Mux(first, 0, acc[k]) + prod[k]) for k in range(nl)],
-                a_sh.eq(a_sh[LIMB:]),
+                row.eq(row + 1),
                 brot[0].eq(times(brot[nl - 1], c19)),
                 *[brot[k].eq(brot[k - 1]) for k in range(1, nl)],
                 first.eq(0), step.eq(step + 1),
-            ).Elif(step == C1,
-                *carry_pass(acc), step.eq(step + 1),
-            ).Elif(step == C2,
-                *carry_pass(car), step.eq(step + 1),
+            ).Elif(step == CARRY,
+                *carry_pass, step.eq(step + 1),
             ).Elif(step == ADD,
-                wide.eq(lo_cat + hi_cat), step.eq(step + 1),
-            ).Elif(step == FOLD,
-                fold.eq(wide[:n_bits] + times(wide[n_bits:], c19)), step.eq(step + 1),
+                s.eq(lo_cat + hi_cat), step.eq(step + 1),
+            ).Elif(step == DECIDE,
+                c.eq(dec_low[low] & (s[low:n_bits] == (1 << (n_bits - low)) - 1)), step.eq(step + 1),
             ).Elif(step == NORM,
-                self.q.eq(Mux(plus[n_bits], plus[:n_bits], fold[:n_bits])),
+                self.q.eq(q_full[:n_bits]),
                 self.done.eq(1), self.busy.eq(0), step.eq(0),
             )
         ]
