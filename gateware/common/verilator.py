@@ -27,6 +27,8 @@ from pathlib import Path
 
 from migen.fhdl.verilog import convert
 
+from . import meminit
+
 ROOT = Path(__file__).resolve().parents[2]
 WARN = ["-Wno-fatal", "-Wno-WIDTH", "-Wno-UNOPTFLAT", "-Wno-CASEINCOMPLETE", "-Wno-UNUSED",
         "-Wno-PINMISSING", "-Wno-COMBDLY", "-Wno-MULTIDRIVEN", "-Wno-LATCH", "-Wno-SELRANGE"]
@@ -171,7 +173,7 @@ def _ports(verilog: str, ios) -> list:
 def build(module, ios, name: str, clocks: dict | None = None, jobs: int = 2) -> VSim:
     """Convert, verilate and compile (cached), then load. `clocks`: domain -> period (see module doc)."""
     clocks = clocks or {"sys": 1}
-    v = str(convert(module, ios=set(ios), name=name))
+    v = meminit.verilog(convert(module, ios=set(ios), name=name))
     ports = _ports(v, ios)
     names = {p[0] for p in ports}
     for d in clocks:

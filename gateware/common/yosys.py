@@ -9,11 +9,13 @@ from pathlib import Path
 
 from migen.fhdl.verilog import convert
 
+from . import meminit
+
 
 def stat(module, ios, name: str, workdir: Path, timeout: int = 1200) -> dict:
     workdir.mkdir(parents=True, exist_ok=True)
     v = workdir / f"{name}.v"
-    convert(module, ios=set(ios), name=name).write(str(v))
+    v.write_text(meminit.verilog(convert(module, ios=set(ios), name=name)))
     log = workdir / f"{name}.yosys.log"
     script = f"read_verilog {v}; synth_xilinx -family xc7 -top {name} -flatten; stat"
     r = subprocess.run(["yosys", "-q", "-l", str(log), "-p", script], capture_output=True, text=True, timeout=timeout)

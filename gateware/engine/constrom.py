@@ -1,16 +1,16 @@
 """Constant ROM: const_slots x 256 bits, the ISA's constant table from the spec (unlisted slots
-read 0). Combinational lookup by slot index."""
+read 0). It is not a separate block: the slots are extra rows of the register-file array, after
+the windows (`RegFile`), initialised from this table and never written (no writer addresses
+them), so a constant operand is read through the same synchronous read ports as a register and
+needs no operand mux."""
 
 from __future__ import annotations
-
-from migen import Array, Module, Signal
 
 from . import spec
 
 
-class ConstRom(Module):
-    def __init__(self, isa: str):
-        rom = spec.load().isas[isa].const_rom
-        self.slot = Signal(max=len(rom))
-        self.value = Signal(256)
-        self.comb += self.value.eq(Array(rom)[self.slot])
+def contents(isa: str) -> list[int]:
+    """The slots' values, slot 0 first."""
+    rom = spec.load().isas[isa].const_rom
+    assert len(rom) == spec.load().geometry["const_slots"]
+    return list(rom)

@@ -29,7 +29,6 @@ from migen import Array, Cat, If, Module, Mux, Replicate, Signal, bits_for, Case
 from . import decode as dec
 from . import spec
 from .alu import Alu
-from .constrom import ConstRom
 from .mul import FieldMul
 from .regfile import RegFile
 from .ucode import MicrocodeRam
@@ -57,8 +56,10 @@ class Engine(Module):
         self.muls = []
         self.cut_ios = set()
 
+        const_base = g["windows"] * nregs       # the constant ROM's rows follow the windows (regfile.py)
+        rf_rows = const_base + g["const_slots"]
         if synth_core:
-            rfa = bits_for(g["windows"] * nregs - 1)
+            rfa = bits_for(rf_rows - 1)
             uca = bits_for(g["ucode_words"] - 1)
             c = self.cut_ios
             port = lambda: _Cut(c, adr=rfa, dat_r=256, dat_w=256, we=1)  # noqa: E731
@@ -69,15 +70,14 @@ class Engine(Module):
             alu.ops = ops
             self.muls = [_Cut(c, a=256, b=256, start=1, q=256) for _ in range(nmul)]
         else:
-            self.submodules.rf = rf = RegFile()
+            self.submodules.rf = rf = RegFile(isa)
+            assert (rf.const_base, rf.depth) == (const_base, rf_rows)
             self.submodules.uc = uc = MicrocodeRam()
             self.submodules.alu = alu = Alu(isa)
             for u in range(nmul):
                 m = FieldMul("mul")
                 setattr(self.submodules, f"mul{u}", m)
                 self.muls.append(m)
-        self.submodules.ka = ka = ConstRom(isa)
-        self.submodules.kb = kb = ConstRom(isa)
         table = dec.table(isa, alu)
 
         # ---- control inputs (CSR block / test harness)
@@ -99,7 +99,7 @@ class Engine(Module):
         self.instructions = Signal(32)
         self.instruction = Signal(32)
         # ---- bus side (used while idle or paused)
-        self.bus_rf_adr = Signal(len(rf.wa.adr))
+        self.bus_rf_adr = Signal(bits_for(const_base - 1))
         self.bus_rf_we = Signal()
         self.bus_rf_dat_w = Signal(256)
         self.bus_rf_dat_r = Signal(256)   # port A data: address in one cycle, data the next
@@ -171,23 +171,17 @@ class Engine(Module):
         ex_alu = Signal(len(alu.op))
         ex_wd = Signal(5)
         ex_ra = Signal(5)
-        ex_ca = Signal()
-        ex_rb = Signal()
-        ex_rbi = Signal(5)
-        ex_cb = Signal()
         ex_mpc = Signal(len(self.mpc))
         ex_imm = Signal(f["imm"].width)
-        cs2 = Signal()            # CSWAP third cycle
+        cs2 = Signal()            # CSWAP third cycle: the pair re-read in t + 1 is on the read ports
         cs_wd = Signal(5)
         cs_ra = Signal(5)
-        cs_cb = Signal()
-        hold_w = Signal(256)
-        hold_a = Signal(256)
+        cond = Signal()           # CSWAP's condition, Rb[0] (read in t, registered at the end of t + 1)
         opa = Signal(256)
         opb = Signal(256)
-        self.comb += [ka.slot.eq(ex_ra), kb.slot.eq(ex_rbi),
-                      opa.eq(Mux(ex_ca, ka.value, rf.ra.dat_r)), opb.eq(Mux(ex_cb, kb.value, rf.rb.dat_r)),
-                      alu.a.eq(opa), alu.b.eq(opb), alu.op.eq(ex_alu)]
+        psa, psb = alu.ops.index("psa"), alu.ops.index("psb")
+        self.comb += [opa.eq(rf.ra.dat_r), opb.eq(rf.rb.dat_r),   # registers and constants alike
+                      alu.a.eq(opa), alu.b.eq(opb), alu.op.eq(Mux(cs2, Mux(cond, psa, psb), ex_alu))]
 
         is_issue = Signal()
         kind_ok = Signal()
@@ -197,33 +191,40 @@ class Engine(Module):
             is_issue.eq((state == RUN) & en & cost_ok & kind_ok),
         ]
 
-        # RF addressing
-        base = Signal(len(rf.wa.adr))
+        # RF addressing: a register of the window, or (operand flag set) a constant ROM row
+        base = Signal(bits_for(const_base - 1))
         self.comb += base.eq(win << 5)
-        a_sel = Signal(5)
-        b_sel = Signal(5)
+
+        def row(idx, is_const):
+            return Mux(is_const, const_base | idx, base | idx)
+
+        cs_ex = Signal()          # CSWAP's second cycle (t + 1): re-read Ra (port A) and Wd (port B)
         self.comb += [
-            a_sel.eq(Mux(ex_v & (ex_kind == dec.K_CSWAP), ex_rbi, Mux(d_kind == dec.K_CSWAP, fld["wd"], fld["ra"]))),
-            b_sel.eq(Mux(d_kind == dec.K_CSWAP, fld["ra"], fld["rb"])),
-            rf.ra.adr.eq(Mux(self.bus_ok, self.bus_rf_adr, base | a_sel)),
-            rf.rb.adr.eq(base | b_sel),
+            cs_ex.eq(ex_v & (ex_kind == dec.K_CSWAP)),
+            # issue (t): operands; a CSWAP reads its condition Rb on port A
+            If(self.bus_ok,
+                rf.ra.adr.eq(self.bus_rf_adr),
+            ).Elif(cs_ex,
+                rf.ra.adr.eq(base | ex_ra),
+            ).Elif(d_kind == dec.K_CSWAP,
+                rf.ra.adr.eq(row(fld["rb"], fld["cb"])),
+            ).Else(
+                rf.ra.adr.eq(row(fld["ra"], fld["ca"])),
+            ),
+            rf.rb.adr.eq(Mux(cs_ex, base | ex_wd, row(fld["rb"], fld["cb"]))),
             self.bus_rf_dat_r.eq(rf.ra.dat_r),
         ]
-        # CSWAP condition (cycle t + 2): Rb[0] from the RF (read in t + 1) or the constant ROM
-        cond = Signal()
-        self.comb += cond.eq(Mux(cs_cb, kb.value[0], rf.ra.dat_r[0]))
-        # write ports
+        # write ports: ALU results and CSWAP's Wd (through the ALU as PSA/PSB) on port wa, CSWAP's Ra
+        # on wb (both in t + 2, from the pair on the read ports), products on wm
         alu_we = Signal()
         self.comb += [
             alu_we.eq(ex_v & (ex_kind == dec.K_ALU) & en),
             If(self.bus_ok,
                 rf.wa.adr.eq(self.bus_rf_adr), rf.wa.dat_w.eq(self.bus_rf_dat_w), rf.wa.we.eq(self.bus_rf_we),
-            ).Elif(cs2 & en,
-                rf.wa.adr.eq(base | cs_wd), rf.wa.dat_w.eq(Mux(cond, hold_a, hold_w)), rf.wa.we.eq(1),
             ).Else(
-                rf.wa.adr.eq(base | ex_wd), rf.wa.dat_w.eq(alu.q), rf.wa.we.eq(alu_we),
+                rf.wa.adr.eq(base | Mux(cs2, cs_wd, ex_wd)), rf.wa.dat_w.eq(alu.q), rf.wa.we.eq(alu_we | (cs2 & en)),
             ),
-            rf.wb.adr.eq(base | cs_ra), rf.wb.dat_w.eq(Mux(cond, hold_w, hold_a)), rf.wb.we.eq(cs2 & en),
+            rf.wb.adr.eq(base | cs_ra), rf.wb.dat_w.eq(Mux(cond, opb, opa)), rf.wb.we.eq(cs2 & en),
         ]
         mwe = Signal()
         madr = Signal(5)
@@ -302,9 +303,7 @@ class Engine(Module):
                 cs2.eq(0),
                 # ---- execute stage
                 If(ex_v & (ex_kind == dec.K_BRZ) & brz_halt, state.eq(HALT)),
-                If(ex_v & (ex_kind == dec.K_CSWAP),
-                    cs2.eq(1), hold_w.eq(rf.ra.dat_r), hold_a.eq(rf.rb.dat_r),
-                ),
+                If(cs_ex, cs2.eq(1), cond.eq(rf.ra.dat_r[0])),
                 # ---- issue
                 If(is_issue,
                     self.instruction.eq(word),
@@ -314,9 +313,9 @@ class Engine(Module):
                         self.instructions.eq(self.instructions + 1),
                         cost.eq(d_cycles - 1),
                         ex_v.eq(1), ex_kind.eq(d_kind), ex_alu.eq(d_alu), ex_wd.eq(fld["wd"]),
-                        ex_ra.eq(fld["ra"]), ex_ca.eq(fld["ca"]), ex_rbi.eq(fld["rb"]), ex_cb.eq(fld["cb"]),
+                        ex_ra.eq(fld["ra"]),
                         ex_mpc.eq(self.mpc), ex_imm.eq(fld["imm"]),
-                        cs_wd.eq(fld["wd"]), cs_ra.eq(fld["ra"]), cs_cb.eq(fld["cb"]),
+                        cs_wd.eq(fld["wd"]), cs_ra.eq(fld["ra"]),
                         *[If(d_writes & (fld["wd"] == r), ready[r].eq(d_lat - 1)) for r in range(nregs)],
                         *[If((d_kind == dec.K_CSWAP) & (fld["ra"] == r), ready[r].eq(d_lat - 1)) for r in range(nregs)],
                         If(d_kind == dec.K_MUL,

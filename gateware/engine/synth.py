@@ -25,7 +25,7 @@ from migen import READ_FIRST, Memory, Module, Signal
 
 from common.yosys import stat
 
-from . import spec
+from . import constrom, spec
 from .alu import Alu
 from .mul import FieldMul
 from .ucode import MicrocodeRam
@@ -37,9 +37,11 @@ GOAL_V2 = {"luts": 4000}
 
 
 class RfArray(Module):
-    def __init__(self):
+    def __init__(self, isa: str):
         g = spec.load().geometry
-        mem = Memory(g["reg_bits"], g["windows"] * g["regs_per_window"])
+        base = g["windows"] * g["regs_per_window"]
+        rom = constrom.contents(isa)
+        mem = Memory(g["reg_bits"], base + len(rom), init=[0] * base + rom)
         self.specials += mem
         r = mem.get_port(mode=READ_FIRST)   # phases: a read never meets a write on one edge
         w = mem.get_port(write_capable=True)
@@ -54,7 +56,7 @@ def blocks(isa: str):
     yield "alu", a, {a.a, a.b, a.q, a.op}, 1
     u = MicrocodeRam()
     yield "ucode", u, {u.rd.adr, u.rd.dat_r, u.wr.adr, u.wr.dat_w, u.wr.we}, 1
-    rf = RfArray()
+    rf = RfArray(isa)
     yield "regfile", rf, rf.ios, 1
     from .sequencer import Engine
     e = Engine(isa, synth_core=True)
