@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import spec
-from .alu import Alu
+from .alu import TWO_PASS, Alu
 
 K_ILLEGAL, K_ALU, K_MUL, K_BRZ, K_FIN, K_CSWAP = range(6)
 
@@ -21,6 +21,7 @@ class Entry:
     writes: bool        # writes Wd
     reads_a: bool       # Ra is a register operand (unless ca)
     reads_b: bool       # Rb is a register operand (unless cb)
+    two_pass: bool      # an ALU op that takes two passes (result in the cycle after execute)
 
 
 def table(isa: str, alu: Alu) -> dict[int, Entry]:
@@ -31,6 +32,11 @@ def table(isa: str, alu: Alu) -> dict[int, Entry]:
         kind = {"mul": K_MUL, "brz": K_BRZ, "fin": K_FIN, "cswap": K_CSWAP}.get(m, K_ALU)
         if kind == K_ALU and m not in alu.ops:
             raise ValueError(f"isa {isa}: opcode {m} has no hardware")
+        two = kind == K_ALU and m in TWO_PASS
+        # the ALU writes at the end of the execute cycle (t + 1), a two-pass op one cycle later,
+        # and a two-pass op keeps the ALU for its second cycle
+        if kind == K_ALU and (op.latency < (3 if two else 2) or op.cycles < (2 if two else 1)):
+            raise ValueError(f"isa {isa}: {m} (cost {op.cycles}, latency {op.latency}) is faster than its hardware")
         out[code] = Entry(
             kind=kind,
             alu_op=alu.ops.index(m) if kind == K_ALU else 0,
@@ -39,5 +45,6 @@ def table(isa: str, alu: Alu) -> dict[int, Entry]:
             writes="wd" in op.operands,
             reads_a=any(k in op.operands for k in ("ra", "ra_reg")),
             reads_b=any(k in op.operands for k in ("rb", "rb_reg")),
+            two_pass=two,
         )
     return out

@@ -66,7 +66,7 @@ class Engine(Module):
             rf = type("RF", (), {"ra": port(), "rb": port(), "wa": port(), "wb": port(), "wm": port()})()
             uc = type("UC", (), {"rd": _Cut(c, adr=uca, dat_r=32), "wr": _Cut(c, adr=uca, dat_w=32, we=1)})()
             ops = Alu(isa).ops
-            alu = _Cut(c, op=bits_for(max(1, len(ops) - 1)), a=256, b=256, q=256)
+            alu = _Cut(c, op=bits_for(max(1, len(ops) - 1)), pass2=1, a=256, b=256, q=256)
             alu.ops = ops
             self.muls = [_Cut(c, a=256, b=256, start=1, q=256) for _ in range(nmul)]
         else:
@@ -127,10 +127,12 @@ class Engine(Module):
         d_writes = Signal()
         d_ra = Signal()
         d_rb = Signal()
+        d_two = Signal()
         cases = {}
         for code, e in table.items():
             cases[code] = [d_kind.eq(e.kind), d_alu.eq(e.alu_op), d_cycles.eq(e.cycles), d_lat.eq(e.latency),
-                           d_writes.eq(int(e.writes)), d_ra.eq(int(e.reads_a)), d_rb.eq(int(e.reads_b))]
+                           d_writes.eq(int(e.writes)), d_ra.eq(int(e.reads_a)), d_rb.eq(int(e.reads_b)),
+                           d_two.eq(int(e.two_pass))]
         cases["default"] = [d_kind.eq(dec.K_ILLEGAL), d_cycles.eq(I.illegal_cycles), d_lat.eq(0)]
         self.comb += Case(fld["opcode"], cases)
 
@@ -173,15 +175,16 @@ class Engine(Module):
         ex_ra = Signal(5)
         ex_mpc = Signal(len(self.mpc))
         ex_imm = Signal(f["imm"].width)
-        cs2 = Signal()            # CSWAP third cycle: the pair re-read in t + 1 is on the read ports
+        ex_two = Signal()
+        p2 = Signal()             # second pass of a two-pass ALU op (FADD/FSUB): written at the end of t + 2
+        cs2 = Signal()            # CSWAP third cycle: the pair, re-read in t + 1 in swapped or plain order
         cs_wd = Signal(5)
         cs_ra = Signal(5)
-        cond = Signal()           # CSWAP's condition, Rb[0] (read in t, registered at the end of t + 1)
         opa = Signal(256)
         opb = Signal(256)
-        psa, psb = alu.ops.index("psa"), alu.ops.index("psb")
+        psb = alu.ops.index("psb")
         self.comb += [opa.eq(rf.ra.dat_r), opb.eq(rf.rb.dat_r),   # registers and constants alike
-                      alu.a.eq(opa), alu.b.eq(opb), alu.op.eq(Mux(cs2, Mux(cond, psa, psb), ex_alu))]
+                      alu.a.eq(opa), alu.b.eq(opb), alu.op.eq(Mux(cs2, psb, ex_alu)), alu.pass2.eq(p2)]
 
         is_issue = Signal()
         kind_ok = Signal()
@@ -198,33 +201,37 @@ class Engine(Module):
         def row(idx, is_const):
             return Mux(is_const, const_base | idx, base | idx)
 
-        cs_ex = Signal()          # CSWAP's second cycle (t + 1): re-read Ra (port A) and Wd (port B)
+        # CSWAP's second cycle (t + 1): its condition Rb[0] is on port A; re-read the pair so that
+        # port A returns Ra's new value and port B Wd's (swapped when the condition is 1)
+        cs_ex = Signal()
+        swap = Signal()
         self.comb += [
             cs_ex.eq(ex_v & (ex_kind == dec.K_CSWAP)),
+            swap.eq(rf.ra.dat_r[0]),
             # issue (t): operands; a CSWAP reads its condition Rb on port A
             If(self.bus_ok,
                 rf.ra.adr.eq(self.bus_rf_adr),
             ).Elif(cs_ex,
-                rf.ra.adr.eq(base | ex_ra),
+                rf.ra.adr.eq(base | Mux(swap, ex_wd, ex_ra)),
             ).Elif(d_kind == dec.K_CSWAP,
                 rf.ra.adr.eq(row(fld["rb"], fld["cb"])),
             ).Else(
                 rf.ra.adr.eq(row(fld["ra"], fld["ca"])),
             ),
-            rf.rb.adr.eq(Mux(cs_ex, base | ex_wd, row(fld["rb"], fld["cb"]))),
+            rf.rb.adr.eq(Mux(cs_ex, base | Mux(swap, ex_ra, ex_wd), row(fld["rb"], fld["cb"]))),
             self.bus_rf_dat_r.eq(rf.ra.dat_r),
         ]
-        # write ports: ALU results and CSWAP's Wd (through the ALU as PSA/PSB) on port wa, CSWAP's Ra
-        # on wb (both in t + 2, from the pair on the read ports), products on wm
+        # write ports: ALU results and CSWAP's Wd (port B's word, through the ALU as PSB) on wa,
+        # CSWAP's Ra (port A's word) on wb, both in t + 2; products on wm
         alu_we = Signal()
         self.comb += [
-            alu_we.eq(ex_v & (ex_kind == dec.K_ALU) & en),
+            alu_we.eq(((ex_v & (ex_kind == dec.K_ALU) & ~ex_two) | p2) & en),
             If(self.bus_ok,
                 rf.wa.adr.eq(self.bus_rf_adr), rf.wa.dat_w.eq(self.bus_rf_dat_w), rf.wa.we.eq(self.bus_rf_we),
             ).Else(
                 rf.wa.adr.eq(base | Mux(cs2, cs_wd, ex_wd)), rf.wa.dat_w.eq(alu.q), rf.wa.we.eq(alu_we | (cs2 & en)),
             ),
-            rf.wb.adr.eq(base | cs_ra), rf.wb.dat_w.eq(Mux(cond, opb, opa)), rf.wb.we.eq(cs2 & en),
+            rf.wb.adr.eq(base | cs_ra), rf.wb.dat_w.eq(opa), rf.wb.we.eq(cs2 & en),
         ]
         mwe = Signal()
         madr = Signal(5)
@@ -256,7 +263,7 @@ class Engine(Module):
         finish = Signal()
         self.comb += finish.eq((state == HALT) & en & cost_ok & drained)
         can_pause = Signal()
-        self.comb += can_pause.eq((state == RUN) & cost_ok & ~ex_v & ~cs2)
+        self.comb += can_pause.eq((state == RUN) & cost_ok & ~ex_v & ~cs2 & ~p2)
 
         brz_halt = Signal()
         self.comb += brz_halt.eq(Mux(zero, (target == stop) | (target < start) | (target > stop), ex_mpc == stop))
@@ -290,7 +297,7 @@ class Engine(Module):
                     win.eq(self.window),
                     cost.eq(I.go_cycles - 1), self.cycles.eq(I.go_cycles), self.instructions.eq(0),
                     *[ready[r].eq(0) for r in range(nregs)], *[mcnt[u].eq(0) for u in range(nmul)],
-                    ex_v.eq(0), cs2.eq(0), self.finished.eq(0), self.illegal.eq(0), halt_ill.eq(0),
+                    ex_v.eq(0), cs2.eq(0), p2.eq(0), self.finished.eq(0), self.illegal.eq(0), halt_ill.eq(0),
                 ),
             ).Elif(paused,
                 If(~self.pause_req, paused.eq(0)),
@@ -301,9 +308,11 @@ class Engine(Module):
                 *countdown,
                 ex_v.eq(0),
                 cs2.eq(0),
+                p2.eq(0),
                 # ---- execute stage
                 If(ex_v & (ex_kind == dec.K_BRZ) & brz_halt, state.eq(HALT)),
-                If(cs_ex, cs2.eq(1), cond.eq(rf.ra.dat_r[0])),
+                If(cs_ex, cs2.eq(1)),
+                If(ex_v & (ex_kind == dec.K_ALU) & ex_two, p2.eq(1)),
                 # ---- issue
                 If(is_issue,
                     self.instruction.eq(word),
@@ -312,7 +321,7 @@ class Engine(Module):
                     ).Else(
                         self.instructions.eq(self.instructions + 1),
                         cost.eq(d_cycles - 1),
-                        ex_v.eq(1), ex_kind.eq(d_kind), ex_alu.eq(d_alu), ex_wd.eq(fld["wd"]),
+                        ex_v.eq(1), ex_kind.eq(d_kind), ex_alu.eq(d_alu), ex_two.eq(d_two), ex_wd.eq(fld["wd"]),
                         ex_ra.eq(fld["ra"]),
                         ex_mpc.eq(self.mpc), ex_imm.eq(fld["imm"]),
                         cs_wd.eq(fld["wd"]), cs_ra.eq(fld["ra"]),
