@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import spec
-from .alu import TWO_PASS, Alu
+from .alu import TWO_PASS, Alu, control
 
 K_ILLEGAL, K_ALU, K_MUL, K_BRZ, K_FIN, K_CSWAP = range(6)
 
@@ -22,6 +22,8 @@ class Entry:
     reads_a: bool       # Ra is a register operand (unless ca)
     reads_b: bool       # Rb is a register operand (unless cb)
     two_pass: bool      # an ALU op that takes two passes (result in the cycle after execute)
+    alu_ctl: int        # the ALU's control word (pass 1)
+    alu_ctl2: int       # and of pass 2
 
 
 def table(isa: str, alu: Alu) -> dict[int, Entry]:
@@ -46,5 +48,7 @@ def table(isa: str, alu: Alu) -> dict[int, Entry]:
             reads_a=any(k in op.operands for k in ("ra", "ra_reg")),
             reads_b=any(k in op.operands for k in ("rb", "rb_reg")),
             two_pass=two,
+            alu_ctl=control(m) if kind == K_ALU else 0,
+            alu_ctl2=control(m, True) if two else 0,
         )
     return out

@@ -28,6 +28,7 @@ from migen import Array, Cat, If, Module, Mux, Replicate, Signal, bits_for, Case
 
 from . import decode as dec
 from . import spec
+from . import alu as alu_mod
 from .alu import Alu
 from .mul import FieldMul
 from .regfile import RegFile
@@ -66,7 +67,7 @@ class Engine(Module):
             rf = type("RF", (), {"ra": port(), "rb": port(), "wa": port(), "wb": port(), "wm": port()})()
             uc = type("UC", (), {"rd": _Cut(c, adr=uca, dat_r=32), "wr": _Cut(c, adr=uca, dat_w=32, we=1)})()
             ops = Alu(isa).ops
-            alu = _Cut(c, op=bits_for(max(1, len(ops) - 1)), pass2=1, a=256, b=256, q=256)
+            alu = _Cut(c, ctl=alu_mod.CTL_BITS, a=256, b=256, q=256)
             alu.ops = ops
             self.muls = [_Cut(c, a=256, b=256, start=1, q=256) for _ in range(nmul)]
         else:
@@ -121,7 +122,8 @@ class Engine(Module):
         cw = bits_for(max([e.cycles for e in table.values()] + [e.latency for e in table.values()] + [I.illegal_cycles, I.go_cycles]))
         # decode of the word at mpc
         d_kind = Signal(3)
-        d_alu = Signal(len(alu.op))
+        d_ctl = Signal(alu_mod.CTL_BITS)
+        d_ctl2 = Signal(alu_mod.CTL_BITS)
         d_cycles = Signal(cw)
         d_lat = Signal(cw)
         d_writes = Signal()
@@ -130,7 +132,7 @@ class Engine(Module):
         d_two = Signal()
         cases = {}
         for code, e in table.items():
-            cases[code] = [d_kind.eq(e.kind), d_alu.eq(e.alu_op), d_cycles.eq(e.cycles), d_lat.eq(e.latency),
+            cases[code] = [d_kind.eq(e.kind), d_ctl.eq(e.alu_ctl), d_ctl2.eq(e.alu_ctl2), d_cycles.eq(e.cycles), d_lat.eq(e.latency),
                            d_writes.eq(int(e.writes)), d_ra.eq(int(e.reads_a)), d_rb.eq(int(e.reads_b)),
                            d_two.eq(int(e.two_pass))]
         cases["default"] = [d_kind.eq(dec.K_ILLEGAL), d_cycles.eq(I.illegal_cycles), d_lat.eq(0)]
@@ -170,7 +172,8 @@ class Engine(Module):
         # execute stage (cycle t + 1)
         ex_v = Signal()
         ex_kind = Signal(3)
-        ex_alu = Signal(len(alu.op))
+        actl = Signal(alu_mod.CTL_BITS)   # the ALU's control word for this cycle (loaded at issue)
+        ex_ctl2 = Signal(alu_mod.CTL_BITS)
         ex_wd = Signal(5)
         ex_ra = Signal(5)
         ex_mpc = Signal(len(self.mpc))
@@ -182,9 +185,8 @@ class Engine(Module):
         cs_ra = Signal(5)
         opa = Signal(256)
         opb = Signal(256)
-        psb = alu.ops.index("psb")
         self.comb += [opa.eq(rf.ra.dat_r), opb.eq(rf.rb.dat_r),   # registers and constants alike
-                      alu.a.eq(opa), alu.b.eq(opb), alu.op.eq(Mux(cs2, psb, ex_alu)), alu.pass2.eq(p2)]
+                      alu.a.eq(opa), alu.b.eq(opb), alu.ctl.eq(actl)]
 
         is_issue = Signal()
         kind_ok = Signal()
@@ -311,8 +313,8 @@ class Engine(Module):
                 p2.eq(0),
                 # ---- execute stage
                 If(ex_v & (ex_kind == dec.K_BRZ) & brz_halt, state.eq(HALT)),
-                If(cs_ex, cs2.eq(1)),
-                If(ex_v & (ex_kind == dec.K_ALU) & ex_two, p2.eq(1)),
+                If(cs_ex, cs2.eq(1), actl.eq(alu_mod.control("psb"))),
+                If(ex_v & (ex_kind == dec.K_ALU) & ex_two, p2.eq(1), actl.eq(ex_ctl2)),
                 # ---- issue
                 If(is_issue,
                     self.instruction.eq(word),
@@ -321,7 +323,7 @@ class Engine(Module):
                     ).Else(
                         self.instructions.eq(self.instructions + 1),
                         cost.eq(d_cycles - 1),
-                        ex_v.eq(1), ex_kind.eq(d_kind), ex_alu.eq(d_alu), ex_two.eq(d_two), ex_wd.eq(fld["wd"]),
+                        ex_v.eq(1), ex_kind.eq(d_kind), actl.eq(d_ctl), ex_ctl2.eq(d_ctl2), ex_two.eq(d_two), ex_wd.eq(fld["wd"]),
                         ex_ra.eq(fld["ra"]),
                         ex_mpc.eq(self.mpc), ex_imm.eq(fld["imm"]),
                         cs_wd.eq(fld["wd"]), cs_ra.eq(fld["ra"]),

@@ -53,7 +53,7 @@ def blocks(isa: str):
     m = FieldMul("sys")
     yield "mul", m, m.ios, spec.load().isas[isa].units.get("mul", 1)
     a = Alu(isa)
-    yield "alu", a, {a.a, a.b, a.q, a.op, a.pass2}, 1
+    yield "alu", a, {a.a, a.b, a.q, a.ctl}, 1
     u = MicrocodeRam()
     yield "ucode", u, {u.rd.adr, u.rd.dat_r, u.wr.adr, u.wr.dat_w, u.wr.we}, 1
     rf = RfArray(isa)
