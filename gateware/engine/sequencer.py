@@ -7,9 +7,12 @@ every outstanding result has landed. In v1 every latency equals its cost, so thi
 shipped engine's sequential FETCH/EXEC/WAIT_DONE timing (3 per ALU op and BRZ, 28 per MUL, 2 per
 FIN, 3 per illegal opcode, 1 cycle from GO).
 
-Pipeline (eng_clk): issue in cycle t (register file addressed), execute in t + 1 (operands from
-the RF or the constant ROM; ALU results written at the end of t + 1; BRZ decides the next mpc),
-CSWAP reads its condition in t + 1 and writes both registers at the end of t + 2; a multiply
+Pipeline (eng_clk): the microcode RAM reads synchronously, so the next mpc (`mpc_next`) is its
+address one cycle ahead; issue in cycle t (register file addressed: a register of the window or
+a constant ROM row), execute in t + 1 (ALU results written at the end of t + 1, FADD/FSUB after
+their second pass at the end of t + 2; BRZ decides the next mpc); CSWAP reads its condition Rb
+in t, re-reads its pair in t + 1 (swapped by address when Rb[0] = 1) and writes both registers
+at the end of t + 2; a multiply
 starts in t + 1 on the mul_clk edge mid-cycle and its result is written at the end of cycle
 t + latency - 1. Halting (FIN, end of program, a BRZ to the last word or outside the program,
 an illegal opcode) waits for the cost and for every outstanding write; `cycles` then holds the
