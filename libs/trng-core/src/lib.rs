@@ -14,6 +14,9 @@
 //! Without the default `pipeline` feature only [`spec`] and [`Field`] are built: what the TRNG
 //! client crate (`api/trng`) needs, with no conditioner or source models in an app.
 #![forbid(unsafe_code)]
+// without the pipeline (the client crate, the register-level driver, bare-metal firmware) the
+// crate is only constants and `Field`: no_std
+#![cfg_attr(all(not(feature = "pipeline"), not(test)), no_std)]
 
 #[cfg(feature = "pipeline")]
 pub mod conditioner;

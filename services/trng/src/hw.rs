@@ -1,63 +1,78 @@
 //! `hw` source (target_os = "xous"): drives the TRNG register map of spec/trng.toml
-//! (server page). The hardware runs the raw sources, its own SP 800-90B tests and the ChaCha20
-//! conditioner; this driver programs the cutoffs (computed from alpha and the claimed
+//! (server page) through the register-level driver libs/trng-driver (the code the SoC firmware
+//! runs too). The hardware runs the raw sources, its own SP 800-90B tests and the ChaCha20
+//! conditioner; this backend programs the cutoffs (computed from alpha and the claimed
 //! min-entropy, exactly as the software tests) and the conditioner intervals, gates output on the
 //! hardware error registers, and layers the software conditioner (fast key erasure) on top of the
 //! hardware `urandom` words, whose bytes also pass through the software health tests.
 
+use std::sync::OnceLock;
+
 use trng::api::{ErrorStats, HealthStats, TrngError};
 use trng_core::conditioner::ConditionerConfig;
-use trng_core::pipeline::{Pipeline, Feed, RawMode, WordSource};
 use trng_core::health::HealthParams;
-use trng_core::spec::regs::server::{self as regs, registers as r};
-use trng_core::spec::regs::constants;
+use trng_core::pipeline::{Feed, Pipeline, RawMode, WordSource};
+use trng_driver::{Config, Mmio, ServerPage, Sources};
+
+use trng_core::spec::regs::server::registers as r;
 
 use crate::backend::Backend;
 
-/// Polls of a status bit before giving up (the FIFOs refill in microseconds).
+/// Polls of a port or FIFO before giving up (the FIFOs refill in microseconds).
 const SPIN_LIMIT: u32 = 1_000_000;
 
+/// The server page's base address, mapped once per process (the model seed and the backend
+/// share it).
+static PAGE: OnceLock<usize> = OnceLock::new();
+
+/// The TRNG server page through the register-level driver (libs/trng-driver), the same code the
+/// SoC firmware runs.
 #[derive(Clone, Copy)]
 pub struct HwRegs {
-    base: *mut u32,
+    base: usize,
 }
 
-// The mapping is process-wide and only used under the backend mutex.
-unsafe impl Send for HwRegs {}
-
 impl HwRegs {
+    /// Map the page (once) and program it: the software's cutoffs (trng_core::health, the same
+    /// functions as the software tests) and the conditioner intervals, then enable both sources.
     pub fn new() -> Result<Self, xous::Error> {
+        if let Some(base) = PAGE.get() {
+            return Ok(HwRegs { base: *base });
+        }
         let range = xous::map_memory(
-            xous::MemoryAddress::new(regs::BASE),
+            xous::MemoryAddress::new(trng_driver::SERVER_BASE),
             None,
             4096,
             xous::MemoryFlags::R | xous::MemoryFlags::W,
         )?;
-        Ok(HwRegs { base: range.as_mut_ptr() as *mut u32 })
+        let regs = HwRegs { base: *PAGE.get_or_init(|| range.as_mut_ptr() as usize) };
+        let (av, ro, cc) = (HealthParams::av(), HealthParams::ro(), ConditionerConfig::default());
+        regs.driver().init(
+            &Config {
+                av_rct_cutoff: av.rct_cutoff(),
+                av_apt_cutoff: av.apt_cutoff(),
+                ro_rct_cutoff: ro.rct_cutoff(),
+                ro_apt_cutoff: ro.apt_cutoff(),
+                reseed_interval: cc.reseed_interval,
+                selfmix_interval: cc.selfmix_interval,
+                selfmix_enable: cc.selfmix_enable,
+            },
+            Sources::Both,
+        );
+        Ok(regs)
     }
-    #[inline]
-    pub fn rd(&self, off: usize) -> u32 {
-        unsafe { self.base.add(off / 4).read_volatile() }
+    pub fn driver(&self) -> ServerPage<Mmio> {
+        // SAFETY: `base` is the process's mapping of the server page, never unmapped.
+        ServerPage::new(unsafe { Mmio::new(self.base as *mut u32) })
     }
-    #[inline]
-    pub fn wr(&self, off: usize, v: u32) {
-        unsafe { self.base.add(off / 4).write_volatile(v) }
-    }
-    /// Hardware health error latched (NIST error counters or status health flags).
+    /// A hardware health failure is latched (RCT/APT or excursion).
     pub fn hw_error(&self) -> bool {
-        let st = self.rd(r::STATUS);
-        self.rd(r::NIST_ERRORS) != 0 || r::status::AV_HEALTH.get(st) != 0 || r::status::RO_HEALTH.get(st) != 0
+        self.driver().health().failing()
     }
-    /// One conditioned word from the hardware, honouring the valid bit (an empty port reads
-    /// 0xDEADBEEF with valid = 0: that value is never used).
+    /// One conditioned word from the server port: only a word the port vouched for
+    /// (URANDOM_VALID.last after the read); an empty port's poison word is never used.
     pub fn urandom(&self) -> Option<u32> {
-        for _ in 0..SPIN_LIMIT {
-            if r::urandom_valid::VALID.get(self.rd(r::URANDOM_VALID)) != 0 {
-                let w = self.rd(r::URANDOM);
-                return Some(w);
-            }
-        }
-        None
+        self.driver().urandom_poll(SPIN_LIMIT)
     }
     pub fn urandom_blocking(&mut self) -> u32 {
         loop {
@@ -66,14 +81,9 @@ impl HwRegs {
             }
         }
     }
-    /// One raw word from the raw FIFO.
+    /// One raw word from the server raw FIFO (None: empty, or flushed by a failure).
     pub fn raw(&self) -> Option<u32> {
-        for _ in 0..SPIN_LIMIT {
-            if r::status::AVAIL.get(self.rd(r::STATUS)) != 0 {
-                return Some(self.rd(r::DATA));
-            }
-        }
-        None
+        self.driver().raw_poll(SPIN_LIMIT)
     }
 }
 
@@ -84,7 +94,6 @@ impl WordSource for HwUrandom {
         if self.0.hw_error() {
             return None;
         }
-        let _ = constants::URANDOM_INVALID;
         self.0.urandom()
     }
 }
@@ -98,20 +107,7 @@ pub struct HwBackend {
 impl HwBackend {
     pub fn new(model_seed: [u8; 32]) -> Result<Self, xous::Error> {
         let regs = HwRegs::new()?;
-        // cutoffs: the same functions as the software tests
-        for (reg, p) in [(r::AV_NIST, HealthParams::av()), (r::RO_NIST, HealthParams::ro())] {
-            let v = r::av_nist::REPCOUNT_CUTOFF.val(p.rct_cutoff()) | r::av_nist::ADAPTIVE_CUTOFF.val(p.apt_cutoff());
-            regs.wr(reg, v);
-        }
-        let cc = ConditionerConfig::default();
-        regs.wr(
-            r::CHACHA,
-            r::chacha::RESEED_INTERVAL.val(cc.reseed_interval)
-                | r::chacha::SELFMIX_INTERVAL.val(cc.selfmix_interval)
-                | r::chacha::SELFMIX_ENA.val(cc.selfmix_enable as u32),
-        );
-        regs.wr(r::CONTROL, r::control::ENABLE.val(1));
-        let pipeline = Pipeline::new(Feed::External, Some(Box::new(HwUrandom(regs))), model_seed, cc);
+        let pipeline = Pipeline::new(Feed::External, Some(Box::new(HwUrandom(regs))), model_seed, ConditionerConfig::default());
         Ok(HwBackend { regs, pipeline, raw_mode: None })
     }
 
@@ -119,15 +115,15 @@ impl HwBackend {
         if self.raw_mode == Some(mode) {
             return;
         }
-        let (av_dis, ro_dis) = match mode {
-            RawMode::Av => (0, 1),
-            RawMode::Ro => (1, 0),
-            RawMode::Both => (0, 0),
-        };
-        self.regs.wr(r::CONTROL, r::control::ENABLE.val(1) | r::control::AV_DIS.val(av_dis) | r::control::RO_DIS.val(ro_dis));
+        let d = self.regs.driver();
+        d.set_sources(match mode {
+            RawMode::Av => Sources::AvOnly,
+            RawMode::Ro => Sources::RoOnly,
+            RawMode::Both => Sources::Both,
+        });
         // drain words produced under the previous configuration
-        while r::status::AVAIL.get(self.regs.rd(r::STATUS)) != 0 {
-            let _ = self.regs.rd(r::DATA);
+        while d.raw_level() != 0 {
+            let _ = d.raw();
         }
         self.raw_mode = Some(mode);
     }
@@ -158,13 +154,11 @@ impl Backend for HwBackend {
         Ok(())
     }
     fn clear_errors(&mut self) {
-        let ctl = self.regs.rd(r::CONTROL);
-        self.regs.wr(r::CONTROL, r::control::CLR_ERR.set(ctl, 1));
-        self.regs.wr(r::CONTROL, r::control::CLR_ERR.set(ctl, 0));
+        self.regs.driver().clear_errors();
         self.pipeline.clear_errors();
     }
     fn seed_user(&mut self, w: u32) {
-        self.regs.wr(r::SEED, w);
+        self.regs.driver().seed(w);
         self.pipeline.seed_user(w);
     }
     fn set_faults(&mut self, _spec: &str) -> Result<(), TrngError> {
@@ -174,9 +168,10 @@ impl Backend for HwBackend {
         let mut hs = HealthStats::default();
         let mut src = crate::backend::source_stats(&self.pipeline, trng_core::pipeline::SLOT_EXT, trng::api::SOURCE_HW);
         // the hardware's own RCT/APT failures (latched in NIST_ERRORS) on top of ours
-        let nist = self.regs.rd(r::NIST_ERRORS);
-        src.rct_failures += r::nist_errors::AV_REPCOUNT.get(nist) + r::nist_errors::RO_REPCOUNT.get(nist);
-        src.apt_failures += r::nist_errors::AV_ADAPTIVE.get(nist) + r::nist_errors::RO_ADAPTIVE.get(nist);
+        // (NIST_ERRORS: one latched bit per source and test)
+        let nist = self.regs.driver().health().nist_errors;
+        src.rct_failures += r::nist_errors::AV_REPCOUNT.get(nist).count_ones() + r::nist_errors::RO_REPCOUNT.get(nist).count_ones();
+        src.apt_failures += r::nist_errors::AV_ADAPTIVE.get(nist).count_ones() + r::nist_errors::RO_ADAPTIVE.get(nist).count_ones();
         hs.sources[0] = src;
         crate::backend::conditioner_stats(&self.pipeline, &mut hs);
         hs

@@ -1,0 +1,399 @@
+//! Register-level driver of the TRNG block (gateware/trng/csr.py, docs/trng-gateware.md), `no_std`:
+//! the same code runs in the TRNG service's `hw` backend (services/trng/src/hw.rs, Xous) and in
+//! bare-metal SoC firmware (firmware/). Offsets and fields come from `spec/trng.toml` through
+//! `trng_core::spec` (generated); nothing here repeats a number of the map.
+//!
+//! Rules the driver keeps (the gateware's contract):
+//! - a conditioned word is taken only from a URANDOM read whose `URANDOM_VALID.last` bit says the
+//!   word just returned was valid: the port is read-invalidate, so a word is never taken twice,
+//!   never from an empty port (which reads the poison word), and a health failure between a
+//!   `valid` poll and the read cannot slip the poison word through;
+//! - a raw word (server page DATA, the raw FIFO) is taken only when the server underrun counter
+//!   did not move across the read and no health failure is latched after it.
+
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+
+pub use trng_core::spec;
+pub use trng_core::Field;
+
+use spec::regs::kernel::registers as kr;
+use spec::regs::server::registers as sr;
+
+/// Word-wide register access at byte offsets from a page base.
+pub trait Bus {
+    fn read(&self, offset: usize) -> u32;
+    fn write(&self, offset: usize, value: u32);
+}
+
+/// Memory-mapped registers at a base address (a Xous mapping or a bare-metal physical address).
+#[derive(Clone, Copy, Debug)]
+pub struct Mmio {
+    base: *mut u32,
+}
+
+// The registers are device memory; the owner of the mapping serialises access.
+unsafe impl Send for Mmio {}
+
+impl Mmio {
+    /// # Safety
+    /// `base` must point to a mapped TRNG register page (4 KiB), valid for volatile 32-bit
+    /// reads and writes for as long as the `Mmio` is used.
+    pub const unsafe fn new(base: *mut u32) -> Self {
+        Mmio { base }
+    }
+}
+
+impl Bus for Mmio {
+    #[inline]
+    fn read(&self, offset: usize) -> u32 {
+        // SAFETY: `new`'s contract: the page is mapped; offsets come from the spec (< 4 KiB).
+        unsafe { self.base.add(offset / 4).read_volatile() }
+    }
+    #[inline]
+    fn write(&self, offset: usize, value: u32) {
+        // SAFETY: as in `read`.
+        unsafe { self.base.add(offset / 4).write_volatile(value) }
+    }
+}
+
+/// Physical base addresses and interrupt numbers of the two pages (spec `[regs.*]`).
+pub const SERVER_BASE: usize = spec::regs::server::BASE;
+pub const KERNEL_BASE: usize = spec::regs::kernel::BASE;
+/// What an empty port or FIFO reads (never used as a random word).
+pub const POISON: u32 = spec::regs::constants::URANDOM_INVALID as u32;
+
+/// What `ServerPage::init` programs: health-test cutoffs (the software's, from
+/// `trng_core::health`) and the conditioner's intervals.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub av_rct_cutoff: u32,
+    pub av_apt_cutoff: u32,
+    pub ro_rct_cutoff: u32,
+    pub ro_apt_cutoff: u32,
+    pub reseed_interval: u32,
+    pub selfmix_interval: u32,
+    pub selfmix_enable: bool,
+}
+
+/// Sources to run (CONTROL.av_dis / ro_dis).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sources {
+    Both,
+    AvOnly,
+    RoOnly,
+}
+
+/// A latched health condition, as the hardware reports it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Health {
+    /// NIST_ERRORS (RCT/APT latches, one bit per source).
+    pub nist_errors: u32,
+    /// STATUS.av_excursion (one bit per AV channel).
+    pub excursion: u32,
+    /// READY (per source: start-up test passed, nothing latched).
+    pub ready: u32,
+}
+
+impl Health {
+    pub fn failing(&self) -> bool {
+        self.nist_errors != 0 || self.excursion != 0
+    }
+}
+
+/// One source's APT statistic (NIST_*_STATn).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SourceStat {
+    pub adap_b: u32,
+    pub fresh: bool,
+}
+
+/// Which source a statistic is read for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Source {
+    Av(usize),
+    Ro(usize),
+}
+
+fn urandom_read<B: Bus>(bus: &B, urandom: usize, valid: usize, last: Field) -> Option<u32> {
+    let w = bus.read(urandom);
+    if last.get(bus.read(valid)) != 0 {
+        Some(w)
+    } else {
+        None
+    }
+}
+
+/// The server page (the TRNG service's): configuration, health, statistics, both data paths.
+pub struct ServerPage<B: Bus> {
+    bus: B,
+}
+
+impl<B: Bus> ServerPage<B> {
+    pub const fn new(bus: B) -> Self {
+        ServerPage { bus }
+    }
+    pub fn bus(&self) -> &B {
+        &self.bus
+    }
+
+    /// Program cutoffs and intervals, then enable the block with `sources` (the start-up tests
+    /// begin; no output until they pass).
+    pub fn init(&self, cfg: &Config, sources: Sources) {
+        let b = &self.bus;
+        b.write(sr::AV_NIST, sr::av_nist::REPCOUNT_CUTOFF.val(cfg.av_rct_cutoff) | sr::av_nist::ADAPTIVE_CUTOFF.val(cfg.av_apt_cutoff));
+        b.write(sr::RO_NIST, sr::ro_nist::REPCOUNT_CUTOFF.val(cfg.ro_rct_cutoff) | sr::ro_nist::ADAPTIVE_CUTOFF.val(cfg.ro_apt_cutoff));
+        b.write(
+            sr::CHACHA,
+            sr::chacha::RESEED_INTERVAL.val(cfg.reseed_interval)
+                | sr::chacha::SELFMIX_INTERVAL.val(cfg.selfmix_interval)
+                | sr::chacha::SELFMIX_ENA.val(cfg.selfmix_enable as u32),
+        );
+        self.set_sources(sources);
+    }
+
+    /// CONTROL with `enable` and the source selection (a change restarts nothing by itself;
+    /// words assembled from the previous selection are still in the raw FIFOs).
+    pub fn set_sources(&self, sources: Sources) {
+        let (av_dis, ro_dis) = match sources {
+            Sources::Both => (0, 0),
+            Sources::AvOnly => (0, 1),
+            Sources::RoOnly => (1, 0),
+        };
+        let ctl = self.bus.read(sr::CONTROL);
+        let ctl = sr::control::ENABLE.set(ctl, 1);
+        let ctl = sr::control::AV_DIS.set(ctl, av_dis);
+        let ctl = sr::control::RO_DIS.set(ctl, ro_dis);
+        self.bus.write(sr::CONTROL, sr::control::CLR_ERR.set(ctl, 0));
+    }
+
+    /// One conditioned word from the server port, or None if the word read was not valid.
+    pub fn urandom(&self) -> Option<u32> {
+        urandom_read(&self.bus, sr::URANDOM, sr::URANDOM_VALID, sr::urandom_valid::LAST)
+    }
+
+    /// Poll the server port up to `polls` times.
+    pub fn urandom_poll(&self, polls: u32) -> Option<u32> {
+        (0..polls).find_map(|_| self.urandom())
+    }
+
+    /// Does the server port hold a word now (a hint; `urandom` decides)?
+    pub fn urandom_ready(&self) -> bool {
+        sr::urandom_valid::VALID.get(self.bus.read(sr::URANDOM_VALID)) != 0
+    }
+
+    /// Words in the server raw FIFO (STATUS counts: written - read, modulo the depth; `avail`
+    /// tells a full FIFO from an empty one).
+    pub fn raw_level(&self) -> u32 {
+        let st = self.bus.read(sr::STATUS);
+        if sr::status::AVAIL.get(st) == 0 {
+            return 0;
+        }
+        let n = sr::status::WRCOUNT.get(st).wrapping_sub(sr::status::RDCOUNT.get(st)) & sr::status::WRCOUNT.max();
+        if n == 0 {
+            spec::regs::constants::FIFO_DEPTH as u32
+        } else {
+            n
+        }
+    }
+
+    /// One raw (health-tested, unconditioned) word from the server raw FIFO, or None when the
+    /// FIFO was empty or a failure flushed it around the read.
+    pub fn raw(&self) -> Option<u32> {
+        let b = &self.bus;
+        if sr::status::AVAIL.get(b.read(sr::STATUS)) == 0 {
+            return None;
+        }
+        let u0 = sr::underruns::SERVER_UNDERRUN.get(b.read(sr::UNDERRUNS));
+        if u0 == sr::underruns::SERVER_UNDERRUN.max() {
+            // saturated: the counter cannot show this read's underrun; restart it
+            let u = b.read(sr::UNDERRUNS);
+            b.write(sr::UNDERRUNS, sr::underruns::SERVER_UNDERRUN.set(u, 0));
+            return None;
+        }
+        let w = b.read(sr::DATA);
+        let u1 = sr::underruns::SERVER_UNDERRUN.get(b.read(sr::UNDERRUNS));
+        if u1 != u0 || self.health().failing() {
+            return None;
+        }
+        Some(w)
+    }
+
+    pub fn raw_poll(&self, polls: u32) -> Option<u32> {
+        (0..polls).find_map(|_| self.raw())
+    }
+
+    pub fn health(&self) -> Health {
+        let b = &self.bus;
+        Health {
+            nist_errors: b.read(sr::NIST_ERRORS),
+            excursion: sr::status::AV_EXCURSION.get(b.read(sr::STATUS)),
+            ready: b.read(sr::READY),
+        }
+    }
+
+    /// Clear every latched failure (CONTROL.clr_err pulse); the start-up tests run again.
+    pub fn clear_errors(&self) {
+        let ctl = self.bus.read(sr::CONTROL);
+        self.bus.write(sr::CONTROL, sr::control::CLR_ERR.set(ctl, 1));
+    }
+
+    /// Fold a user seed word into the conditioner (SEED).
+    pub fn seed(&self, w: u32) {
+        self.bus.write(sr::SEED, w);
+    }
+
+    /// Source `s`'s APT statistic, from that source's own register (reading clears `fresh`).
+    pub fn stat(&self, s: Source) -> Option<SourceStat> {
+        let off = match s {
+            Source::Av(0) => sr::NIST_AV_STAT0,
+            Source::Av(1) => sr::NIST_AV_STAT1,
+            Source::Ro(0) => sr::NIST_RO_STAT0,
+            Source::Ro(1) => sr::NIST_RO_STAT1,
+            Source::Ro(2) => sr::NIST_RO_STAT2,
+            Source::Ro(3) => sr::NIST_RO_STAT3,
+            _ => return None,
+        };
+        // every NIST_*_STATn register has the same layout
+        let v = self.bus.read(off);
+        Some(SourceStat { adap_b: sr::nist_ro_stat0::ADAP_B.get(v), fresh: sr::nist_ro_stat0::FRESH.get(v) != 0 })
+    }
+
+    /// Server and kernel underrun counts (reads of an empty raw FIFO).
+    pub fn underruns(&self) -> (u32, u32) {
+        let u = self.bus.read(sr::UNDERRUNS);
+        (sr::underruns::SERVER_UNDERRUN.get(u), sr::underruns::KERNEL_UNDERRUN.get(u))
+    }
+}
+
+/// The kernel page: the kernel's conditioned port (it never reads the raw FIFO).
+pub struct KernelPage<B: Bus> {
+    bus: B,
+}
+
+impl<B: Bus> KernelPage<B> {
+    pub const fn new(bus: B) -> Self {
+        KernelPage { bus }
+    }
+    pub fn bus(&self) -> &B {
+        &self.bus
+    }
+    /// One conditioned word from the kernel port, or None if the word read was not valid.
+    pub fn urandom(&self) -> Option<u32> {
+        urandom_read(&self.bus, kr::URANDOM, kr::URANDOM_VALID, kr::urandom_valid::LAST)
+    }
+    pub fn urandom_poll(&self, polls: u32) -> Option<u32> {
+        (0..polls).find_map(|_| self.urandom())
+    }
+    pub fn urandom_ready(&self) -> bool {
+        kr::urandom_valid::VALID.get(self.bus.read(kr::URANDOM_VALID)) != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use core::cell::RefCell;
+    use std::vec::Vec;
+
+    /// A scripted page: URANDOM is read-invalidate with `last`, DATA pops a FIFO and counts
+    /// underruns, every access is logged.
+    #[derive(Default)]
+    struct Fake {
+        port: RefCell<Option<u32>>,
+        last: RefCell<bool>,
+        fifo: RefCell<Vec<u32>>,
+        under: RefCell<u32>,
+        nist: RefCell<u32>,
+        flush_on_data: RefCell<bool>,
+        log: RefCell<Vec<(char, usize, u32)>>,
+    }
+
+    impl Bus for &Fake {
+        fn read(&self, off: usize) -> u32 {
+            let v = match off {
+                o if o == sr::URANDOM => {
+                    let w = self.port.borrow_mut().take();
+                    *self.last.borrow_mut() = w.is_some();
+                    w.unwrap_or(POISON)
+                }
+                o if o == sr::URANDOM_VALID => {
+                    sr::urandom_valid::VALID.val(self.port.borrow().is_some() as u32)
+                        | sr::urandom_valid::LAST.val(*self.last.borrow() as u32)
+                }
+                o if o == sr::STATUS => sr::status::AVAIL.val(!self.fifo.borrow().is_empty() as u32),
+                o if o == sr::DATA => {
+                    if *self.flush_on_data.borrow() {
+                        self.fifo.borrow_mut().clear();
+                        *self.nist.borrow_mut() = 1;
+                    }
+                    if self.fifo.borrow().is_empty() {
+                        *self.under.borrow_mut() += 1;
+                        POISON
+                    } else {
+                        self.fifo.borrow_mut().remove(0)
+                    }
+                }
+                o if o == sr::UNDERRUNS => sr::underruns::SERVER_UNDERRUN.val(*self.under.borrow()),
+                o if o == sr::NIST_ERRORS => *self.nist.borrow(),
+                _ => 0,
+            };
+            self.log.borrow_mut().push(('r', off, v));
+            v
+        }
+        fn write(&self, off: usize, v: u32) {
+            self.log.borrow_mut().push(('w', off, v));
+        }
+    }
+
+    #[test]
+    fn urandom_takes_only_a_word_read_valid() {
+        let f = Fake::default();
+        let p = ServerPage::new(&f);
+        assert_eq!(p.urandom(), None, "an empty port's poison word is not a random word");
+        *f.port.borrow_mut() = Some(0x1234_5678);
+        assert_eq!(p.urandom(), Some(0x1234_5678));
+        assert_eq!(p.urandom(), None, "the same word is never taken twice");
+        // the word is read before the valid bit that vouches for it
+        let log = f.log.borrow();
+        let i = log.iter().rposition(|e| e.1 == sr::URANDOM).unwrap();
+        assert!(log[i + 1..].iter().any(|e| e.1 == sr::URANDOM_VALID));
+    }
+
+    #[test]
+    fn poison_word_slipping_through_a_failure_is_refused() {
+        // valid was 1 when polled, then the port was flushed before the read
+        let f = Fake::default();
+        *f.port.borrow_mut() = Some(7);
+        let p = ServerPage::new(&f);
+        assert!(p.urandom_ready());
+        *f.port.borrow_mut() = None; // flushed by a health failure
+        assert_eq!(p.urandom(), None);
+    }
+
+    #[test]
+    fn raw_words_only_from_a_non_empty_fifo_without_failure() {
+        let f = Fake::default();
+        let p = ServerPage::new(&f);
+        assert_eq!(p.raw(), None);
+        f.fifo.borrow_mut().extend([1, 2]);
+        assert_eq!(p.raw(), Some(1));
+        *f.flush_on_data.borrow_mut() = true;
+        assert_eq!(p.raw(), None, "a word read while a failure flushed the FIFO is refused");
+    }
+
+    #[test]
+    fn init_writes_the_spec_fields() {
+        let f = Fake::default();
+        let p = ServerPage::new(&f);
+        let cfg = Config { av_rct_cutoff: 21, av_apt_cutoff: 410, ro_rct_cutoff: 81, ro_apt_cutoff: 840, reseed_interval: 2, selfmix_interval: 64, selfmix_enable: true };
+        p.init(&cfg, Sources::Both);
+        let log = f.log.borrow();
+        let w = |off| log.iter().rev().find(|e| e.0 == 'w' && e.1 == off).map(|e| e.2).unwrap();
+        assert_eq!(sr::av_nist::REPCOUNT_CUTOFF.get(w(sr::AV_NIST)), 21);
+        assert_eq!(sr::ro_nist::ADAPTIVE_CUTOFF.get(w(sr::RO_NIST)), 840);
+        assert_eq!(sr::chacha::SELFMIX_INTERVAL.get(w(sr::CHACHA)), 64);
+        assert_eq!(sr::control::ENABLE.get(w(sr::CONTROL)), 1);
+    }
+}
