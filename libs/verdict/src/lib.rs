@@ -16,7 +16,14 @@
 //!
 //! The marker may follow other text on the line (an output prefix), but must start a word.
 
-use std::fmt;
+//! Without the default `std` feature the crate is `no_std`: the constants, [`Status`] and the
+//! allocation-free line writers [`write_head`], [`write_field`], [`write_detail`] (bare-metal
+//! firmware such as firmware/soc-bench prints its verdict with them); the parser and
+//! [`Verdict`] need `std`.
+
+#![cfg_attr(not(feature = "std"), no_std)]
+
+use core::fmt;
 
 /// The word every verdict line carries.
 pub const MARKER: &str = "VERDICT";
@@ -45,11 +52,13 @@ impl Status {
         }
     }
 
+    #[cfg(feature = "std")]
     fn from_word(w: &str) -> Option<Status> {
         Status::ALL.into_iter().find(|s| s.as_str() == w)
     }
 }
 
+#[cfg(feature = "std")]
 /// One verdict line.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verdict {
@@ -61,6 +70,7 @@ pub struct Verdict {
     pub detail: String,
 }
 
+#[cfg(feature = "std")]
 /// Why a line that carries the marker is not a well-formed verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ParseError {
@@ -72,6 +82,7 @@ pub enum ParseError {
     DuplicateKey(String),
 }
 
+#[cfg(feature = "std")]
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -84,8 +95,10 @@ impl fmt::Display for ParseError {
     }
 }
 
+#[cfg(feature = "std")]
 impl std::error::Error for ParseError {}
 
+#[cfg(feature = "std")]
 /// Field values and subjects are single words: whitespace becomes `_`, an empty one `-`.
 fn word(s: &str) -> String {
     if s.is_empty() {
@@ -94,6 +107,7 @@ fn word(s: &str) -> String {
     s.chars().map(|c| if c.is_whitespace() { '_' } else { c }).collect()
 }
 
+#[cfg(feature = "std")]
 impl Verdict {
     pub fn new(subject: &str, status: Status) -> Verdict {
         Verdict { subject: word(subject), status, fields: Vec::new(), detail: String::new() }
@@ -142,6 +156,7 @@ impl Verdict {
     }
 }
 
+#[cfg(feature = "std")]
 /// Byte range of the first occurrence of `word` in `text` that is a whole word (whitespace or
 /// the ends of `text` on both sides).
 fn find_word(text: &str, word: &str) -> Option<(usize, usize)> {
@@ -158,11 +173,13 @@ fn find_word(text: &str, word: &str) -> Option<(usize, usize)> {
     None
 }
 
+#[cfg(feature = "std")]
 /// The text after the first marker word of `line`.
 fn marker_tail(line: &str) -> Option<&str> {
     find_word(line, MARKER).map(|(_, end)| &line[end..])
 }
 
+#[cfg(feature = "std")]
 fn parse_tail(rest: &str) -> Result<Verdict, ParseError> {
     let (head, detail) = match split_detail(rest) {
         Some((h, d)) => (h, d.trim().to_string()),
@@ -183,25 +200,43 @@ fn parse_tail(rest: &str) -> Result<Verdict, ParseError> {
     Ok(v)
 }
 
+#[cfg(feature = "std")]
 /// Splits at the first word that is exactly the separator.
 fn split_detail(rest: &str) -> Option<(&str, &str)> {
     find_word(rest, DETAIL_SEPARATOR).map(|(at, end)| (&rest[..at], &rest[end..]))
 }
 
+#[cfg(feature = "std")]
 impl fmt::Display for Verdict {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{MARKER} {} {}", self.subject, self.status.as_str())?;
+        write_head(f, &self.subject, self.status)?;
         for (k, v) in &self.fields {
-            write!(f, " {k}={v}")?;
+            write_field(f, k, v)?;
         }
         if !self.detail.is_empty() {
-            write!(f, " {DETAIL_SEPARATOR} {}", self.detail)?;
+            write_detail(f, &self.detail)?;
         }
         Ok(())
     }
 }
 
-#[cfg(test)]
+/// Writes the start of a verdict line, `VERDICT <subject> <STATUS>` (no allocation; `subject`
+/// must be one word).
+pub fn write_head(out: &mut impl fmt::Write, subject: &str, status: Status) -> fmt::Result {
+    write!(out, "{MARKER} {subject} {}", status.as_str())
+}
+
+/// Writes one ` key=value` field (both single words).
+pub fn write_field(out: &mut impl fmt::Write, key: &str, value: impl fmt::Display) -> fmt::Result {
+    write!(out, " {key}={value}")
+}
+
+/// Writes ` -- <detail>` (the detail runs to the end of the line).
+pub fn write_detail(out: &mut impl fmt::Write, detail: impl fmt::Display) -> fmt::Result {
+    write!(out, " {DETAIL_SEPARATOR} {detail}")
+}
+
+#[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;
 
