@@ -1,0 +1,280 @@
+//! SoC benchmark firmware (bare metal, RV32IMAC on the litex_sim SoC of gateware/soc).
+//!
+//! 1. X25519 in software (x25519-dalek) on RFC 7748's first vector, timed in CPU cycles
+//!    (`mcycle`), checked against the RFC's output.
+//! 2. For every engine build on the bus (v1, v2; the SoC's `engine_select` CSR), end to end in
+//!    CPU cycles: load the X25519 microcode (assembled from the repository's programs by
+//!    build.rs) and the operands into the memory window, GO, wait for finished, read the result
+//!    (libs/engine25519-driver, the same driver as the Xous `hw` backend). The result must equal
+//!    the software result; RFC 7748's second vector runs on it as well.
+//! 3. One verdict line on the UART (libs/verdict's format), then `sim_finish`.
+
+#![no_std]
+#![no_main]
+
+use core::fmt::Write;
+use engine25519_driver::{Driver, Launch, MmioBus, Stop};
+use verdict::Status;
+
+mod soc {
+    include!(concat!(env!("OUT_DIR"), "/soc.rs"));
+}
+
+core::arch::global_asm!(
+    r#"
+    .section .text.start, "ax"
+    .global _start
+_start:
+    .option push
+    .option norelax
+    la sp, _stack_top
+    .option pop
+    la t0, _trap
+    csrw mtvec, t0
+    la t0, _data_lma
+    la t1, _data_start
+    la t2, _data_end
+1:  bgeu t1, t2, 2f
+    lw t3, 0(t0)
+    sw t3, 0(t1)
+    addi t0, t0, 4
+    addi t1, t1, 4
+    j 1b
+2:  la t1, _bss_start
+    la t2, _bss_end
+3:  bgeu t1, t2, 4f
+    sw zero, 0(t1)
+    addi t1, t1, 4
+    j 3b
+4:  call fw_main
+5:  j 5b
+
+    .align 4
+_trap:
+    la sp, _stack_top
+    call fw_trap
+6:  j 6b
+"#
+);
+
+const SUBJECT: &str = "soc-bench";
+/// Driver polls before a job counts as hung (v1 X25519 needs ~10^4).
+const MAX_POLLS: u32 = 2_000_000;
+
+// RFC 7748 section 5.2, the two X25519 test vectors.
+const RFC1_K: [u8; 32] = hex("a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a18506a2244ba449ac4");
+const RFC1_U: [u8; 32] = hex("e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c");
+const RFC1_OUT: [u8; 32] = hex("c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552");
+const RFC2_K: [u8; 32] = hex("4b66e9d4d1b4673c5ad22691957d6af5c11b6421e0ea01d42ca4169e7918ba0d");
+const RFC2_U: [u8; 32] = hex("e5210f12786811d3f4b7959d0538ae2c31dbe7106fc03c3efc4cd549c715a493");
+const RFC2_OUT: [u8; 32] = hex("95cbde9476e8907d7aade45cb4b873f88b595a68799fa152e6f8f7647aac7957");
+
+const fn hex(s: &str) -> [u8; 32] {
+    let b = s.as_bytes();
+    let mut out = [0u8; 32];
+    let mut i = 0;
+    while i < 32 {
+        out[i] = (nib(b[2 * i]) << 4) | nib(b[2 * i + 1]);
+        i += 1;
+    }
+    out
+}
+
+const fn nib(c: u8) -> u8 {
+    match c {
+        b'0'..=b'9' => c - b'0',
+        b'a'..=b'f' => c - b'a' + 10,
+        _ => panic!("bad hex"),
+    }
+}
+
+fn wr(addr: usize, v: u32) {
+    unsafe { (addr as *mut u32).write_volatile(v) }
+}
+fn rd(addr: usize) -> u32 {
+    unsafe { (addr as *const u32).read_volatile() }
+}
+
+struct Uart;
+impl Write for Uart {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        for &b in s.as_bytes() {
+            while rd(soc::UART_TXFULL) != 0 {}
+            wr(soc::UART_RXTX, b as u32);
+        }
+        Ok(())
+    }
+}
+
+/// The CPU's cycle counter (mcycle / mcycleh, read consistently).
+fn cycles() -> u64 {
+    loop {
+        let (hi, lo, hi2): (u32, u32, u32);
+        unsafe {
+            core::arch::asm!("csrr {0}, mcycleh", "csrr {1}, mcycle", "csrr {2}, mcycleh", out(reg) hi, out(reg) lo, out(reg) hi2);
+        }
+        if hi == hi2 {
+            return ((hi as u64) << 32) | lo as u64;
+        }
+    }
+}
+
+fn finish() -> ! {
+    wr(soc::SIM_FINISH, 1);
+    loop {}
+}
+
+#[no_mangle]
+extern "C" fn fw_trap() -> ! {
+    let (cause, epc): (usize, usize);
+    unsafe {
+        core::arch::asm!("csrr {0}, mcause", "csrr {1}, mepc", out(reg) cause, out(reg) epc);
+    }
+    let mut u = Uart;
+    let _ = verdict::write_head(&mut u, SUBJECT, Status::Fail);
+    let _ = verdict::write_detail(&mut u, format_args!("trap mcause={cause:#x} mepc={epc:#x}"));
+    let _ = u.write_str("\n");
+    finish()
+}
+
+#[panic_handler]
+fn panic(info: &core::panic::PanicInfo) -> ! {
+    let mut u = Uart;
+    let _ = verdict::write_head(&mut u, SUBJECT, Status::Fail);
+    let _ = verdict::write_detail(&mut u, format_args!("panic: {info}"));
+    let _ = u.write_str("\n");
+    finish()
+}
+
+/// One engine build's X25519, end to end: (result, total CPU cycles, GO-to-finished cycles).
+fn engine_x25519(d: &mut Driver<MmioBus>, ucode: &[u32], k: &[u8; 32], u: &[u8; 32]) -> Result<([u8; 32], u64, u64), &'static str> {
+    let t0 = cycles();
+    d.write_ucode(0, ucode).map_err(|_| "microcode does not fit")?;
+    d.write_reg(0, soc::X25519_SCALAR_REG, k).map_err(|_| "bad register")?;
+    d.write_reg(0, soc::X25519_U_REG, u).map_err(|_| "bad register")?;
+    let t_go = cycles();
+    let stop = d.run(Launch { window: 0, mpstart: 0, mplen: ucode.len() }, MAX_POLLS);
+    let t_done = cycles();
+    match stop {
+        Ok(Stop::Finished) => {}
+        Ok(Stop::Illegal { .. }) => return Err("engine halted on an illegal opcode"),
+        Err(_) => return Err("engine did not finish (poll budget)"),
+    }
+    let out = d.read_reg(0, soc::RESULT_REG).map_err(|_| "bad register")?;
+    let t1 = cycles();
+    Ok((out, t1 - t0, t_done - t_go))
+}
+
+/// A verdict key built at run time (no allocator): up to 48 bytes.
+struct Key {
+    buf: [u8; 48],
+    len: usize,
+}
+
+impl Key {
+    fn new(args: core::fmt::Arguments) -> Key {
+        let mut k = Key { buf: [0; 48], len: 0 };
+        let _ = k.write_fmt(args);
+        k
+    }
+    fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.buf[..self.len]).unwrap_or("key")
+    }
+}
+
+impl Write for Key {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        let b = s.as_bytes();
+        if self.len + b.len() > self.buf.len() {
+            return Err(core::fmt::Error);
+        }
+        self.buf[self.len..self.len + b.len()].copy_from_slice(b);
+        self.len += b.len();
+        Ok(())
+    }
+}
+
+struct Report {
+    ok: bool,
+    why: &'static str,
+    isa_failed: &'static str,
+}
+
+impl Report {
+    fn fail(&mut self, isa: &'static str, why: &'static str) {
+        if self.ok {
+            self.ok = false;
+            self.why = why;
+            self.isa_failed = isa;
+        }
+    }
+}
+
+#[no_mangle]
+extern "C" fn fw_main() -> ! {
+    let mut u = Uart;
+    let _ = verdict::write_head(&mut u, SUBJECT, Status::Begin);
+    let _ = u.write_str("\n");
+    let mut rep = Report { ok: true, why: "", isa_failed: "" };
+
+    // software
+    let t0 = cycles();
+    let sw = x25519_dalek::x25519(RFC1_K, RFC1_U);
+    let sw_cycles = cycles() - t0;
+    if sw != RFC1_OUT {
+        rep.fail("sw", "x25519-dalek differs from RFC 7748");
+    }
+    let _ = writeln!(u, "soc-bench: software X25519 {sw_cycles} cycles");
+    if cfg!(feature = "fault-no-verdict") {
+        let _ = writeln!(u, "soc-bench: fault-no-verdict: spinning without a verdict");
+        loop {}
+    }
+
+    // engines
+    let mut d = Driver::new(unsafe { MmioBus::at_spec_addresses() });
+    let mut figures: [(&str, u64, u64); 4] = [("", 0, 0); 4];
+    for (i, &(isa, ucode)) in soc::ENGINES.iter().enumerate() {
+        if let Some(sel) = soc::ENGINE_SELECT {
+            wr(sel, i as u32);
+        }
+        if !d.present() {
+            rep.fail(isa, "engine does not answer");
+            continue;
+        }
+        match engine_x25519(&mut d, ucode, &RFC1_K, &RFC1_U) {
+            Ok((mut out, total, run)) => {
+                if cfg!(feature = "fault-engine-result") && i == 0 {
+                    out[0] ^= 1;
+                }
+                if out != sw {
+                    rep.fail(isa, "engine result differs from software");
+                }
+                if i < figures.len() {
+                    figures[i] = (isa, total, run);
+                }
+                let _ = writeln!(u, "soc-bench: engine {isa} X25519 {total} cycles end to end ({run} from GO to finished)");
+            }
+            Err(why) => rep.fail(isa, why),
+        }
+        match engine_x25519(&mut d, ucode, &RFC2_K, &RFC2_U) {
+            Ok((out, _, _)) if out == RFC2_OUT => {}
+            Ok(_) => rep.fail(isa, "engine differs from RFC 7748 vector 2"),
+            Err(why) => rep.fail(isa, why),
+        }
+    }
+
+    let _ = verdict::write_head(&mut u, SUBJECT, if rep.ok { Status::Pass } else { Status::Fail });
+    let _ = verdict::write_field(&mut u, "sw_cycles", sw_cycles);
+    for &(isa, total, run) in figures.iter().filter(|f| !f.0.is_empty()) {
+        let _ = verdict::write_field(&mut u, Key::new(format_args!("engine_{isa}_cycles")).as_str(), total);
+        let _ = verdict::write_field(&mut u, Key::new(format_args!("engine_{isa}_run_cycles")).as_str(), run);
+    }
+    let _ = verdict::write_field(&mut u, "cpu_hz", soc::CPU_HZ);
+    let _ = verdict::write_field(&mut u, "eng_hz", soc::ENG_HZ);
+    let _ = verdict::write_field(&mut u, "mul_hz", soc::MUL_HZ);
+    if !rep.ok {
+        let _ = verdict::write_detail(&mut u, format_args!("{}: {}", rep.isa_failed, rep.why));
+    }
+    let _ = u.write_str("\n");
+    finish()
+}
