@@ -85,6 +85,16 @@ pub enum GatewareCmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// SoC benchmark: the engine on a LiteX SoC (VexRiscv imac, litex_sim); firmware times
+    /// X25519 in software and on the engine (v1, v2) in CPU cycles (docs/gateware.md).
+    SocBench {
+        /// Wall-clock limit of the simulation run, seconds.
+        #[arg(long, default_value_t = 240)]
+        timeout: u64,
+        /// Write the flat JSON (soc_* keys) here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
     /// Remove the Verilator build cache (target/gateware/verilator).
     Clean,
 }
@@ -96,6 +106,7 @@ pub fn run(ctx: &Ctx, a: GatewareArgs) -> Result<()> {
             crate::gateware_engine::run_tests(ctx, &extra)
         }
         GatewareCmd::Synth { isa, json } => crate::gateware_engine::synth(&isa, json.as_deref()).map(|_| ()),
+        GatewareCmd::SocBench { timeout, json } => crate::gateware_soc::cli(ctx, timeout, json.as_deref()),
         GatewareCmd::Clean => {
             let d = build_dir();
             if d.exists() {

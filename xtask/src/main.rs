@@ -12,6 +12,7 @@ mod engine_service;
 mod gateware;
 mod gateware_engine;
 mod gateware_run;
+mod gateware_soc;
 mod hosted;
 mod kernel_test;
 mod ratchet;

@@ -216,6 +216,11 @@ extern "C" fn fw_main() -> ! {
     let _ = verdict::write_head(&mut u, SUBJECT, Status::Begin);
     let _ = u.write_str("\n");
     let mut rep = Report { ok: true, why: "", isa_failed: "" };
+    if cfg!(feature = "fault-no-verdict") {
+        let _ = writeln!(u, "soc-bench: fault-no-verdict: spinning without a verdict");
+        #[allow(clippy::empty_loop)]
+        loop {}
+    }
 
     // software
     let t0 = cycles();
@@ -225,10 +230,6 @@ extern "C" fn fw_main() -> ! {
         rep.fail("sw", "x25519-dalek differs from RFC 7748");
     }
     let _ = writeln!(u, "soc-bench: software X25519 {sw_cycles} cycles");
-    if cfg!(feature = "fault-no-verdict") {
-        let _ = writeln!(u, "soc-bench: fault-no-verdict: spinning without a verdict");
-        loop {}
-    }
 
     // engines
     let mut d = Driver::new(unsafe { MmioBus::at_spec_addresses() });
