@@ -273,9 +273,13 @@ pub fn run_firmware(soc: &Soc, elf: &Path, tag: &str, timeout: Duration, verbose
             }
         }
     };
-    // the firmware ends the simulation after its verdict; a stuck one is killed
-    let _ = supervisor::wait_timeout(&mut child, Duration::from_secs(5), "SoC simulation exit");
+    // after a verdict the firmware ends the simulation itself (a short grace); otherwise, or if
+    // it does not, the simulation is killed
+    if tail.iter().any(|l| Verdict::parse(l).is_some_and(|v| v.is_ok_and(|v| v.status != Status::Begin))) {
+        let _ = supervisor::wait_timeout(&mut child, Duration::from_secs(5), "SoC simulation exit");
+    }
     supervisor::signal_group(pgid, libc::SIGKILL);
+    let _ = child.wait();
     supervisor::reap_group(pgid);
     supervisor::unregister_group(pgid);
     outcome.map_err(|e| anyhow!("{e:#}\n  last output:\n    {}", tail.join("\n    ")))

@@ -121,7 +121,10 @@ fn cycles() -> u64 {
 
 fn finish() -> ! {
     wr(soc::SIM_FINISH, 1);
-    loop {}
+    // the simulation stops at the CSR write; on hardware, park the CPU
+    loop {
+        unsafe { core::arch::asm!("wfi") };
+    }
 }
 
 #[no_mangle]
