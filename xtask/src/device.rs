@@ -90,7 +90,6 @@ pub fn test_steps() -> Vec<TestStep> {
     vec![
         TestStep { name: "device:cross-build", timeout: Duration::from_secs(2400), run: cross_build },
         TestStep { name: "device:image", timeout: Duration::from_secs(3000), run: crate::device_image::test_step },
-        TestStep { name: "sim:layout", timeout: Duration::from_secs(3000), run: crate::sim_layout::test_step },
     ]
 }
 

@@ -32,6 +32,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(crate::device::test_steps());
     v.extend(crate::ratchet::test_steps());
     v.extend(crate::sim::test_steps());
+    v.extend(crate::sim_layout::test_steps());
     v
 }
 

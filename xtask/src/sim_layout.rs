@@ -7,6 +7,10 @@
 //! xous-create-image from the same ELFs, supplies the memory regions (from Precursor's SVD) and
 //! is the independent reference the tags written here are checked against. `xous-read-tags`
 //! (xous-tools) must read every tag of args.bin with a good CRC.
+//!
+//! Step `sim:boot-probe` boots a layout on the simulated SoC (docs/sim.md): a probe that stands
+//! in for the kernel (tools/xous-layout/probe/) checks the entry contract on the CPU's MMU and
+//! enters a user program; it does not need the TRNG or anything else the real kernel touches.
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -116,12 +120,12 @@ pub fn read_tags_check(read_tags: &Path, args: &Path, count: usize) -> Result<()
 fn print(b: &Built) {
     let l = &b.layout;
     let k = l.kernel();
-    println!("sim-layout: {} (ram.bin {} bytes at {RAM_BASE:#010x}; rom.bin at {ROM_BASE:#x}; layout.json)", b.dir.display(), l.ram.len());
+    println!("sim-layout: {} (ram.bin {} bytes at {RAM_BASE:#010x}, RAM {RAM_SIZE:#x}; rom.bin at {ROM_BASE:#x}; layout.json)", b.dir.display(), l.ram_image().len());
     println!("  kernel: pc {:#010x} satp {:#010x} sp {:#010x}; a0 {:#010x} a1 {:#010x} a2 {:#010x} a7 0", k.entry, k.satp, k.sp, l.args_va, l.procs_va, l.tracker_va);
     for p in &l.processes {
         println!("  PID {:2} {:16} satp {:#010x} entry {:#010x} {:4} pages", p.pid, p.name, p.satp, p.entry, p.pages);
     }
-    println!("  RAM used from {:#010x} ({} KiB); tags checked against xous-create-image and xous-read-tags", l.lowest_used, (RAM_BASE as u64 + RAM_SIZE as u64 - l.lowest_used as u64) / 1024);
+    println!("  RAM used {RAM_BASE:#010x}..{:#010x} ({} KiB); tags checked against xous-create-image and xous-read-tags", l.end_used, (l.end_used - RAM_BASE) / 1024);
 }
 
 pub fn run(a: SimLayoutArgs, verbose: bool) -> Result<()> {
@@ -145,6 +149,90 @@ fn cli_refuses(bin: &Path, args: &[&str], expect: &str) -> Result<()> {
         bail!("xous-layout {args:?}: expected a refusal naming {expect:?}, got status {:?}: {err}", o.status.code());
     }
     Ok(())
+}
+
+pub fn test_steps() -> Vec<crate::steps::TestStep> {
+    vec![
+        crate::steps::TestStep { name: "sim:layout", timeout: Duration::from_secs(3000), run: test_step },
+        crate::steps::TestStep { name: "sim:boot-probe", timeout: Duration::from_secs(1200), run: boot_probe },
+    ]
+}
+
+fn gnu(tool: &str, args: &[&std::ffi::OsStr]) -> Result<()> {
+    let o = Command::new(tool).args(args).output().with_context(|| format!("running {tool}"))?;
+    if !o.status.success() {
+        bail!("{tool} {:?}: {}", args, String::from_utf8_lossy(&o.stderr).trim());
+    }
+    Ok(())
+}
+
+/// Assemble and link one probe program (tools/xous-layout/probe/NAME.S) at `base`.
+fn probe_elf(name: &str, base: u32, dir: &Path) -> Result<PathBuf> {
+    let src_dir = util::root().join("tools/xous-layout/probe");
+    let obj = dir.join(format!("{name}.o"));
+    let elf = dir.join(format!("{name}.elf"));
+    let src = src_dir.join(format!("{name}.S"));
+    let o = |s: &str| std::ffi::OsString::from(s);
+    gnu("riscv64-unknown-elf-as", &[&o("-march=rv32ima_zicsr"), &o("-mabi=ilp32"), &o("-o"), obj.as_os_str(), src.as_os_str()])?;
+    let link = src_dir.join("link.ld");
+    gnu(
+        "riscv64-unknown-elf-ld",
+        &[&o("-m"), &o("elf32lriscv"), &o("-nostdlib"), &o("-e"), &o("_start"), &o("--defsym"), &o(&format!("PROBE_BASE={base:#x}")), &o("-T"), link.as_os_str(), &o("-o"), elf.as_os_str(), obj.as_os_str()],
+    )?;
+    Ok(elf)
+}
+
+/// Lay out the probe (kernel stand-in + a user program) and boot it on the simulated SoC; the
+/// probe prints `VERDICT sim-layout/boot PASS|FAIL` and finishes the simulation.
+fn boot_probe(_ctx: &crate::Ctx) -> Result<()> {
+    crate::setup::require_apt(crate::sim::APT)?;
+    let dir = sim_dir().join("boot-probe");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir)?;
+    let kernel = probe_elf("kernel", layout::KERNEL_LOAD_OFFSET, &dir)?;
+    let user = probe_elf("user", 0x1_0000, &dir)?;
+    // Precursor's CSR region (SVD); the probe maps its UART and simctl pages itself
+    let params = Params { ram_base: RAM_BASE, ram_size: RAM_SIZE, ram_name: tags::name_word(b"SrEx"), regions: vec![tags::Region { start: 0xf000_0000, size: 0x4_0000, name: tags::name_word(b"CSRs") }] };
+    let k = Program { name: "probe-kernel".into(), elf: elf::load(&kernel)? };
+    let u = Program { name: "probe-user".into(), elf: elf::load(&user)? };
+    let l = layout::build(&params, &k, &[u])?;
+    let w = xous_layout::write(&l, ROM_BASE, &dir.join("out"), true)?;
+    let pass = "VERDICT sim-layout/boot PASS";
+    let r = run_probe(&w.rom.clone().unwrap(), &w.ram, pass, &dir.join("run.json"))?;
+    if r["ok"] != true || r["expect"][pass].is_null() {
+        bail!("the boot probe did not pass: {r}");
+    }
+    let cycles = r["expect"][pass]["cycle"].clone();
+    // the MMU enforces these tables: PID 2's text page without its U bit faults on the first
+    // fetch in user mode (instruction page fault, scause 12), which the probe reports
+    let user_satp = l.processes[1].satp;
+    let root = (user_satp & 0x3f_ffff) << 12;
+    let entry = l.processes[1].entry;
+    let rd = |pa: u32| u32::from_le_bytes(l.ram[(pa - RAM_BASE) as usize..][..4].try_into().unwrap());
+    let l0 = (rd(root + (entry >> 22) * 4) >> 10) << 12;
+    let pte_at = (l0 + ((entry >> 12) & 0x3ff) * 4 - RAM_BASE) as usize;
+    let mut bad = l.ram_image().to_vec();
+    bad[pte_at] &= !(layout::FLG_U as u8);
+    let bad_ram = dir.join("ram-no-user-bit.bin");
+    std::fs::write(&bad_ram, bad)?;
+    let fault = "VERDICT sim-layout/boot FAIL -- unexpected trap scause=0000000c";
+    let r = run_probe(&w.rom.unwrap(), &bad_ram, fault, &dir.join("run-no-user-bit.json"))?;
+    if r["reason"] != "finish" || r["code"] != 1 || r["expect"][fault].is_null() {
+        bail!("the boot probe did not catch a user page without its U bit: {r}");
+    }
+    println!("sim:boot-probe: the layout boots on the simulated SoC ({cycles} cycles to the verdict); a page without its U bit faults as it must");
+    Ok(())
+}
+
+/// One run of the probe; the runner's summary (its exit status is judged by the caller).
+fn run_probe(rom: &Path, ram: &Path, expect: &str, json: &Path) -> Result<serde_json::Value> {
+    let py = crate::gateware::python()?;
+    let _ = std::fs::remove_file(json);
+    let mut c = crate::gateware::py_command(&py);
+    c.args(["-m", "precursor.run", "--timeout", "600", "--expect", expect, "--json"]).arg(json).arg("--rom").arg(rom).arg("--ram").arg(ram);
+    let _ = crate::supervisor::run_capture(&mut c, Duration::from_secs(1100), "the boot probe on the simulated Precursor");
+    let text = std::fs::read_to_string(json).with_context(|| format!("the simulator wrote no summary ({})", json.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{}", json.display()))
 }
 
 pub fn test_step(_ctx: &crate::Ctx) -> Result<()> {

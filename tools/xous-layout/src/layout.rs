@@ -4,9 +4,12 @@
 //! `src/mem.rs`, `src/services.rs` `init_from_memory`, `src/arch/riscv/{mem,process}.rs`, its
 //! `asm.S` entry) and the upstream loader's documented layout (docs/sim-boot.md lists them).
 //!
-//! Physical pages are handed out from the top of RAM downwards, as the upstream loader does:
-//! two reserved pages, the kernel-structures block (tags, process table, page tracker; mapped
-//! at 0xffc0_0000 in the kernel), then the kernel and every program with their page tables.
+//! Physical pages are handed out from the bottom of RAM upwards: the kernel-structures block
+//! (tags, process table, page tracker; mapped at 0xffc0_0000 in the kernel), then the kernel and
+//! every program with their page tables. (The upstream loader fills RAM from the top; the kernel
+//! does not care where its pages are, and starting at the bottom lets ram.bin end at the last
+//! used page: the simulator loads it as a memory-initialisation file, whose size dominates its
+//! start-up time.)
 
 use anyhow::{bail, Result};
 use std::collections::BTreeMap;
@@ -28,9 +31,6 @@ pub const KERNEL_ARGUMENT_LIMIT: u32 = 0xffcd_0000;
 pub const KERNEL_LOAD_OFFSET: u32 = 0xffd0_0000;
 pub const KERNEL_STACK_TOP: u32 = 0xfff8_0000;
 pub const EXCEPTION_STACK_TOP: u32 = 0xffff_0000;
-/// Pages at the very top of RAM kept out of the kernel's hands (the upstream loader's stack and
-/// backup arguments on a Precursor); owned by PID 1.
-pub const RESERVED_TOP_PAGES: u32 = 2;
 
 pub const FLG_V: u32 = 0x1;
 pub const FLG_R: u32 = 0x2;
@@ -89,13 +89,18 @@ pub struct Layout {
     pub tracker_va: u32,
     pub tracker_len: u32,
     pub processes: Vec<ProcessInfo>,
-    /// The lowest page handed out: RAM below it is free.
-    pub lowest_used: u32,
+    /// The end of the pages handed out: RAM from here on is free and zero (ram.bin stops here).
+    pub end_used: u32,
 }
 
 impl Layout {
     pub fn kernel(&self) -> &ProcessInfo {
         &self.processes[0]
+    }
+
+    /// ram.bin: RAM from `ram_base` up to the last used page (the rest of RAM is zero).
+    pub fn ram_image(&self) -> &[u8] {
+        &self.ram[..(self.end_used - self.params.ram_base) as usize]
     }
 }
 
@@ -107,8 +112,8 @@ struct Builder {
     p: Params,
     ram: Vec<u8>,
     owner: Vec<u8>,
-    /// Next free page is the one below this address.
-    top: u32,
+    /// The next free page.
+    next: u32,
     /// What is being placed (for the out-of-RAM error).
     what: String,
 }
@@ -130,7 +135,7 @@ impl Builder {
 
     /// A zeroed page of RAM, owned by `pid`.
     fn alloc(&mut self, pid: u32) -> Result<u32> {
-        if self.top - self.p.ram_base < PAGE {
+        if self.next as u64 + PAGE as u64 > self.p.ram_base as u64 + self.p.ram_size as u64 {
             bail!(
                 "image does not fit RAM: the {} bytes at {:#010x} are used up while placing {}",
                 self.p.ram_size,
@@ -138,8 +143,8 @@ impl Builder {
                 self.what
             );
         }
-        self.top -= PAGE;
-        let pa = self.top;
+        let pa = self.next;
+        self.next += PAGE;
         self.set_owner(pa, pid);
         Ok(pa)
     }
@@ -295,18 +300,15 @@ pub fn build(p: &Params, kernel: &Program, programs: &[Program]) -> Result<Layou
         p: p.clone(),
         ram: vec![0; p.ram_size as usize],
         owner: vec![0; (p.ram_size / PAGE) as usize],
-        top: p.ram_base + p.ram_size,
-        what: "the reserved top pages".into(),
+        next: p.ram_base,
+        what: String::new(),
     };
-    for _ in 0..RESERVED_TOP_PAGES {
-        b.alloc(1)?;
-    }
     b.what = "the kernel structures".into();
     let mut block = Vec::new();
     for _ in 0..block_len / PAGE {
         block.push(b.alloc(1)?);
     }
-    let kstruct = *block.last().unwrap(); // lowest page: the block is contiguous
+    let kstruct = block[0]; // the block is contiguous
     let mut processes = Vec::new();
 
     // the kernel, PID 1
@@ -377,7 +379,7 @@ pub fn build(p: &Params, kernel: &Program, programs: &[Program]) -> Result<Layou
         tracker_va: KERNEL_ARGUMENT_OFFSET + tracker_off,
         tracker_len,
         processes,
-        lowest_used: b.top,
+        end_used: b.next,
     };
     verify(&l, kernel, programs).map_err(|e| anyhow::anyhow!("layout self-check failed: {e}"))?;
     Ok(l)

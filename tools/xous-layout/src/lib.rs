@@ -27,8 +27,8 @@ pub struct Manifest<'a> {
     pub rom_file: &'a str,
     /// Register values the stub sets before `mret` into supervisor mode.
     pub entry: serde_json::Value,
-    /// Physical pages below this address are free (never touched by the layout).
-    pub lowest_used: u32,
+    /// ram.bin holds RAM from `ram_base` up to here; RAM from here on must read as zero.
+    pub end_used: u32,
     pub kernel_structures: serde_json::Value,
     pub regions: Vec<serde_json::Value>,
     pub processes: &'a [layout::ProcessInfo],
@@ -47,7 +47,7 @@ pub fn manifest(l: &Layout, rom_base: u32) -> serde_json::Value {
             "mode": "supervisor", "pc": k.entry, "satp": k.satp, "sp": k.sp,
             "a0_args": l.args_va, "a1_processes": l.procs_va, "a2_page_tracker": l.tracker_va, "a7_resume": 0,
         }),
-        lowest_used: l.lowest_used,
+        end_used: l.end_used,
         kernel_structures: serde_json::json!({
             "phys": l.kstruct.0, "bytes": l.kstruct.1, "virt": layout::KERNEL_ARGUMENT_OFFSET,
             "tags": l.tags.iter().map(|t| t.name_str()).collect::<Vec<_>>(),
@@ -71,7 +71,7 @@ pub struct Written {
 pub fn write(l: &Layout, rom_base: u32, dir: &Path, stub: bool) -> Result<Written> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let ram = dir.join("ram.bin");
-    std::fs::write(&ram, &l.ram).with_context(|| format!("writing {}", ram.display()))?;
+    std::fs::write(&ram, l.ram_image()).with_context(|| format!("writing {}", ram.display()))?;
     let args = dir.join("args.bin");
     std::fs::write(&args, tags::encode(&l.tags)?)?;
     let rom = if stub {

@@ -82,11 +82,11 @@ fn run(c: Cli) -> Result<()> {
     let l = layout::build(&p, &kernel, &programs)?;
     let w = xous_layout::write(&l, c.rom_base, &c.out, !c.no_stub)?;
     let k = l.kernel();
-    println!("xous-layout: {} ({} bytes at {:#010x}), {}{}", w.ram.display(), l.ram.len(), p.ram_base, w.rom.map(|r| format!("{} (at {:#010x}), ", r.display(), c.rom_base)).unwrap_or_default(), w.manifest.display());
+    println!("xous-layout: {} ({} bytes at {:#010x}), {}{}", w.ram.display(), l.ram_image().len(), p.ram_base, w.rom.map(|r| format!("{} (at {:#010x}), ", r.display(), c.rom_base)).unwrap_or_default(), w.manifest.display());
     println!("  kernel entry {:#010x} satp {:#010x} sp {:#010x}; a0 {:#010x} a1 {:#010x} a2 {:#010x}", k.entry, k.satp, k.sp, l.args_va, l.procs_va, l.tracker_va);
     for pr in &l.processes {
         println!("  PID {:2} {:16} satp {:#010x} entry {:#010x} {:5} pages", pr.pid, pr.name, pr.satp, pr.entry, pr.pages);
     }
-    println!("  RAM used {:#010x}..{:#010x} ({} KiB)", l.lowest_used, p.ram_base as u64 + p.ram_size as u64, (p.ram_base as u64 + p.ram_size as u64 - l.lowest_used as u64) / 1024);
+    println!("  RAM used {:#010x}..{:#010x} ({} KiB of {} KiB)", p.ram_base, l.end_used, (l.end_used - p.ram_base) / 1024, p.ram_size / 1024);
     Ok(())
 }
