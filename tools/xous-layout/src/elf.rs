@@ -184,7 +184,7 @@ pub mod testelf {
             off += filesz;
         }
         for (i, &(_, _, filesz, _)) in segs.iter().enumerate() {
-            d.extend(std::iter::repeat(0x40 + i as u8).take(filesz as usize));
+            d.extend(std::iter::repeat_n(0x40 + i as u8, filesz as usize));
         }
         d
     }

@@ -229,7 +229,7 @@ impl Builder {
 
 /// The checks the kernel's placement relies on, before anything is laid out.
 fn check_inputs(p: &Params, kernel: &Program, programs: &[Program]) -> Result<()> {
-    if p.ram_base % PAGE != 0 || p.ram_size % PAGE != 0 || p.ram_size == 0 {
+    if !p.ram_base.is_multiple_of(PAGE) || !p.ram_size.is_multiple_of(PAGE) || p.ram_size == 0 {
         bail!("RAM base {:#x} and size {:#x} must be non-zero multiples of 4 KiB", p.ram_base, p.ram_size);
     }
     if p.ram_base as u64 + p.ram_size as u64 > 1 << 32 {

@@ -90,3 +90,22 @@ fn run(c: Cli) -> Result<()> {
     println!("  RAM used {:#010x}..{:#010x} ({} KiB of {} KiB)", p.ram_base, l.end_used, (l.end_used - p.ram_base) / 1024, p.ram_size / 1024);
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_regions_parse_or_say_why_not() {
+        assert_eq!(num("0x4000_0000"), Ok(0x4000_0000));
+        assert_eq!(num("4096"), Ok(4096));
+        assert!(num("0x1_0000_0000").unwrap_err().contains("not a 32-bit number"));
+        assert!(num("16M").unwrap_err().contains("\"16M\""));
+        let r = region("SimC:0xF003F000:0x1000").unwrap();
+        assert_eq!((r.name, r.start, r.size), (u32::from_le_bytes(*b"SimC"), 0xf003_f000, 0x1000));
+        assert_eq!(region("ab:0:4096").unwrap().name, u32::from_le_bytes(*b"ab\0\0"));
+        for bad in ["toolong:0:0x1000", ":0:0x1000", "CSRs:0", "CSRs:0:1:2", "CSRs:x:0x1000"] {
+            assert!(region(bad).is_err(), "{bad}");
+        }
+    }
+}

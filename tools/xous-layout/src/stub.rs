@@ -81,7 +81,7 @@ pub fn assemble(src: &str, rom_base: u32, out: &Path) -> Result<Vec<u8>> {
 
 /// Every instruction is 32 bits wide (the low two bits of each word are 0b11).
 pub fn check_no_compressed(bin: &[u8]) -> Result<()> {
-    if bin.is_empty() || bin.len() % 4 != 0 {
+    if bin.is_empty() || !bin.len().is_multiple_of(4) {
         bail!("start stub: {} bytes is not a whole number of 32-bit instructions", bin.len());
     }
     for (i, w) in bin.chunks(4).enumerate() {
