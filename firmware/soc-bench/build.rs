@@ -34,6 +34,7 @@ fn main() {
     let csv = std::fs::read_to_string(&csv_path).unwrap_or_else(|e| panic!("{}: {e}", csv_path.display()));
     let mut regions: BTreeMap<String, (u64, u64)> = BTreeMap::new();
     let mut regs: BTreeMap<String, u64> = BTreeMap::new();
+    let mut consts: BTreeMap<String, u64> = BTreeMap::new();
     for line in csv.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
         let f: Vec<&str> = line.split(',').collect();
         match f[0] {
@@ -42,6 +43,9 @@ fn main() {
             }
             "csr_register" => {
                 regs.insert(f[1].into(), num(f[2]));
+            }
+            "constant" if f.len() > 2 && f[2].trim().parse::<u64>().is_ok() => {
+                consts.insert(f[1].into(), num(f[2]));
             }
             _ => {}
         }
@@ -53,6 +57,9 @@ fn main() {
     let (ecsr, emem) = (region("engine_csr"), region("engine_mem"));
     assert_eq!(ecsr.0, csr::BASE as u64, "SoC engine CSR block at {:#x}, spec csr.base {:#x}", ecsr.0, csr::BASE);
     assert_eq!(emem, (mem::BASE as u64, mem::SIZE as u64), "SoC engine memory window {emem:x?}, spec {:#x}+{:#x}", mem::BASE, mem::SIZE);
+
+    let irq = *consts.get("engine_interrupt").expect("csr.csv has no engine_interrupt constant");
+    assert_eq!(irq, csr::IRQ as u64, "SoC engine interrupt {irq}, spec csr.irq {}", csr::IRQ);
 
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap_or_else(|e| panic!("{}: {e}", json_path.display())))
@@ -100,6 +107,7 @@ SECTIONS {{
         Some(a) => writeln!(s, "pub const ENGINE_SELECT: Option<usize> = Some({a:#x});").unwrap(),
         None => writeln!(s, "pub const ENGINE_SELECT: Option<usize> = None;").unwrap(),
     }
+    writeln!(s, "pub const ENGINE_IRQ: u32 = {irq};").unwrap();
     writeln!(s, "pub const CPU_HZ: u64 = {};", hz("sys")).unwrap();
     writeln!(s, "pub const ENG_HZ: u64 = {};", hz("eng")).unwrap();
     writeln!(s, "pub const MUL_HZ: u64 = {};", hz("mul")).unwrap();

@@ -159,22 +159,31 @@ fn ensure_fw_target() -> Result<()> {
     )
 }
 
-/// Build firmware/soc-bench for `soc` with `features`; returns its ELF.
-pub fn build_firmware(soc: &Soc, features: &[&str], verbose: bool) -> Result<PathBuf> {
-    ensure_fw_target()?;
-    let fw = util::root().join("firmware").join("soc-bench");
-    let target_dir = util::target_dir().join("firmware").join("soc-bench");
+fn fw_target_dir() -> PathBuf {
+    util::target_dir().join("firmware").join("soc-bench")
+}
+
+/// The cargo command building firmware/soc-bench for `soc` with `features`.
+fn firmware_command(soc: &Soc, features: &[&str], verbose: bool) -> Command {
     let mut cmd = util::cargo();
-    cmd.current_dir(&fw)
+    cmd.current_dir(util::root().join("firmware").join("soc-bench"))
         .args(["build", "--release", "--locked", "--target", FW_TARGET])
         .env("SOC_DIR", &soc.dir)
-        .env("CARGO_TARGET_DIR", &target_dir);
+        .env("CARGO_TARGET_DIR", fw_target_dir());
     if !features.is_empty() {
         cmd.args(["--features", &features.join(",")]);
     }
     if !verbose {
         cmd.arg("--quiet");
     }
+    cmd
+}
+
+/// Build firmware/soc-bench for `soc` with `features`; returns its ELF.
+pub fn build_firmware(soc: &Soc, features: &[&str], verbose: bool) -> Result<PathBuf> {
+    ensure_fw_target()?;
+    let target_dir = fw_target_dir();
+    let mut cmd = firmware_command(soc, features, verbose);
     supervisor::run(&mut cmd, Duration::from_secs(30 * 60), "firmware/soc-bench build")?;
     let elf = target_dir.join(FW_TARGET).join("release").join("soc-bench");
     // copy per feature set: the next build overwrites the binary
@@ -402,6 +411,33 @@ fn test(ctx: &Ctx) -> Result<()> {
         }
         Err(e) => bail!("corrupted engine result: the run failed, but not on the result: {e:#}"),
     }
+    // a SoC map whose engine is not at the spec's address: the firmware build refuses it
+    let moved = util::target_dir().join("gateware").join("soc-moved-map");
+    std::fs::create_dir_all(&moved)?;
+    std::fs::copy(soc.dir.join("soc.json"), moved.join("soc.json"))?;
+    let csv = std::fs::read_to_string(soc.dir.join("csr.csv"))?;
+    let bad_csv: String = csv
+        .lines()
+        .map(|l| if l.starts_with("memory_region,engine_csr,") { l.replacen("0xf002", "0xf003", 1) } else { l.to_string() })
+        .collect::<Vec<_>>()
+        .join("\n");
+    if bad_csv == csv.trim_end() {
+        bail!("csr.csv has no engine_csr region line to move");
+    }
+    std::fs::write(moved.join("csr.csv"), bad_csv + "\n")?;
+    let moved_soc = Soc { dir: moved.clone(), meta: soc.meta.clone() };
+    let log_path = moved.join("build.log");
+    let log = std::fs::File::create(&log_path)?;
+    let mut cmd = firmware_command(&moved_soc, &[], false);
+    cmd.stdout(log.try_clone()?).stderr(log);
+    let mut child = supervisor::spawn_grouped(&mut cmd)?;
+    let st = supervisor::wait_timeout(&mut child, Duration::from_secs(20 * 60), "firmware build for a moved engine")?;
+    let out = std::fs::read_to_string(&log_path).unwrap_or_default();
+    if st.success() || !out.contains("spec csr.base") {
+        bail!("the firmware build did not refuse a SoC whose engine CSR block is off the spec's address ({st}):\n{out}");
+    }
+    eprintln!("xtask: firmware build refused a SoC map with the engine off the spec's address");
+
     let silent = build_firmware(&soc, &["fault-no-verdict"], ctx.verbose)?;
     let limit = Duration::from_secs(20);
     let t0 = Instant::now();
