@@ -1,26 +1,32 @@
 """ALU: every operation of the ISA that is not MUL, BRZ, FIN or CSWAP, selected by mnemonic (the
 spec's opcode table says which mnemonics an ISA has and their codes; this file holds only what
-each one computes and how many passes it takes).
+each one computes, how many passes it takes and what its B operand is).
 
-One 257-bit adder does almost everything: sum = X + Y + cin with
-    X = (a & xa) | (a << 1 & xs) | (r & xr),  Y = ((b & yb) | (p & yp)) ^ inv,
-so PSA, PSB, MSK, ADD, SUB, TRD, SHL and XBT are all sums (MSK gates b with a[0], TRD adds
-p & (a >= p), XBT is just the carry-in a[254]); the result select adds XOR and NOT. Per bit that
-is three LUTs: X, the adder's propagate term, the result select.
+One 257-bit adder, s = X + b, with X = a, ~a or ~r (r: the pass-1 result) and b the B read port's
+word unchanged, and a result select: s, ~s, b & g (g = 1, a[0], a >= p or a[254]) or a ^ b. The
+B operand is chosen by address, not by a mux: the sequencer reads, per op, the instruction's Rb,
+its Ra again, or a hardware row of the register file (zero, one, p: `B_*`, regfile.py). So
+
+    PSA = a + 0, NOT = ~a + 0, ADD = a + b, SUB = ~(~a + b), SHL = a + a,
+    PSB = b & 1, MSK = b & a[0], TRD = p & (a >= p), XBT = 1 & a[254], XOR = a ^ b,
+
+and per bit there are two LUTs: the adder's propagate term X ^ b (five inputs; b itself is the
+carry chain's other input) and the result select (six inputs).
 
 FADD and FSUB take two passes (their issue cost is 2, so the ALU is free in the second cycle):
-pass 1 computes a + b or a - b into the register r (257 bits with the carry/borrow), pass 2
-computes r - p (FADD, as r + ~p + 1) or r + p (FSUB) on the same adder and returns r or the
-corrected value: FADD corrects when r - p carries out (r >= p), FSUB when pass 1 borrowed.
+pass 1 computes s = a + b (FADD) or s = ~a + b (FSUB, so a - b = ~s) into the register r (257
+bits, with the carry / borrow) and, combinationally, `fix`: s >= p (FADD) or a borrow (FSUB). The
+sequencer reads p or zero on port B in that cycle, by `fix`, so pass 2 is r - p or r
+(~(~r + b)) for FADD and d + p or d (d = ~r, ~r + b) for FSUB, on the same adder.
 
-The ALU is driven by a control word (`ctl`), not by an opcode: `control(mnemonic, pass2)`
-gives the word of one pass, and the sequencer loads it into a register when it issues the op
-(and again for pass 2), so the decode is done once per instruction instead of being folded into
+The ALU is driven by a control word (`ctl`), not by an opcode: `control(mnemonic, pass2)` gives
+the word of one pass, and the sequencer loads it into a register when it issues the op (and
+again for pass 2), so the decode is done once per instruction instead of being folded into
 every bit's logic. q is combinational in the cycle the control word is current."""
 
 from __future__ import annotations
 
-from migen import Cat, Constant, If, Module, Mux, Replicate, Signal
+from migen import Cat, If, Module, Mux, Replicate, Signal
 
 from . import spec
 
@@ -28,34 +34,40 @@ from . import spec
 OPS = ["psa", "psb", "msk", "xor", "not", "add", "sub", "trd", "shl", "xbt", "fadd", "fsub"]
 TWO_PASS = {"fadd", "fsub"}
 
+# what the B read port carries for an op: the instruction's Rb, its Ra, or a hardware row
+B_REG, B_RA, B_ZERO, B_ONE, B_P = range(5)
 # result select
-O_SUM, O_R, O_XOR, O_NOT = range(4)
+O_SUM, O_NSUM, O_BG, O_XOR = range(4)
+# the gate of O_BG
+G_ONE, G_A0, G_GE, G_TOP = range(4)
 # control word fields: name -> width
-CTL = {"xa": 1, "xs": 1, "xr": 1, "yb": 1, "msk": 1, "yp": 1, "trd": 1, "inv": 1, "xbt": 1, "osel": 2,
-       "fadd2": 1, "fsub2": 1}
-_PASS1 = {
-    "psa": dict(xa=1),
-    "psb": dict(yb=1),
-    "msk": dict(msk=1),
-    "xor": dict(osel=O_XOR),
-    "not": dict(osel=O_NOT),
-    "add": dict(xa=1, yb=1),
-    "sub": dict(xa=1, yb=1, inv=1),
-    "trd": dict(trd=1),
-    "shl": dict(xs=1),
-    "xbt": dict(xbt=1),
-    "fadd": dict(xa=1, yb=1),
-    "fsub": dict(xa=1, yb=1, inv=1),
+CTL = {"xn": 1, "xr": 1, "osel": 2, "gsel": 2, "fsub1": 1}
+_OPS = {
+    # mnemonic: (B operand, pass-1 controls, pass-2 controls or None)
+    "psa": (B_ZERO, dict(), None),
+    "psb": (B_REG, dict(osel=O_BG, gsel=G_ONE), None),
+    "msk": (B_REG, dict(osel=O_BG, gsel=G_A0), None),
+    "xor": (B_REG, dict(osel=O_XOR), None),
+    "not": (B_ZERO, dict(xn=1), None),
+    "add": (B_REG, dict(), None),
+    "sub": (B_REG, dict(xn=1, osel=O_NSUM), None),
+    "trd": (B_P, dict(osel=O_BG, gsel=G_GE), None),
+    "shl": (B_RA, dict(), None),
+    "xbt": (B_ONE, dict(osel=O_BG, gsel=G_TOP), None),
+    "fadd": (B_REG, dict(), dict(xr=1, osel=O_NSUM)),
+    "fsub": (B_REG, dict(xn=1, fsub1=1), dict(xr=1)),
 }
-_PASS2 = {
-    "fadd": dict(xr=1, yp=1, inv=1, fadd2=1),   # r + ~p + 1
-    "fsub": dict(xr=1, yp=1, fsub2=1),          # r + p
-}
+assert set(_OPS) == set(OPS) and TWO_PASS == {m for m, v in _OPS.items() if v[2] is not None}
+
+
+def b_source(mnemonic: str) -> int:
+    """What the B read port must carry for this op (B_*)."""
+    return _OPS[mnemonic][0]
 
 
 def control(mnemonic: str, pass2: bool = False) -> int:
     """The control word of one pass of an ALU op."""
-    fields = (_PASS2 if pass2 else _PASS1)[mnemonic]
+    fields = _OPS[mnemonic][2 if pass2 else 1]
     word, lsb = 0, 0
     for name, width in CTL.items():
         v = fields.get(name, 0)
@@ -66,6 +78,11 @@ def control(mnemonic: str, pass2: bool = False) -> int:
 
 
 CTL_BITS = sum(CTL.values())
+
+
+def hardware_rows() -> dict[int, int]:
+    """The values of the hardware rows the B port reads (B_ZERO, B_ONE, B_P)."""
+    return {B_ZERO: 0, B_ONE: 1, B_P: spec.prime()}
 
 
 class Alu(Module):
@@ -79,6 +96,7 @@ class Alu(Module):
         self.a = Signal(256)
         self.b = Signal(256)
         self.q = Signal(256)
+        self.fix = Signal()             # pass 1 of FADD: s >= p; of FSUB: a borrow (a < b)
 
         c, lsb = {}, 0
         for name, width in CTL.items():
@@ -86,25 +104,18 @@ class Alu(Module):
             lsb += width
 
         r = Signal(w)                   # pass-1 result with its carry / borrow
-        yb, yp, cin = Signal(), Signal(), Signal()
-        osel = Signal(2)
         x = Signal(w)
-        y = Signal(w)
-        s = Signal(w + 1)
-        s_ext = Signal(w + 2)
+        s = Signal(w)
         ge = Signal()
-        a_sh = Cat(0, self.a[:255])
+        g = Signal()
         self.comb += [
             ge.eq(self.a >= p),
-            yb.eq(c["yb"] | (c["msk"] & self.a[0])),
-            yp.eq(c["yp"] | (c["trd"] & ge)),
-            cin.eq(c["inv"] | (c["xbt"] & self.a[n - 1])),
-            osel.eq(Mux(c["fadd2"], Mux(s[w], O_SUM, O_R), Mux(c["fsub2"], Mux(r[256], O_SUM, O_R), c["osel"]))),
-            x.eq((self.a & Replicate(c["xa"], 256)) | (a_sh & Replicate(c["xs"], 256)) | (r & Replicate(c["xr"], w))),
-            y.eq(((self.b & Replicate(yb, 256)) | (Constant(p, w) & Replicate(yp, w))) ^ Replicate(c["inv"], w)),
-            # one adder with its carry-in as an extra low bit: (2x + c) + (2y + c) = 2(x + y + c)
-            s_ext.eq(Cat(cin, y) + Cat(cin, x)),   # (x as the second operand: the carry chain's DI, so y folds into the propagate LUT)
-            s.eq(s_ext[1:]),
-            self.q.eq(Mux(osel[1], Mux(osel[0], ~self.a, self.a ^ self.b), Mux(osel[0], r[:256], s[:256]))),
+            g.eq(Mux(c["gsel"][1], Mux(c["gsel"][0], self.a[n - 1], ge), Mux(c["gsel"][0], self.a[0], 1))),
+            x.eq(Mux(c["xr"], ~r, Cat(self.a, 0) ^ Replicate(c["xn"], w))),
+            # b is the adder's first operand: the carry chain's DI, so X ^ b is one LUT per bit
+            s.eq(self.b + x),
+            self.fix.eq(Mux(c["fsub1"], ~s[256], s >= p)),
+            self.q.eq(Mux(c["osel"][1], Mux(c["osel"][0], self.a ^ self.b, self.b & Replicate(g, 256)),
+                          Mux(c["osel"][0], ~s[:256], s[:256]))),
         ]
-        self.sync += If(~c["xr"], r.eq(s[:w]))       # pass 1 (and one-pass ops) load r
+        self.sync += If(~c["xr"], r.eq(s))     # pass 1 (and one-pass ops) load r

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import spec
-from .alu import TWO_PASS, Alu, control
+from .alu import B_REG, TWO_PASS, Alu, b_source, control
 
 K_ILLEGAL, K_ALU, K_MUL, K_BRZ, K_FIN, K_CSWAP = range(6)
 
@@ -24,6 +24,7 @@ class Entry:
     two_pass: bool      # an ALU op that takes two passes (result in the cycle after execute)
     alu_ctl: int        # the ALU's control word (pass 1)
     alu_ctl2: int       # and of pass 2
+    b_src: int          # what the B read port carries (alu.B_*)
 
 
 def table(isa: str, alu: Alu) -> dict[int, Entry]:
@@ -50,5 +51,6 @@ def table(isa: str, alu: Alu) -> dict[int, Entry]:
             two_pass=two,
             alu_ctl=control(m) if kind == K_ALU else 0,
             alu_ctl2=control(m, True) if two else 0,
+            b_src=b_source(m) if kind == K_ALU else B_REG,
         )
     return out

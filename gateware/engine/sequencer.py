@@ -35,6 +35,7 @@ from . import alu as alu_mod
 from .alu import Alu
 from .mul import FieldMul
 from .regfile import RegFile
+from .regfile import layout as rf_layout
 from .ucode import MicrocodeRam
 
 
@@ -60,8 +61,9 @@ class Engine(Module):
         self.muls = []
         self.cut_ios = set()
 
-        const_base = g["windows"] * nregs       # the constant ROM's rows follow the windows (regfile.py)
-        rf_rows = const_base + g["const_slots"]
+        # the constant ROM's rows and the ALU's hardware rows follow the windows (regfile.py)
+        const_base, hw_rows, rf_init = rf_layout(isa)
+        rf_rows = len(rf_init)
         if synth_core:
             rfa = bits_for(rf_rows - 1)
             uca = bits_for(g["ucode_words"] - 1)
@@ -70,7 +72,7 @@ class Engine(Module):
             rf = type("RF", (), {"ra": port(), "rb": port(), "wa": port(), "wb": port(), "wm": port()})()
             uc = type("UC", (), {"rd": _Cut(c, adr=uca, dat_r=32), "wr": _Cut(c, adr=uca, dat_w=32, we=1)})()
             ops = Alu(isa).ops
-            alu = _Cut(c, ctl=alu_mod.CTL_BITS, a=256, b=256, q=256)
+            alu = _Cut(c, ctl=alu_mod.CTL_BITS, a=256, b=256, q=256, fix=1)
             alu.ops = ops
             self.muls = [_Cut(c, a=256, b=256, start=1, q=256) for _ in range(nmul)]
         else:
@@ -133,11 +135,12 @@ class Engine(Module):
         d_ra = Signal()
         d_rb = Signal()
         d_two = Signal()
+        d_bsrc = Signal(3)
         cases = {}
         for code, e in table.items():
             cases[code] = [d_kind.eq(e.kind), d_ctl.eq(e.alu_ctl), d_ctl2.eq(e.alu_ctl2), d_cycles.eq(e.cycles), d_lat.eq(e.latency),
                            d_writes.eq(int(e.writes)), d_ra.eq(int(e.reads_a)), d_rb.eq(int(e.reads_b)),
-                           d_two.eq(int(e.two_pass))]
+                           d_two.eq(int(e.two_pass)), d_bsrc.eq(e.b_src)]
         cases["default"] = [d_kind.eq(dec.K_ILLEGAL), d_cycles.eq(I.illegal_cycles), d_lat.eq(0)]
         self.comb += Case(fld["opcode"], cases)
 
@@ -223,7 +226,19 @@ class Engine(Module):
             ).Else(
                 rf.ra.adr.eq(row(fld["ra"], fld["ca"])),
             ),
-            rf.rb.adr.eq(Mux(cs_ex, base | Mux(swap, ex_ra, ex_wd), row(fld["rb"], fld["cb"]))),
+            # port B: CSWAP's pair; in pass 1 of FADD/FSUB, p or zero for pass 2 (by the ALU's fix);
+            # at issue, what the op's B operand is (alu.B_*)
+            If(cs_ex,
+                rf.rb.adr.eq(base | Mux(swap, ex_ra, ex_wd)),
+            ).Elif(ex_v & (ex_kind == dec.K_ALU) & ex_two,
+                rf.rb.adr.eq(Mux(alu.fix, hw_rows[alu_mod.B_P], hw_rows[alu_mod.B_ZERO])),
+            ).Else(
+                Case(d_bsrc, {
+                    alu_mod.B_REG: rf.rb.adr.eq(row(fld["rb"], fld["cb"])),
+                    alu_mod.B_RA: rf.rb.adr.eq(row(fld["ra"], fld["ca"])),
+                    **{k: rf.rb.adr.eq(v) for k, v in hw_rows.items()},
+                }),
+            ),
             self.bus_rf_dat_r.eq(rf.ra.dat_r),
         ]
         # write ports: ALU results and CSWAP's Wd (port B's word, through the ALU as PSB) on wa,

@@ -25,7 +25,7 @@ from migen import READ_FIRST, Memory, Module, Signal
 
 from common.yosys import stat
 
-from . import constrom, spec
+from . import regfile, spec
 from .alu import Alu
 from .mul import FieldMul
 from .ucode import MicrocodeRam
@@ -39,9 +39,8 @@ GOAL_V2 = {"luts": 4000}
 class RfArray(Module):
     def __init__(self, isa: str):
         g = spec.load().geometry
-        base = g["windows"] * g["regs_per_window"]
-        rom = constrom.contents(isa)
-        mem = Memory(g["reg_bits"], base + len(rom), init=[0] * base + rom)
+        init = regfile.layout(isa)[2]
+        mem = Memory(g["reg_bits"], len(init), init=init)
         self.specials += mem
         r = mem.get_port(mode=READ_FIRST)   # phases: a read never meets a write on one edge
         w = mem.get_port(write_capable=True)
@@ -53,7 +52,7 @@ def blocks(isa: str):
     m = FieldMul("sys")
     yield "mul", m, m.ios, spec.load().isas[isa].units.get("mul", 1)
     a = Alu(isa)
-    yield "alu", a, {a.a, a.b, a.q, a.ctl}, 1
+    yield "alu", a, {a.a, a.b, a.q, a.ctl, a.fix}, 1
     u = MicrocodeRam()
     yield "ucode", u, {u.rd.adr, u.rd.dat_r, u.wr.adr, u.wr.dat_w, u.wr.we}, 1
     rf = RfArray(isa)
