@@ -76,7 +76,7 @@ pub enum GatewareCmd {
         filter: Option<String>,
     },
     /// yosys synth_xilinx (xc7) of the engine per block, v1 and v2 (LUT/FF/BRAM/DSP); fails
-    /// when v2 is over its DSP budget.
+    /// when v2 is over its DSP or LUT budget (30 / 4,000).
     Synth {
         /// Only these ISAs (repeatable; default v1 and v2).
         #[arg(long)]

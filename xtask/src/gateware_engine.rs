@@ -47,7 +47,7 @@ fn rtl_backend(ctx: &Ctx) -> Result<()> {
     supervisor::run(&mut cmd, Duration::from_secs(12 * 60), "cargo test rtl_backend (Verilated engine)")
 }
 
-/// yosys per block (gateware/engine/synth.py) with the v2 DSP budget checked; flat results.
+/// yosys per block (gateware/engine/synth.py) with the v2 DSP and LUT budgets checked; flat results.
 pub fn synth(isas: &[String], json: Option<&Path>) -> Result<BenchResults> {
     setup::require_apt(gateware::APT)?;
     let py = gateware::python()?;
