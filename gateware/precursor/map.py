@@ -32,6 +32,12 @@ CSR_LOCS = {
     "simctl": 0x3F,      # 0xF003_F000 simulation control: not on Precursor (its last page is empty)
 }
 
+# blocks from other parts of the gateware, as whole 4 KiB pages (soc.add_csr_page): page
+# location; and their regions outside the CSR space (soc.add_bus_region): (origin, size).
+# Filled in when those blocks are on the bus.
+PAGE_LOCS: dict = {}
+REGIONS: dict = {}
+
 # block -> interrupt line (bit in VexRiscv's external interrupt array, the sim/sip CSRs)
 IRQS = {
     "uart": 2,

@@ -21,25 +21,30 @@ import subprocess
 import sys
 from pathlib import Path
 
-from migen import Module, Signal
+from functools import reduce
+from operator import or_
+
+from litex.soc.interconnect import csr_bus, wishbone
 
 from litex.build.generic_platform import Pins
 from litex.build.io import CRG
 from litex.build.sim import SimPlatform
 from litex.build.sim.config import SimConfig
 from litex.soc.integration import export
+from litex.soc.integration.soc import SoCRegion
 from litex.soc.integration.soc_core import SoCCore
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     __package__ = "precursor"
 
+from . import blocks
 from . import map as pmap
 from .peripherals import VERILOG_SOURCES, CycleCounter, PrecursorUART, SimCtl, TickTimer, WDT, WFI
 
 HERE = Path(__file__).resolve().parent
 # the files that define the hardware (the build cache key)
-HARDWARE_SOURCES = ["soc.py", "peripherals.py", "map.py"]
+HARDWARE_SOURCES = ["soc.py", "peripherals.py", "pagebus.py", "map.py", "blocks.py"]
 
 # The files the Verilated simulator reads and writes at run time, in its working directory.
 ROM_INIT = "sim_rom.init"
@@ -50,7 +55,12 @@ FINISH = "finish.txt"
 
 
 class PrecursorSim(SoCCore):
-    def __init__(self, platform, clk_freq: int):
+    """`blocks`: functions `fn(soc)` called after the SoC's own blocks, each adding a block from
+    another part of the gateware (the TRNG, the engine) with `add_csr_page` / `add_bus_region`
+    / `add_irq` at the addresses map.py pins for it."""
+
+    def __init__(self, platform, clk_freq: int, blocks=()):
+        self.csr_pages = {}      # name -> (location, Wishbone slave): pages not made of LiteX CSRs
         SoCCore.__init__(
             self, platform, clk_freq,
             ident="", ident_version=False,
@@ -81,6 +91,62 @@ class PrecursorSim(SoCCore):
         self.submodules.simctl = SimCtl(cycles.value, bite=self.wdt.bite, filename=FINISH)
         for v in VERILOG_SOURCES:
             platform.add_source(str(v))
+        for fn in blocks:
+            fn(self)
+
+    def add_csr_page(self, name: str, bus):
+        """A block whose registers are not LiteX CSRs, behind a Wishbone slave (word addressed)
+        that takes the whole 4 KiB page at its pinned location (map.PAGE_LOCS)."""
+        loc = pmap.PAGE_LOCS[name]
+        assert name not in self.csr_pages and loc not in {l for l, _ in self.csr_pages.values()}
+        self.csr.add(name, n=loc)            # reserve the page: LiteX places nothing there
+        self.csr_pages[name] = (loc, bus)
+
+    def add_bus_region(self, name: str, bus):
+        """A Wishbone slave outside the CSR space, at its pinned region (map.REGIONS)."""
+        origin, size = pmap.REGIONS[name]
+        self.bus.add_slave(name, bus, SoCRegion(origin=origin, size=size, cached=False))
+
+    def add_irq(self, name: str, signal):
+        """An interrupt line of a block not built from LiteX event managers (map.IRQS)."""
+        self.comb += self.cpu.interrupt[pmap.IRQS[name]].eq(signal)
+
+    def add_csr_bridge(self, name="csr", origin=None, register=False):
+        """LiteX's CSR bridge, with a Wishbone decoder in front of it that sends the pages of
+        `csr_pages` to their own slaves (the CSR space stays one region at 0xF000_0000)."""
+        data_width = self.csr.data_width
+        bridge = wishbone.Wishbone2CSR(
+            wishbone.Interface(address_width=self.bus.address_width, data_width=data_width),
+            bus_csr=csr_bus.Interface(address_width=self.csr.address_width, data_width=data_width),
+            register=register)
+        self.add_module(name=f"{name}_bridge", module=bridge)
+        front = wishbone.Interface(address_width=self.bus.address_width, data_width=data_width)
+        words_per_page = pmap.CSR_PAGING // 4
+        lo = words_per_page.bit_length() - 1
+        hi = self.csr.address_width
+
+        def page(a):
+            return a[lo:hi]
+        locs = [loc for loc, _ in self.csr_pages.values()]
+        slaves = [((lambda a, loc=loc: page(a) == loc), bus) for loc, bus in self.csr_pages.values()]
+        if locs:
+            slaves.append((lambda a: ~reduce(or_, [page(a) == l for l in locs]), bridge.wishbone))
+        else:
+            slaves.append((lambda a: 1, bridge.wishbone))
+        self.submodules.csr_page_decoder = wishbone.Decoder(front, slaves, register=False)
+        size = 2 ** (self.csr.address_width + 2)
+        self.bus.add_slave(name=name, slave=front, region=SoCRegion(origin=origin, size=size, cached=False, decode=self.cpu.csr_decode))
+        self.csr.add_master(name=name, master=bridge.csr)
+        self.add_config("CSR_DATA_WIDTH", self.csr.data_width)
+        self.add_config("CSR_ALIGNMENT", self.csr.alignment)
+
+    def csr_csv(self) -> str:
+        """LiteX's csr.csv plus a `csr_base` line for every page of `csr_pages`."""
+        text = export.get_csr_csv(csr_regions=self.csr_regions, constants=self.constants, mem_regions=self.mem_regions)
+        extra = "".join(f"csr_base,{n},{pmap.CSR_BASE + loc * pmap.CSR_PAGING:#010x},,\n" for n, (loc, _) in self.csr_pages.items())
+        lines = text.splitlines(keepends=True)
+        at = max(i for i, l in enumerate(lines) if l.startswith("csr_base,")) + 1 if any(l.startswith("csr_base,") for l in lines) else 0
+        return "".join(lines[:at]) + extra + "".join(lines[at:])
 
 
 def _platform() -> SimPlatform:
@@ -90,8 +156,8 @@ def _platform() -> SimPlatform:
 def build_key(clk_freq: int) -> str:
     """Cache key: this package's sources, the LiteX/VexRiscv/Verilator versions, the clock."""
     h = hashlib.sha256()
-    for f in [HERE / n for n in HARDWARE_SOURCES] + sorted(HERE.glob("*.v")):
-        h.update(f.name.encode())
+    for f in [HERE / n for n in HARDWARE_SOURCES] + sorted(HERE.glob("*.v")) + blocks.sources():
+        h.update(str(f.relative_to(HERE.parent)).encode())
         h.update(f.read_bytes())
     import litex
     import pythondata_cpu_vexriscv
@@ -130,7 +196,7 @@ def build(clk_freq: int = pmap.CLK_FREQ, verbose: bool = False) -> Path:
     if not verbose:
         logging.disable(logging.INFO)   # LiteX's per-block INFO lines and hierarchy dump
     platform = _platform()
-    soc = PrecursorSim(platform, clk_freq)
+    soc = PrecursorSim(platform, clk_freq, blocks.ALL)
     sim_config = SimConfig()
     sim_config.add_clocker("sys_clk", freq_hz=clk_freq)
     gtmp = tmp / "gateware"
@@ -139,7 +205,7 @@ def build(clk_freq: int = pmap.CLK_FREQ, verbose: bool = False) -> Path:
     soc.platform.output_dir = str(tmp)
     soc.finalize()
     soc.build(build_dir=str(gtmp), sim_config=sim_config, run=False, opt_level="O3", interactive=False, verbose=verbose)
-    (gtmp / "csr.csv").write_text(export.get_csr_csv(csr_regions=soc.csr_regions, constants=soc.constants, mem_regions=soc.mem_regions))
+    (gtmp / "csr.csv").write_text(soc.csr_csv())
     (gtmp / "csr.json").write_text(export.get_csr_json(csr_regions=soc.csr_regions, constants=soc.constants, mem_regions=soc.mem_regions))
     r = subprocess.run(["bash", "build_sim.sh"], cwd=gtmp, capture_output=True, text=True)
     if r.returncode != 0 or not (gtmp / "obj_dir" / "Vsim").is_file():
