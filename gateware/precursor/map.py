@@ -7,6 +7,9 @@ Precursor's CSR space: 0xF000_0000, one 4 KiB page per block (LiteX csr_paging 0
 64 pages, 32-bit CSR words): a block at location n has its base at 0xF000_0000 + n * 0x1000.
 """
 
+import tomllib
+from pathlib import Path
+
 CSR_BASE = 0xF000_0000
 CSR_PAGING = 0x1000
 CSR_ADDRESS_WIDTH = 16            # 2**16 words of 4 bytes = 0x4_0000 bytes = 64 pages
@@ -32,10 +35,26 @@ CSR_LOCS = {
     "simctl": 0x3F,      # 0xF003_F000 simulation control: not on Precursor (its last page is empty)
 }
 
-# blocks from other parts of the gateware, as whole 4 KiB pages (soc.add_csr_page): page
-# location; and their regions outside the CSR space (soc.add_bus_region): (origin, size).
-# Filled in when those blocks are on the bus.
-PAGE_LOCS: dict = {}
+# Blocks from other parts of the gateware, as whole 4 KiB pages (soc.add_csr_page): page
+# location; their regions outside the CSR space (soc.add_bus_region): (origin, size); their
+# interrupt lines. Read from their spec files (the one source of truth for those blocks);
+# tests/test_soc.py checks them against Precursor's SVD too.
+SPEC = Path(__file__).resolve().parents[2] / "spec"
+
+
+def _spec_blocks():
+    with open(SPEC / "trng.toml", "rb") as f:
+        trng = tomllib.load(f)["regs"]
+    pages, irqs = {}, {}
+    for page, name in (("server", "trng_server"), ("kernel", "trng_kernel")):
+        base = trng[page]["base"]
+        assert base % CSR_PAGING == 0 and CSR_BASE <= base < CSR_BASE + CSR_SIZE, f"spec/trng.toml {page}: base {base:#x}"
+        pages[name] = (base - CSR_BASE) // CSR_PAGING
+        irqs[name] = trng[page]["irq"]
+    return pages, irqs
+
+
+PAGE_LOCS, _SPEC_IRQS = _spec_blocks()
 REGIONS: dict = {}
 
 # block -> interrupt line (bit in VexRiscv's external interrupt array, the sim/sip CSRs)
@@ -43,7 +62,10 @@ IRQS = {
     "uart": 2,
     "console": 3,
     "ticktimer": 8,
+    **_SPEC_IRQS,
 }
+
+assert len(set(IRQS.values())) == len(IRQS), f"two blocks share an interrupt line: {IRQS}"
 
 # Blocks that exist only in the simulation (not compared with the SVD).
 SIM_ONLY = {"simctl"}

@@ -134,7 +134,7 @@ def run(rom: bytes, ram: bytes | None = None, timeout: float = 60.0, expect=(), 
         link.symlink_to(gw / name)
     (runs / soc.ROM_INIT).write_text(rom_hex)
     (runs / soc.RAM_INIT).write_text(ram_hex)
-    for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH):
+    for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH, soc.PROGRESS):
         (runs / f).unlink(missing_ok=True)
 
     expect_re = [(p, re.compile(p)) for p in expect]
@@ -192,8 +192,12 @@ def run(rom: bytes, ram: bytes | None = None, timeout: float = 60.0, expect=(), 
         res.code, res.cycles = int(code), int(cycles)
         if res.reason == "exited":
             res.reason = "finish"
-    elif res.lines:
-        res.cycles = max(l.cycle for l in res.lines)
+    else:
+        prog = runs / soc.PROGRESS
+        seen = [l.cycle for l in res.lines]
+        if prog.is_file() and prog.read_text().strip().isdigit():
+            seen.append(int(prog.read_text()))
+        res.cycles = max(seen) if seen else None
     return res
 
 

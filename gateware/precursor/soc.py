@@ -52,6 +52,7 @@ RAM_INIT = "sim_sram_ext.init"
 UART_LOG = "uart.log"
 CONSOLE_LOG = "console.log"
 FINISH = "finish.txt"
+PROGRESS = "progress.txt"      # the cycle count, rewritten every 2^22 cycles
 
 
 class PrecursorSim(SoCCore):
@@ -157,7 +158,7 @@ def build_key(clk_freq: int) -> str:
     """Cache key: this package's sources, the LiteX/VexRiscv/Verilator versions, the clock."""
     h = hashlib.sha256()
     for f in [HERE / n for n in HARDWARE_SOURCES] + sorted(HERE.glob("*.v")) + blocks.sources():
-        h.update(str(f.relative_to(HERE.parent)).encode())
+        h.update(str(f.relative_to(HERE.parents[1])).encode())
         h.update(f.read_bytes())
     import litex
     import pythondata_cpu_vexriscv

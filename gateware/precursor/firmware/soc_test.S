@@ -4,6 +4,8 @@
  * check on the kernel UART, then `VERDICT sim-soc PASS|FAIL` and a write to simctl FINISH.
  *
  *   uart       bytes written to UART (0xF000_5000) and console (0xF000_7000) arrive
+ *   trng       the TRNG's kernel port (0xF001_C000, spec/trng.toml), enabled by the SoC at
+ *              power-on, delivers conditioned words (URANDOM_VALID, then URANDOM), two differ
  *   ticktimer  TIME advances by one every CLK_FREQ/1000 cycles (checked against simctl CYCLES)
  *   irq        the ticktimer alarm (IRQ 8) reaches supervisor mode through the external
  *              interrupt array: scause = 0x8000_0009, the custom sip CSR (0xDC0) has bit 8
@@ -20,6 +22,11 @@
     .equ CONSOLE,    0xF0007000
     .equ TICKTIMER,  0xF0012000
     .equ SIMCTL,     0xF003F000
+    .equ TRNG_KERNEL, 0xF001C000
+    .equ TK_URANDOM, 0x08
+    .equ TK_VALID,   0x0C
+    .equ URANDOM_INVALID, 0xDEADBEEF
+    .equ TRNG_POLLS, 4000000
     .equ RXTX,       0x00
     .equ TXFULL,     0x04
     .equ TT_CONTROL, 0x00
@@ -60,7 +67,40 @@ _start:
     la   a0, v_uart
     call puts
 
+/* ---- trng kernel port ---------------------------------------------------------------- */
+    li   s6, TRNG_KERNEL
+    call trng_word
+    mv   s7, a0
+    lw   s3, SC_CYCLES0(s2)           /* cycle of the first valid word */
+    call trng_word
+    beq  a0, s7, trng_same
+    la   a0, v_trng
+    call puts
+    mv   a0, s3
+    call put_dec
+    call newline
+    j    ticktimer
+trng_same:
+    la   a0, f_trng_same
+    call puts
+    j    fail
+trng_word:                            /* a0 = next valid URANDOM word, or fail */
+    li   t2, TRNG_POLLS
+1:  lw   t0, TK_VALID(s6)
+    andi t0, t0, 1
+    bnez t0, 2f
+    addi t2, t2, -1
+    bnez t2, 1b
+    la   a0, f_trng
+    call puts
+    j    fail
+2:  lw   a0, TK_URANDOM(s6)
+    li   t0, URANDOM_INVALID
+    beq  a0, t0, 1b                   /* lost a race with nobody: not possible, poll again */
+    ret
+
 /* ---- ticktimer ----------------------------------------------------------------------- */
+ticktimer:
     li   t0, 1
     sw   t0, TT_CONTROL(s1)          /* reset the count */
     call wait_tick                    /* align to a tick edge */
@@ -354,6 +394,9 @@ wait_tick:                            /* return right after TIME0 changes */
 msg_hello:   .asciz "soc-test: hello from the simulated Precursor\n"
 msg_console: .asciz "soc-test: console UART\n"
 v_uart:      .asciz "VERDICT sim-soc/uart PASS\n"
+v_trng:      .asciz "VERDICT sim-soc/trng PASS first_valid_cycle="
+f_trng:      .asciz "VERDICT sim-soc/trng FAIL -- no valid word on the kernel port within 4,000,000 polls\n"
+f_trng_same: .asciz "VERDICT sim-soc/trng FAIL -- two consecutive kernel-port words are equal\n"
 v_tick:      .asciz "VERDICT sim-soc/ticktimer PASS cycles_per_tick="
 f_tick:      .asciz "VERDICT sim-soc/ticktimer FAIL cycles_per_tick="
 v_irq:       .asciz "VERDICT sim-soc/irq PASS scause=0x80000009 sip="

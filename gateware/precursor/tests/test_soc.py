@@ -3,7 +3,8 @@
 * test_map_*: the SoC's CSR map (csr.csv of the built SoC, and the field layout of every
   register) equals Precursor's SVD for every block it provides; IRQ lines and the RAM region
   too. PRECURSOR_SVD names the SVD (xtask passes utralib 0.1.15's precursor/soc-pvt.svd).
-* test_soc_selftest: firmware/soc_test.S on the Verilated SoC: UARTs, ticktimer rate,
+* test_soc_selftest: firmware/soc_test.S on the Verilated SoC: UARTs, the TRNG kernel port,
+  ticktimer rate,
   a ticktimer interrupt in supervisor mode, sv32 paging, a user-mode ecall.
 * test_run_*: the runner fails a program that never finishes, and refuses oversized images.
 """
@@ -88,13 +89,23 @@ def test_map_csr_blocks_equal_precursor(built):
     svd, _ = _svd()
     bases, regs, _, _ = _csr_csv(built)
     provided = [b for b in pmap.CSR_LOCS if b not in pmap.SIM_ONLY]
-    assert set(bases) == set(pmap.CSR_LOCS), "csr.csv blocks differ from map.py"
+    assert set(bases) == set(pmap.CSR_LOCS) | set(pmap.PAGE_LOCS), "csr.csv blocks differ from map.py"
     for b in provided:
         assert b in svd, f"{b} is not a Precursor block"
         assert bases[b] == svd[b]["base"] == pmap.csr_base(b), f"{b}: base {bases[b]:#x}, Precursor {svd[b]['base']:#x}"
         ours = {n: a - bases[b] for n, a in _expand(b, regs).items()}
         theirs = {n: off for n, (off, _) in svd[b]["regs"].items()}
         assert ours == theirs, f"{b}: registers differ from Precursor's\n ours   {ours}\n theirs {theirs}"
+
+
+def test_map_pages_of_other_blocks_at_precursor_addresses(built):
+    """The TRNG's pages (spec/trng.toml) sit where Precursor has trng_server / trng_kernel."""
+    svd, _ = _svd()
+    bases, _, _, _ = _csr_csv(built)
+    assert pmap.PAGE_LOCS, "no block pages on the bus"
+    for b, loc in pmap.PAGE_LOCS.items():
+        assert bases[b] == svd[b]["base"] == pmap.CSR_BASE + loc * pmap.CSR_PAGING, f"{b}: {bases[b]:#x}, Precursor {svd[b]['base']:#x}"
+    assert not set(pmap.PAGE_LOCS.values()) & set(pmap.CSR_LOCS.values())
 
 
 def test_map_simctl_page_unused_on_precursor():
@@ -136,7 +147,8 @@ def test_map_irqs_and_ram_equal_precursor(built):
     _, _, consts, ours = _csr_csv(built)
     for b, irq in pmap.IRQS.items():
         assert svd[b]["irqs"].get(b) == irq, f"{b}: IRQ {irq}, Precursor {svd[b]['irqs']}"
-        assert consts.get(f"{b}_interrupt") == str(irq)
+        if b not in pmap.PAGE_LOCS:        # LiteX event managers (the others: soc.add_irq)
+            assert consts.get(f"{b}_interrupt") == str(irq)
     assert ours["sram_ext"] == regions["sram_ext"] == (pmap.SRAM_EXT_BASE, pmap.SRAM_EXT_SIZE)
     assert ours["csr"] == (pmap.CSR_BASE, pmap.CSR_SIZE)
     assert consts["config_clock_frequency"] == str(pmap.CLK_FREQ)
@@ -153,7 +165,7 @@ def assemble(src: Path, out_dir: Path) -> bytes:
     return binf.read_bytes()
 
 
-CHECKS = ["uart", "ticktimer", "irq", "sv32", "ecall"]
+CHECKS = ["uart", "trng", "ticktimer", "irq", "sv32", "ecall"]
 
 
 def test_soc_selftest(built, tmp_path):
