@@ -6,29 +6,64 @@ The engine goes here once its Wishbone adapter is on main."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 GATEWARE = Path(__file__).resolve().parents[1]
 
 
 
-def add_trng(soc):
+def health_cutoffs() -> dict:
+    """The SP 800-90B cutoffs the software uses for each source family ({"av": (rct, apt),
+    "ro": ...}), from trng-core itself (its `trng_health_replay` example prints the parameters
+    it runs with; $TRNG_HEALTH_REPLAY names it, else it is built with cargo)."""
+    exe = os.environ.get("TRNG_HEALTH_REPLAY")
+    if not exe:
+        subprocess.run(["cargo", "build", "-q", "--release", "-p", "trng-core", "--example", "trng_health_replay"],
+                       cwd=GATEWARE.parent, check=True, timeout=900)
+        target = os.environ.get("CARGO_TARGET_DIR") or str(GATEWARE.parent / "target")
+        exe = str(Path(target) / "release" / "examples" / "trng_health_replay")
+    out = {}
+    for fam in ("av", "ro"):
+        r = subprocess.run([exe, fam], input="", capture_output=True, text=True, timeout=120, check=True)
+        for line in r.stdout.splitlines():
+            p = line.split()
+            if p and p[0] == "params":
+                kv = dict(t.split("=") for t in p[1:])
+                out[fam] = (int(kv["rct_cutoff"]), int(kv["apt_cutoff"]))
+        if fam not in out:
+            raise RuntimeError(f"{exe} {fam}: no 'params' line in its output")
+    return out
+
+
+def config() -> dict:
+    """Everything besides source files that the blocks are built from (part of the cache key)."""
+    return {"trng_cutoffs": health_cutoffs()}
+
+
+def add_trng(soc, cfg):
     """The TRNG (gateware/trng: both register pages, health tests, conditioner) fed by the
     simulation noise source (trng.simsource.SimTrng), its pages and interrupts at
-    spec/trng.toml's addresses. Power-on: Precursor's hardware turns the TRNG on by itself
-    (the kernel's driver relies on it: it only polls the kernel port), so the adapter writes
-    CONTROL.enable = 1 on the server page right after reset."""
+    spec/trng.toml's addresses. Power-on: Precursor's hardware turns the TRNG on by itself,
+    with working health-test cutoffs (the kernel's driver relies on it: it only polls the
+    kernel port), while this block resets disabled with zero cutoffs; so the adapter writes,
+    right after reset, the software's cutoffs (AV_NIST, RO_NIST) and CONTROL.enable = 1 on the
+    server page. The TRNG server reprograms them when it starts."""
     from trng.simsource import SimTrng
     from trng import spec as trng_spec
 
     from .pagebus import PageBusWishbone
 
     s = trng_spec.load()
-    control = s.server.registers["CONTROL"]
+    regs = s.server.registers
+    cut = cfg["trng_cutoffs"]
+    init = [("trng_server", regs[r].offset, regs[r].pack(repcount_cutoff=cut[fam][0], adaptive_cutoff=cut[fam][1]))
+            for r, fam in (("AV_NIST", "av"), ("RO_NIST", "ro"))]
+    init.append(("trng_server", regs["CONTROL"].offset, regs["CONTROL"].pack(enable=1)))
     t = SimTrng(s)
     soc.submodules.trng = t
-    pb = PageBusWishbone(t.trng, {"trng_server": t.trng.server_sel, "trng_kernel": t.trng.kernel_sel},
-                         init=[("trng_server", control.offset, control.pack(enable=1))])
+    pb = PageBusWishbone(t.trng, {"trng_server": t.trng.server_sel, "trng_kernel": t.trng.kernel_sel}, init=init)
     soc.submodules.trng_pagebus = pb
     for name in ("trng_server", "trng_kernel"):
         soc.add_csr_page(name, pb.buses[name])
@@ -36,7 +71,7 @@ def add_trng(soc):
     soc.add_irq("trng_kernel", t.trng.irq_kernel)
 
 
-# fn(soc) for each block, in order
+# fn(soc, config()) for each block, in order
 ALL: list = [add_trng]
 # gateware/ subdirectories whose Python sources define those blocks
 SOURCE_DIRS: list = ["trng", "common"]

@@ -56,11 +56,11 @@ PROGRESS = "progress.txt"      # the cycle count, rewritten every 2^22 cycles
 
 
 class PrecursorSim(SoCCore):
-    """`blocks`: functions `fn(soc)` called after the SoC's own blocks, each adding a block from
+    """`blocks`: functions `fn(soc, config)` called after the SoC's own blocks, each adding a block from
     another part of the gateware (the TRNG, the engine) with `add_csr_page` / `add_bus_region`
     / `add_irq` at the addresses map.py pins for it."""
 
-    def __init__(self, platform, clk_freq: int, blocks=()):
+    def __init__(self, platform, clk_freq: int, blocks=(), config=None):
         self.csr_pages = {}      # name -> (location, Wishbone slave): pages not made of LiteX CSRs
         SoCCore.__init__(
             self, platform, clk_freq,
@@ -93,7 +93,7 @@ class PrecursorSim(SoCCore):
         for v in VERILOG_SOURCES:
             platform.add_source(str(v))
         for fn in blocks:
-            fn(self)
+            fn(self, config)
 
     def add_csr_page(self, name: str, bus):
         """A block whose registers are not LiteX CSRs, behind a Wishbone slave (word addressed)
@@ -154,7 +154,7 @@ def _platform() -> SimPlatform:
     return SimPlatform("SIM", [("sys_clk", 0, Pins(1)), ("sys_rst", 0, Pins(1))])
 
 
-def build_key(clk_freq: int) -> str:
+def build_key(clk_freq: int, config: dict) -> str:
     """Cache key: this package's sources, the LiteX/VexRiscv/Verilator versions, the clock."""
     h = hashlib.sha256()
     for f in [HERE / n for n in HARDWARE_SOURCES] + sorted(HERE.glob("*.v")) + blocks.sources():
@@ -170,6 +170,7 @@ def build_key(clk_freq: int) -> str:
     except OSError:
         pass
     h.update(str(clk_freq).encode())
+    h.update(json.dumps(config, sort_keys=True).encode())
     return h.hexdigest()[:16]
 
 
@@ -183,7 +184,8 @@ def build_dir_root() -> Path:
 
 def build(clk_freq: int = pmap.CLK_FREQ, verbose: bool = False) -> Path:
     """Build (or reuse) the Verilated SoC; returns its gateware dir (obj_dir/Vsim, csr.csv)."""
-    key = build_key(clk_freq)
+    config = blocks.config()
+    key = build_key(clk_freq, config)
     out = build_dir_root() / f"precursor-{key}"
     gw = out / "gateware"
     stamp = out / "built.json"
@@ -197,7 +199,7 @@ def build(clk_freq: int = pmap.CLK_FREQ, verbose: bool = False) -> Path:
     if not verbose:
         logging.disable(logging.INFO)   # LiteX's per-block INFO lines and hierarchy dump
     platform = _platform()
-    soc = PrecursorSim(platform, clk_freq, blocks.ALL)
+    soc = PrecursorSim(platform, clk_freq, blocks.ALL, config)
     sim_config = SimConfig()
     sim_config.add_clocker("sys_clk", freq_hz=clk_freq)
     gtmp = tmp / "gateware"

@@ -120,9 +120,14 @@ enum Cmd {
     /// our servers, made with xous-tools 0.1.2 and a development key in target/, then checked
     /// (header, tag CRCs, signature, fit in the kernel flash region).
     DeviceImage(device_image::DeviceImageArgs),
-    /// Run a program on the simulated Precursor (docs/sim.md: LiteX + VexRiscv with MMU on
-    /// Verilator, Precursor's map) and show its UART lines.
+    /// Boot the device kernel, base services and our servers on the simulated Precursor
+    /// (docs/sim.md: LiteX + VexRiscv with MMU on Verilator, Precursor's map) and show their
+    /// UART and log lines; --rom/--ram run any program instead.
     SimRun(sim::SimRunArgs),
+    /// Boot the device image on the simulated Precursor and pass only if every boot phase is
+    /// reached (kernel, log, names, ticktimer, our servers registered, sysctl READY) within
+    /// the time limit; prints cycles and wall time per phase.
+    SimSmoke(sim::SimSmokeArgs),
     /// Boot files for the simulated Precursor without the upstream loader: target/sim/ram.bin, rom.bin, layout.json (docs/sim-boot.md)
     SimLayout(sim_layout::SimLayoutArgs),
     #[command(flatten)]
@@ -157,7 +162,8 @@ fn main() {
         Cmd::Gateware(a) => gateware::run(&ctx, a),
         Cmd::EngineRun(a) => gateware_run::run(a),
         Cmd::DeviceImage(a) => device_image::run(a, ctx.verbose),
-        Cmd::SimRun(a) => sim::run(a),
+        Cmd::SimRun(a) => sim::run(a, ctx.verbose),
+        Cmd::SimSmoke(a) => sim::smoke(a, ctx.verbose),
         Cmd::SimLayout(a) => sim_layout::run(a, ctx.verbose),
         Cmd::Engine(c) => isa::run(c),
         Cmd::Trng(c) => trng::run(&ctx, c),

@@ -42,7 +42,7 @@ fn vectors() -> Result<PathBuf> {
 
 /// The software health tests as a replay tool (`trng-core` example `trng_health_replay`): the
 /// fault-injection benches feed it the samples their simulated noise source produced.
-fn health_replay() -> Result<PathBuf> {
+pub fn health_replay() -> Result<PathBuf> {
     let mut cmd = util::cargo();
     cmd.args(["build", "-q", "--release", "-p", "trng-core", "--example", "trng_health_replay"]).current_dir(util::root());
     supervisor::run(&mut cmd, Duration::from_secs(600), "trng_health_replay")?;

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from precursor import blocks
 from precursor import map as pmap
 from precursor import run as prun
 from precursor import soc as psoc
@@ -119,7 +120,7 @@ def test_map_simctl_page_unused_on_precursor():
 def test_map_fields_equal_precursor():
     """Every field of every register (from the SoC's own CSR objects) is where the SVD has it."""
     svd, _ = _svd()
-    soc = psoc.PrecursorSim(psoc._platform(), pmap.CLK_FREQ)
+    soc = psoc.PrecursorSim(psoc._platform(), pmap.CLK_FREQ, blocks.ALL, blocks.config())
     soc.finalize()
     for block, csrs in ((name, r.obj) for name, r in soc.csr_regions.items()):
         if block in pmap.SIM_ONLY:
