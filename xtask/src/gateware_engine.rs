@@ -111,7 +111,7 @@ fn rtl_vectors(ctx: &Ctx) -> Result<()> {
 }
 
 fn units(ctx: &Ctx) -> Result<()> {
-    gateware::pytest(ctx, &["engine/tests/test_mul.py"], &[], &[], Duration::from_secs(12 * 60))
+    gateware::pytest(ctx, &["engine/tests/test_mul.py", "engine/tests/test_alu.py"], &[], &[], Duration::from_secs(12 * 60))
 }
 
 /// `cargo xtask gateware test [-k EXPR]`.
