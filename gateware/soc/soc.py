@@ -115,9 +115,9 @@ def sim_config(soc: BenchSoC) -> SimConfig:
     return c
 
 
-def build(out: Path, isas, compile_sim: bool = True) -> dict:
+def build(out: Path, isas, compile_sim: bool = True, peripherals=()) -> dict:
     out = out.resolve()
-    soc = BenchSoC(isas=isas)
+    soc = BenchSoC(isas=isas, peripherals=peripherals)
     builder = _Builder(soc, output_dir=str(out), compile_software=False, compile_gateware=False,
                       csr_csv=str(out / "csr.csv"))
     builder.build(sim_config=sim_config(soc), run=False, interactive=False, opt_level="O3", jobs=2)

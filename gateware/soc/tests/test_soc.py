@@ -144,3 +144,25 @@ def test_adapter_round_trips_every_access_once(domain, clocks):
 
     run_simulation(dut, {"sys": gen()}, clocks=clocks)
     assert log and all(got == want for _, got, want in log), [x for x in log if x[1] != x[2]]
+
+
+def test_one_isa_and_an_extra_peripheral(tmp_path):
+    """A SoC with one engine build has no select CSR; a peripheral passed to the builder hook
+    lands in the map beside the engine, which stays at the spec's addresses."""
+    from litex.soc.interconnect.csr import AutoCSR, CSRStorage
+
+    class Extra(Module, AutoCSR):
+        def __init__(self):
+            self.probe = CSRStorage(8)
+
+    def add_extra(soc):
+        soc.extra = Extra()
+
+    meta = soc_mod.build(tmp_path, ["v2"], compile_sim=False, peripherals=[add_extra])
+    assert meta["isas"] == ["v2"]
+    rows = _csv(tmp_path)
+    regs = {r[1] for r in rows if r[0] == "csr_register"}
+    assert "extra_probe" in regs
+    assert not any(r.startswith("engine_select") for r in regs)
+    regions = {r[1]: int(r[2], 0) for r in rows if r[0] == "memory_region"}
+    assert regions["engine_csr"] == S.csr.base and regions["engine_mem"] == S.memory["base"]
