@@ -122,7 +122,7 @@ pub fn build_soc(verbose: bool) -> Result<Soc> {
     let stamp = dir.join(".complete");
     if !stamp.is_file() {
         let root = soc_root();
-        // older builds (other inputs) are dead weight: ~100 MB each
+        // older builds (other inputs) are dead weight: ~40 MB each
         if let Ok(rd) = std::fs::read_dir(&root) {
             for e in rd.flatten() {
                 if e.path() != dir {
