@@ -81,7 +81,7 @@ fn runner(rom: &Path, ram: &Path, timeout: u64) -> Result<Command> {
 /// The device boot files (ram.bin, rom.bin) from `sim-layout`.
 fn boot_files(verbose: bool) -> Result<(PathBuf, PathBuf)> {
     let dir = crate::sim_layout::sim_dir();
-    crate::sim_layout::build(&dir, verbose).context("the boot files (cargo xtask sim-layout)")?;
+    crate::sim_layout::build(&dir, &[], verbose).context("the boot files (cargo xtask sim-layout)")?;
     Ok((dir.join("rom.bin"), dir.join("ram.bin")))
 }
 
