@@ -39,13 +39,14 @@ from litex.soc.integration.soc_core import SoCCore  # noqa: E402
 from litex.tools import litex_sim  # noqa: E402
 
 from soc.engine import EnginePeripheral  # noqa: E402
+from trng.soc import add_trng  # noqa: E402
 
 ROM_SIZE = 0x2_0000     # firmware image (code + initialized data)
 SRAM_SIZE = 0x1_0000    # data, bss, stack
 CPU_VARIANT = "imac"    # RV32IMAC: compressed instructions, like Precursor's VexRiscv
 
 # Extra peripherals, each `fn(soc)`: called after the engine, in order.
-EXTRA_PERIPHERALS: list = []
+EXTRA_PERIPHERALS: list = [add_trng]  # the TRNG beside the engine (gateware/trng/soc.py)
 
 
 def _io():

@@ -122,3 +122,53 @@ def merge_matches(expected, kernel, server):
             return False, i
         i += 1
     return i == len(expected), i
+
+
+class PageBus:
+    """Register accesses by spec name to a Verilated TRNG block (csr.TrngBus's bus: one access
+    at a time, `stb` held until the registered `ack`). `after_tick` runs after every clock (a
+    bench records what the block did in that cycle); `before` runs before every access."""
+
+    def __init__(self, sim, spec, after_tick=None, before=None):
+        self.s = sim
+        self.pages = {"server": spec.server.registers, "kernel": spec.kernel.registers}
+        self.after_tick = after_tick or (lambda: None)
+        self.before = before or (lambda: None)
+
+    def tick(self):
+        self.s.tick()
+        self.after_tick()
+
+    def access(self, page, off, we, dat=0, limit=10):
+        s = self.s
+        self.before()
+        s.poke("server_sel", int(page == "server"))
+        s.poke("kernel_sel", int(page == "kernel"))
+        s.poke("adr", off)
+        s.poke("we", int(we))
+        s.poke("dat_w", dat)
+        s.poke("stb", 1)
+        for _ in range(limit):
+            self.tick()
+            if s.peek("ack"):
+                break
+        else:
+            raise TimeoutError(f"no ack from the {page} page at {off:#x} within {limit} cycles")
+        v = s.peek("dat_r")
+        s.poke("stb", 0)
+        s.poke("server_sel", 0)
+        s.poke("kernel_sel", 0)
+        self.tick()
+        return v
+
+    def w(self, reg, page="server", **fields):
+        r = self.pages[page][reg]
+        self.access(page, r.offset, True, r.pack(**fields))
+
+    def r(self, reg, field=None, page="server"):
+        r = self.pages[page][reg]
+        v = self.access(page, r.offset, False)
+        return r.fields[field].get(v) if field else v
+
+    def f(self, reg, v, field, page="server"):
+        return self.pages[page][reg].fields[field].get(v)

@@ -217,6 +217,11 @@ fn rom_init(soc: &Soc, elf: &Path) -> Result<String> {
 /// Run a firmware on the SoC simulator until its verdict (PASS: Ok; FAIL, no verdict, a
 /// malformed verdict, or the timeout: Err). `tag` names the private run directory.
 pub fn run_firmware(soc: &Soc, elf: &Path, tag: &str, timeout: Duration, verbose: bool) -> Result<Verdict> {
+    run_firmware_as(soc, elf, tag, SUBJECT, timeout, verbose)
+}
+
+/// `run_firmware` for a firmware that reports under `subject` (the TRNG phase: soc-trng).
+pub fn run_firmware_as(soc: &Soc, elf: &Path, tag: &str, subject: &str, timeout: Duration, verbose: bool) -> Result<Verdict> {
     let gw = soc.gateware();
     let rom_name = soc.meta["rom_init"].as_str().ok_or_else(|| anyhow!("soc.json: rom_init"))?;
     let run = soc_root().join(format!("run-{tag}"));
@@ -266,8 +271,8 @@ pub fn run_firmware(soc: &Soc, elf: &Path, tag: &str, timeout: Duration, verbose
                 match Verdict::parse(&line) {
                     None => {}
                     Some(Err(e)) => break Err(anyhow!("{tag}: malformed verdict line {line:?}: {e}")),
-                    Some(Ok(v)) if v.subject != SUBJECT => {
-                        break Err(anyhow!("{tag}: verdict for {:?}, expected {SUBJECT}", v.subject))
+                    Some(Ok(v)) if v.subject != subject => {
+                        break Err(anyhow!("{tag}: verdict for {:?}, expected {subject}", v.subject))
                     }
                     Some(Ok(v)) => match v.status {
                         Status::Begin => {}

@@ -25,6 +25,7 @@ mod steps;
 mod supervisor;
 mod trng;
 mod trng_gateware;
+mod trng_soc;
 mod util;
 mod xous;
 

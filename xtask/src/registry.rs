@@ -27,6 +27,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(crate::trng_gateware::test_steps());
     v.extend(crate::gateware_engine::test_steps());
     v.extend(crate::gateware_soc::test_steps());
+    v.extend(crate::trng_soc::test_steps());
     v.extend(crate::engine_service::test_steps());
     v.extend(crate::chat::test_steps());
     v.extend(crate::device::test_steps());
@@ -45,6 +46,7 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     v.extend(crate::trng_gateware::bench_providers());
     v.extend(crate::gateware_engine::bench_providers());
     v.extend(crate::gateware_soc::bench_providers());
+    v.extend(crate::trng_soc::bench_providers());
     v.extend(crate::engine_service::bench_providers());
     v.extend(crate::chat::bench_providers());
     v

@@ -20,6 +20,7 @@ use verdict::Status;
 mod soc {
     include!(concat!(env!("OUT_DIR"), "/soc.rs"));
 }
+mod trng;
 
 core::arch::global_asm!(
     r#"
@@ -268,9 +269,37 @@ impl Report {
     }
 }
 
+/// The TRNG phase alone (feature `trng-only`): one verdict line under `trng::SUBJECT`.
+fn trng_only(u: &mut Uart) -> ! {
+    let _ = verdict::write_head(u, trng::SUBJECT, Status::Begin);
+    let _ = u.write_str("\n");
+    match trng::bench(cycles) {
+        Ok(f) => {
+            let x = f.words_per_kcycle_x100();
+            let _ = verdict::write_head(u, trng::SUBJECT, Status::Pass);
+            let _ = verdict::write_field(u, "words", f.words);
+            let _ = verdict::write_field(u, "kernel_words", f.kernel_words);
+            let _ = verdict::write_field(u, "server_words", f.server_words);
+            let _ = verdict::write_field(u, "cycles", f.cycles);
+            let _ = verdict::write_field(u, "empty_reads", f.empty_reads);
+            let _ = verdict::write_field(u, "first_word_cycles", f.first_word_cycles);
+            let _ = verdict::write_field(u, "words_per_kcycle", format_args!("{}.{:02}", x / 100, x % 100));
+        }
+        Err(why) => {
+            let _ = verdict::write_head(u, trng::SUBJECT, Status::Fail);
+            let _ = verdict::write_detail(u, why);
+        }
+    }
+    let _ = u.write_str("\n");
+    finish()
+}
+
 #[no_mangle]
 extern "C" fn fw_main() -> ! {
     let mut u = Uart;
+    if cfg!(feature = "trng-only") {
+        trng_only(&mut u);
+    }
     let _ = verdict::write_head(&mut u, SUBJECT, Status::Begin);
     let _ = u.write_str("\n");
     let mut rep = Report { ok: true, why: "", isa_failed: "" };

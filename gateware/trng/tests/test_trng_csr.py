@@ -18,6 +18,7 @@ from common.csr import check_bindings  # noqa: E402
 from common.verilator import build  # noqa: E402
 from trng import spec as trng_spec  # noqa: E402
 from trng.csr import TrngBus  # noqa: E402
+from trng.harness import PageBus  # noqa: E402
 
 S = trng_spec.load()
 SR, KR = S.server.registers, S.kernel.registers
@@ -52,48 +53,19 @@ def test_an_unbound_or_extra_field_is_refused():
         check_bindings(SR, b)
 
 
-class Trng:
-    """Bus accesses by spec name, and sample feeding. Samples: per cycle, `av` -> (s0, s1) and
-    `ro` -> 4-bit vector, from generator functions of the sample index."""
+class Trng(PageBus):
+    """Bus accesses by spec name (harness.PageBus), and sample feeding. Samples: per cycle,
+    `av` -> (s0, s1) and `ro` -> 4-bit vector, from generator functions of the sample index."""
 
     def __init__(self, sim):
-        self.s = sim
+        super().__init__(sim, S, before=self._idle)
         self.av_n = 0
         self.ro_n = 0
         self.irq_source_seen = 0
 
-    def _go(self, page, off, we, dat=0):
-        s = self.s
-        s.poke("av_valid", 0)
-        s.poke("ro_valid", 0)
-        s.poke("server_sel", int(page == "server"))
-        s.poke("kernel_sel", int(page == "kernel"))
-        s.poke("adr", off)
-        s.poke("we", int(we))
-        s.poke("dat_w", dat)
-        s.poke("stb", 1)
-        s.run_until("ack", 1, 10)
-        v = s.peek("dat_r")
-        s.poke("stb", 0)
-        s.poke("server_sel", 0)
-        s.poke("kernel_sel", 0)
-        s.tick()
-        return v
-
-    def regs(self, page):
-        return SR if page == "server" else KR
-
-    def w(self, reg, page="server", **fields):
-        r = self.regs(page)[reg]
-        self._go(page, r.offset, True, r.pack(**fields))
-
-    def r(self, reg, field=None, page="server"):
-        r = self.regs(page)[reg]
-        v = self._go(page, r.offset, False)
-        return r.fields[field].get(v) if field else v
-
-    def f(self, reg, v, field, page="server"):
-        return self.regs(page)[reg].fields[field].get(v)
+    def _idle(self):
+        self.s.poke("av_valid", 0)
+        self.s.poke("ro_valid", 0)
 
     def feed(self, cycles, av=None, ro=None):
         """`cycles` cycles with one AV pair and one RO sample each (None: that source idle)."""
@@ -169,7 +141,7 @@ def test_reset_values_and_undecoded(lib):
     assert t.r("EV_PENDING") == 0
     used = {r.offset for r in SR.values()}
     free = next(o for o in range(0, 0x100, 4) if o not in used)
-    assert t._go("server", free, False) == POISON
+    assert t.access("server", free, False) == POISON
     # a write-only register reads nothing back; a pulse field reads 0
     t.w("SEED", seed=0x1234_5678)
     assert t.r("SEED") == 0

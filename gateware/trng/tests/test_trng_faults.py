@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT / "gateware"))
 
 from common.verilator import build  # noqa: E402
 from trng import spec as trng_spec  # noqa: E402
+from trng.harness import PageBus  # noqa: E402
 from trng.simsource import BIAS, BURST, STUCK, SimTrng  # noqa: E402
 
 S = trng_spec.load()
@@ -51,40 +52,12 @@ def replay():
     return run
 
 
-class Bench:
+class Bench(PageBus):
     def __init__(self):
         d = SimTrng()
-        self.s = build(d, d.ios, "trng_sim")
+        super().__init__(build(d, d.ios, "trng_sim"), S, after_tick=self._observe)
         self.samples = [[] for _ in range(N_AV + N_RO)]
         self.fail_at = {}   # source -> index of the sample on which its interrupt line first rose
-
-    def _go(self, page, off, we, dat=0):
-        s = self.s
-        s.poke("server_sel", int(page == "server"))
-        s.poke("kernel_sel", int(page == "kernel"))
-        s.poke("adr", off)
-        s.poke("we", int(we))
-        s.poke("dat_w", dat)
-        s.poke("stb", 1)
-        s.tick()
-        self._observe()
-        assert s.peek("ack") == 1
-        v = s.peek("dat_r")
-        s.poke("stb", 0)
-        s.poke("server_sel", 0)
-        s.poke("kernel_sel", 0)
-        s.tick()
-        self._observe()
-        return v
-
-    def w(self, reg, page="server", **fields):
-        r = (SR if page == "server" else KR)[reg]
-        self._go(page, r.offset, True, r.pack(**fields))
-
-    def r(self, reg, field=None, page="server"):
-        r = (SR if page == "server" else KR)[reg]
-        v = self._go(page, r.offset, False)
-        return r.fields[field].get(v) if field else v
 
     def _observe(self):
         """Record what the health tests took this cycle (the samples and the interrupt lines are
@@ -104,8 +77,7 @@ class Bench:
 
     def run(self, cycles):
         for _ in range(cycles):
-            self.s.tick()
-            self._observe()
+            self.tick()
 
     def fault(self, target, kind, value=0, p=0, start=0, length=0, blen=0, period=1):
         s = self.s
@@ -113,8 +85,7 @@ class Bench:
                      ("f_len", length), ("f_blen", blen), ("f_period", period)):
             s.poke(k, v)
         s.poke("f_arm", 1)
-        s.tick()
-        self._observe()
+        self.tick()
         s.poke("f_arm", 0)
 
 
