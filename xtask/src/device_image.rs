@@ -460,33 +460,11 @@ pub fn test_step(_ctx: &crate::Ctx) -> Result<()> {
 mod tests {
     use super::*;
 
-    /// A minimal ELF32 with the given machine/class and PT_LOAD segments (vaddr, memsz, filesz).
+    /// A minimal ELF32 with the given machine/class and PT_LOAD segments (vaddr, memsz, filesz),
+    /// read + execute, entry at the first segment.
     pub fn elf(class: u8, machine: u16, segs: &[(u32, u32, u32)]) -> Vec<u8> {
-        let phoff = 52u32;
-        let data_off = phoff + 32 * segs.len() as u32;
-        let mut d = vec![0u8; 52];
-        d[0..4].copy_from_slice(b"\x7fELF");
-        d[4] = class;
-        d[5] = 1;
-        d[6] = 1;
-        d[16..18].copy_from_slice(&2u16.to_le_bytes());
-        d[18..20].copy_from_slice(&machine.to_le_bytes());
-        d[24..28].copy_from_slice(&segs.first().map(|s| s.0).unwrap_or(0).to_le_bytes());
-        d[28..32].copy_from_slice(&phoff.to_le_bytes());
-        d[40..42].copy_from_slice(&52u16.to_le_bytes());
-        d[42..44].copy_from_slice(&32u16.to_le_bytes());
-        d[44..46].copy_from_slice(&(segs.len() as u16).to_le_bytes());
-        let mut off = data_off;
-        for &(vaddr, memsz, filesz) in segs {
-            for w in [1u32, off, vaddr, vaddr, filesz, memsz, 5, 4096] {
-                d.extend_from_slice(&w.to_le_bytes());
-            }
-            off += filesz;
-        }
-        for &(_, _, filesz) in segs {
-            d.extend(std::iter::repeat(0x13).take(filesz as usize));
-        }
-        d
+        let s: Vec<(u32, u32, u32, u32)> = segs.iter().map(|&(v, m, f)| (v, m, f, xous_layout::elf::PF_X)).collect();
+        xous_layout::elf::testelf::elf(class, machine, segs.first().map(|s| s.0).unwrap_or(0), &s)
     }
 
     fn scratch(name: &str) -> PathBuf {

@@ -156,9 +156,11 @@ pub fn parse(d: &[u8]) -> Result<Elf> {
     Ok(Elf { entry, segments, sections })
 }
 
-#[cfg(test)]
+/// Synthetic ELFs for tests (here and in xtask's image tests).
 pub mod testelf {
+    #[cfg(test)]
     use super::*;
+    use super::PT_LOAD;
 
     /// A minimal ELF32 (class, machine) whose PT_LOAD segments are (vaddr, memsz, filesz, flags);
     /// segment i's file bytes are the byte `0x40 + i` repeated, so loads can be checked.
@@ -189,6 +191,7 @@ pub mod testelf {
         d
     }
 
+    #[cfg(test)]
     #[test]
     fn parses_segments_and_refuses_bad_input() {
         let e = parse(&elf(1, EM_RISCV, 0x2000_0000, &[(0x2000_0000, 0x100, 0x80, PF_X), (0x2000_1000, 0x200, 0x10, PF_W)])).unwrap();
