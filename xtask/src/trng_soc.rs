@@ -5,7 +5,9 @@
 //!   gateware/trng/tests/test_trng_soc.py over the SoC's csr.csv), then the firmware's TRNG phase
 //!   (firmware/soc-bench, feature `trng-only`, libs/trng-driver) must pass: poison word and no
 //!   valid bit before enabling, both ports deliver, every word taken with its valid bit, none
-//!   twice, no health failure. Its verdict line (subject soc-trng) carries the throughput.
+//!   twice, no health failure. Its verdict line (subject soc-trng) carries the throughput. A
+//!   firmware that takes port words without their valid bits (`fault-trng-ignore-valid`) must
+//!   fail.
 //! * bench provider `trng-soc`: `soc_trng_words_per_kcycle` (conditioned words per 1,000 CPU
 //!   cycles, both ports read in turn, continuously) and `soc_trng_first_word_cycles` (enable to
 //!   the first conditioned word: start-up test, seeding, one block).
@@ -81,6 +83,15 @@ fn test(ctx: &Ctx) -> Result<()> {
     let soc = build_soc(ctx.verbose)?;
     gateware::pytest(ctx, &["trng/tests/test_trng_soc.py"], &[], &[("SOC_BUILD_DIR", &soc.dir)], Duration::from_secs(10 * 60))?;
     run(ctx.verbose)?;
+    // bad input: a firmware that takes port words without their valid bit must fail
+    let bad = build_firmware(&soc, &[FEATURE, "fault-trng-ignore-valid"], ctx.verbose)?;
+    match run_firmware_as(&soc, &bad, "fault-trng-ignore-valid", SUBJECT, RUN_TIMEOUT, ctx.verbose) {
+        Ok(v) => bail!("a firmware that ignores the valid bits passed: {v}"),
+        Err(e) if format!("{e:#}").contains("delivered twice") => {
+            eprintln!("xtask: words taken without their valid bit rejected (poison word twice, firmware verdict FAIL)")
+        }
+        Err(e) => bail!("ignored valid bits: the run failed, but not on the repeated word: {e:#}"),
+    }
     Ok(())
 }
 

@@ -76,7 +76,14 @@ pub fn bench(cycles: fn() -> u64) -> Result<Figures, &'static str> {
             (kn, sn, empty) = (0, 0, 0);
             t1 = cycles();
         }
-        let got = if n % 2 == 0 { kp.urandom().map(|w| (w, 0)) } else { sp.urandom().map(|w| (w, 1)) };
+        let got = if cfg!(feature = "fault-trng-ignore-valid") {
+            // bad-input case of the step trng:soc: take whatever the port returns, valid or not
+            Some(if n % 2 == 0 { (kp.bus().read(urandom_k), 0) } else { (sp.bus().read(urandom_s), 1) })
+        } else if n % 2 == 0 {
+            kp.urandom().map(|w| (w, 0))
+        } else {
+            sp.urandom().map(|w| (w, 1))
+        };
         match got {
             Some((w, port)) => {
                 words[n] = w;
