@@ -2,13 +2,15 @@
 function `fn(soc)` that adds it at the addresses map.py pins (PAGE_LOCS, REGIONS, IRQS), and
 the source directories they are built from (part of the build cache key).
 
-The engine goes here once its Wishbone adapter is on main."""
+"""
 
 from __future__ import annotations
 
 import os
 import subprocess
 from pathlib import Path
+
+from . import map as pmap
 
 GATEWARE = Path(__file__).resolve().parents[1]
 
@@ -37,9 +39,42 @@ def health_cutoffs() -> dict:
     return out
 
 
+# The engine build on the bus: Precursor's engine is ISA v1 (the `hw` backend drives v1 only).
+ENGINE_ISA = os.environ.get("PRECURSOR_ENGINE_ISA", "v1")
+
+
 def config() -> dict:
     """Everything besides source files that the blocks are built from (part of the cache key)."""
-    return {"trng_cutoffs": health_cutoffs()}
+    return {"trng_cutoffs": health_cutoffs(), "engine_isa": ENGINE_ISA}
+
+
+def add_engine(soc, cfg):
+    """The engine (gateware/engine, one ISA build) behind its Wishbone adapter
+    (soc.engine.EnginePeripheral, gateware/soc): the CSR page at spec/engine25519.toml's
+    `csr.base`, the memory window at `memory.base`, its interrupt line. Precursor's clocking:
+    the sequencer, CSR block and window run at half the CPU clock (`eng`, a second simulation
+    clock with edges aligned to `sys`), the multiplier at the CPU clock (`mul` = `sys`)."""
+    from migen import ClockDomain, ClockSignal, ResetSignal
+    from soc.engine import EnginePeripheral
+
+    e = EnginePeripheral((cfg["engine_isa"],))
+    assert e.clock_hz["sys"] == soc.clk_freq, f"engine clocks {e.clock_hz} need a {e.clock_hz['sys']} Hz CPU"
+    assert e.regions["engine_csr"][0] == pmap.CSR_BASE + pmap.PAGE_LOCS["engine"] * pmap.CSR_PAGING
+    assert e.regions["engine_mem"] == pmap.REGIONS["engine_mem"]
+    soc.submodules.engine = e
+    soc.clock_domains.cd_eng = ClockDomain()
+    soc.clock_domains.cd_mul = ClockDomain()
+    soc.comb += [
+        soc.cd_eng.clk.eq(soc.platform.request("eng_clk")),
+        soc.cd_eng.rst.eq(ResetSignal("sys")),
+        soc.cd_mul.clk.eq(ClockSignal("sys")),
+        soc.cd_mul.rst.eq(ResetSignal("sys")),
+    ]
+    soc.add_csr_page("engine", e.csr_bus)
+    soc.add_bus_region("engine_mem", e.mem_bus)
+    soc.add_irq("engine", e.ev.irq)
+    soc.extra_clocks["eng_clk"] = e.clock_hz["eng"]
+
 
 
 def add_trng(soc, cfg):
@@ -72,13 +107,13 @@ def add_trng(soc, cfg):
 
 
 # fn(soc, config()) for each block, in order
-ALL: list = [add_trng]
+ALL: list = [add_trng, add_engine]
 # gateware/ subdirectories whose Python sources define those blocks
-SOURCE_DIRS: list = ["trng", "common"]
+SOURCE_DIRS: list = ["trng", "common", "engine", "soc"]
 
 
 # spec files those blocks are generated from
-SPEC_FILES: list = ["trng.toml"]
+SPEC_FILES: list = ["trng.toml", "engine25519.toml"]
 
 
 def sources() -> list:

@@ -51,11 +51,17 @@ def _spec_blocks():
         assert base % CSR_PAGING == 0 and CSR_BASE <= base < CSR_BASE + CSR_SIZE, f"spec/trng.toml {page}: base {base:#x}"
         pages[name] = (base - CSR_BASE) // CSR_PAGING
         irqs[name] = trng[page]["irq"]
-    return pages, irqs
+    with open(SPEC / "engine25519.toml", "rb") as f:
+        eng = tomllib.load(f)
+    base = eng["csr"]["base"]
+    assert base % CSR_PAGING == 0 and CSR_BASE <= base < CSR_BASE + CSR_SIZE, f"spec/engine25519.toml csr.base {base:#x}"
+    pages["engine"] = (base - CSR_BASE) // CSR_PAGING
+    irqs["engine"] = eng["csr"]["irq"]
+    regions = {"engine_mem": (eng["memory"]["base"], eng["memory"]["size"])}
+    return pages, irqs, regions
 
 
-PAGE_LOCS, _SPEC_IRQS = _spec_blocks()
-REGIONS: dict = {}
+PAGE_LOCS, _SPEC_IRQS, REGIONS = _spec_blocks()
 
 # block -> interrupt line (bit in VexRiscv's external interrupt array, the sim/sip CSRs)
 IRQS = {

@@ -12,7 +12,9 @@ rebuild (run.py writes the ROM and RAM images next to the simulator at run time)
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
+import inspect
 import json
 import logging
 import os
@@ -43,8 +45,9 @@ from . import map as pmap
 from .peripherals import VERILOG_SOURCES, CycleCounter, PrecursorUART, SimCtl, TickTimer, WDT, WFI
 
 HERE = Path(__file__).resolve().parent
-# the files that define the hardware (the build cache key)
-HARDWARE_SOURCES = ["soc.py", "peripherals.py", "pagebus.py", "map.py", "blocks.py"]
+# the files that define the hardware (the build cache key; of this file, the SoC class and
+# the platform: the build functions below are not hardware)
+HARDWARE_SOURCES = ["peripherals.py", "pagebus.py", "map.py", "blocks.py"]
 
 # The files the Verilated simulator reads and writes at run time, in its working directory.
 ROM_INIT = "sim_rom.init"
@@ -62,6 +65,7 @@ class PrecursorSim(SoCCore):
 
     def __init__(self, platform, clk_freq: int, blocks=(), config=None):
         self.csr_pages = {}      # name -> (location, Wishbone slave): pages not made of LiteX CSRs
+        self.extra_clocks = {}   # pad name -> Hz: further simulation clocks (edges aligned with sys)
         SoCCore.__init__(
             self, platform, clk_freq,
             ident="", ident_version=False,
@@ -151,7 +155,8 @@ class PrecursorSim(SoCCore):
 
 
 def _platform() -> SimPlatform:
-    return SimPlatform("SIM", [("sys_clk", 0, Pins(1)), ("sys_rst", 0, Pins(1))])
+    # eng_clk: the engine's sequencer clock (blocks.add_engine)
+    return SimPlatform("SIM", [("sys_clk", 0, Pins(1)), ("sys_rst", 0, Pins(1)), ("eng_clk", 0, Pins(1))])
 
 
 def build_key(clk_freq: int, config: dict) -> str:
@@ -169,6 +174,8 @@ def build_key(clk_freq: int, config: dict) -> str:
         h.update(subprocess.run(["verilator", "--version"], capture_output=True, text=True).stdout.encode())
     except OSError:
         pass
+    h.update(inspect.getsource(PrecursorSim).encode())
+    h.update(inspect.getsource(_platform).encode())
     h.update(str(clk_freq).encode())
     h.update(json.dumps(config, sort_keys=True).encode())
     return h.hexdigest()[:16]
@@ -191,6 +198,16 @@ def build(clk_freq: int = pmap.CLK_FREQ, verbose: bool = False) -> Path:
     stamp = out / "built.json"
     if stamp.is_file() and (gw / "obj_dir" / "Vsim").is_file():
         return gw
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.with_name(out.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)          # one build of a key at a time
+        if stamp.is_file() and (gw / "obj_dir" / "Vsim").is_file():
+            return gw
+        _build(out, gw, stamp, key, clk_freq, config, verbose)
+    return gw
+
+
+def _build(out: Path, gw: Path, stamp: Path, key: str, clk_freq: int, config: dict, verbose: bool) -> None:
     if out.exists():
         shutil.rmtree(out)
     tmp = out.with_name(out.name + ".tmp")
@@ -202,6 +219,8 @@ def build(clk_freq: int = pmap.CLK_FREQ, verbose: bool = False) -> Path:
     soc = PrecursorSim(platform, clk_freq, blocks.ALL, config)
     sim_config = SimConfig()
     sim_config.add_clocker("sys_clk", freq_hz=clk_freq)
+    for pad, hz in soc.extra_clocks.items():
+        sim_config.add_clocker(pad, freq_hz=hz)
     gtmp = tmp / "gateware"
     gtmp.mkdir(parents=True)
     # no Builder: it would generate the BIOS's software includes, which this SoC does not use
@@ -216,7 +235,6 @@ def build(clk_freq: int = pmap.CLK_FREQ, verbose: bool = False) -> Path:
         raise RuntimeError(f"Verilator build of the simulated Precursor failed:\n{tail}")
     (tmp / "built.json").write_text(json.dumps({"key": key, "clk_freq": clk_freq}) + "\n")
     tmp.rename(out)
-    return gw
 
 
 def main() -> int:

@@ -6,6 +6,8 @@
  *   uart       bytes written to UART (0xF000_5000) and console (0xF000_7000) arrive
  *   trng       the TRNG's kernel port (0xF001_C000, spec/trng.toml), enabled by the SoC at
  *              power-on, delivers conditioned words (URANDOM_VALID, then URANDOM), two differ
+ *   engine     the engine (CSR page 0xF002_0000, memory window 0xE002_0000, spec/engine25519.toml)
+ *              answers: MPSTART and a microcode word read back what was written
  *   ticktimer  TIME advances by one every CLK_FREQ/1000 cycles (checked against simctl CYCLES)
  *   irq        the ticktimer alarm (IRQ 8) reaches supervisor mode through the external
  *              interrupt array: scause = 0x8000_0009, the custom sip CSR (0xDC0) has bit 8
@@ -27,6 +29,9 @@
     .equ TK_VALID,   0x0C
     .equ URANDOM_INVALID, 0xDEADBEEF
     .equ TRNG_POLLS, 4000000
+    .equ ENGINE_CSR, 0xF0020000
+    .equ ENGINE_MEM, 0xE0020000
+    .equ EN_MPSTART, 0x04
     .equ RXTX,       0x00
     .equ TXFULL,     0x04
     .equ TT_CONTROL, 0x00
@@ -79,7 +84,7 @@ _start:
     mv   a0, s3
     call put_dec
     call newline
-    j    ticktimer
+    j    engine
 trng_same:
     la   a0, f_trng_same
     call puts
@@ -98,6 +103,29 @@ trng_word:                            /* a0 = next valid URANDOM word, or fail *
     li   t0, URANDOM_INVALID
     beq  a0, t0, 1b                   /* lost a race with nobody: not possible, poll again */
     ret
+
+/* ---- engine ---------------------------------------------------------------------------- */
+engine:
+    li   t0, ENGINE_CSR
+    li   t1, 0x2A5
+    sw   t1, EN_MPSTART(t0)
+    lw   t2, EN_MPSTART(t0)
+    bne  t1, t2, engine_fail
+    li   t0, ENGINE_MEM
+    li   t1, 0x13579BDF
+    sw   t1, 8(t0)                    /* microcode word 2 */
+    lw   t2, 8(t0)
+    bne  t1, t2, engine_fail
+    la   a0, v_engine
+    call puts
+    j    ticktimer
+engine_fail:
+    la   a0, f_engine
+    call puts
+    mv   a0, t2
+    call put_hex
+    call newline
+    j    fail
 
 /* ---- ticktimer ----------------------------------------------------------------------- */
 ticktimer:
@@ -397,6 +425,8 @@ v_uart:      .asciz "VERDICT sim-soc/uart PASS\n"
 v_trng:      .asciz "VERDICT sim-soc/trng PASS first_valid_cycle="
 f_trng:      .asciz "VERDICT sim-soc/trng FAIL -- no valid word on the kernel port within 4,000,000 polls\n"
 f_trng_same: .asciz "VERDICT sim-soc/trng FAIL -- two consecutive kernel-port words are equal\n"
+v_engine:    .asciz "VERDICT sim-soc/engine PASS\n"
+f_engine:    .asciz "VERDICT sim-soc/engine FAIL -- read back "
 v_tick:      .asciz "VERDICT sim-soc/ticktimer PASS cycles_per_tick="
 f_tick:      .asciz "VERDICT sim-soc/ticktimer FAIL cycles_per_tick="
 v_irq:       .asciz "VERDICT sim-soc/irq PASS scause=0x80000009 sip="

@@ -100,7 +100,8 @@ def test_map_csr_blocks_equal_precursor(built):
 
 
 def test_map_pages_of_other_blocks_at_precursor_addresses(built):
-    """The TRNG's pages (spec/trng.toml) sit where Precursor has trng_server / trng_kernel."""
+    """The TRNG's pages (spec/trng.toml) and the engine's (spec/engine25519.toml) sit where
+    Precursor has trng_server / trng_kernel / engine."""
     svd, _ = _svd()
     bases, _, _, _ = _csr_csv(built)
     assert pmap.PAGE_LOCS, "no block pages on the bus"
@@ -152,6 +153,10 @@ def test_map_irqs_and_ram_equal_precursor(built):
             assert consts.get(f"{b}_interrupt") == str(irq)
     assert ours["sram_ext"] == regions["sram_ext"] == (pmap.SRAM_EXT_BASE, pmap.SRAM_EXT_SIZE)
     assert ours["csr"] == (pmap.CSR_BASE, pmap.CSR_SIZE)
+    # regions of other blocks (spec files) where Precursor has them: engine_mem = ENGINE
+    svd_name = {"engine_mem": "engine"}
+    for name, region in pmap.REGIONS.items():
+        assert ours[name] == regions[svd_name[name]] == region, f"{name}: {ours.get(name)}, Precursor {regions.get(svd_name[name])}"
     assert consts["config_clock_frequency"] == str(pmap.CLK_FREQ)
 
 
@@ -166,7 +171,7 @@ def assemble(src: Path, out_dir: Path) -> bytes:
     return binf.read_bytes()
 
 
-CHECKS = ["uart", "trng", "ticktimer", "irq", "sv32", "ecall"]
+CHECKS = ["uart", "trng", "engine", "ticktimer", "irq", "sv32", "ecall"]
 
 
 def test_soc_selftest(built, tmp_path):
