@@ -304,6 +304,8 @@ pub struct Figures {
     pub sw: u64,
     /// (ISA, end-to-end cycles, GO-to-finished cycles)
     pub engines: Vec<(String, u64, u64)>,
+    /// (ISA, pauses granted in the pause/resume run, which gave the same result)
+    pub pauses: Vec<(String, u64)>,
     pub cpu_hz: u64,
     pub eng_hz: u64,
     pub mul_hz: u64,
@@ -313,10 +315,12 @@ impl Figures {
     pub fn from_verdict(v: &Verdict, isas: &[String]) -> Result<Figures> {
         let n = |k: &str| v.num(k).ok_or_else(|| anyhow!("verdict lacks {k}: {v}"));
         let mut engines = Vec::new();
+        let mut pauses = Vec::new();
         for isa in isas {
             engines.push((isa.clone(), n(&format!("engine_{isa}_cycles"))?, n(&format!("engine_{isa}_run_cycles"))?));
+            pauses.push((isa.clone(), n(&format!("engine_{isa}_pauses"))?));
         }
-        Ok(Figures { sw: n("sw_cycles")?, engines, cpu_hz: n("cpu_hz")?, eng_hz: n("eng_hz")?, mul_hz: n("mul_hz")? })
+        Ok(Figures { sw: n("sw_cycles")?, engines, pauses, cpu_hz: n("cpu_hz")?, eng_hz: n("eng_hz")?, mul_hz: n("mul_hz")? })
     }
 
     pub fn results(&self) -> BenchResults {
@@ -350,6 +354,8 @@ impl Figures {
                 self.sw as f64 / *total as f64
             );
         }
+        let p: Vec<String> = self.pauses.iter().map(|(isa, n)| format!("{isa} {n} pauses")).collect();
+        s += &format!("pause/resume at MPRESUME (as the hw backend slices jobs), same result: {}\n", p.join(", "));
         s
     }
 }
@@ -463,8 +469,8 @@ mod tests {
     #[test]
     fn figures_from_a_verdict_and_missing_keys() {
         let v = Verdict::parse(
-            "VERDICT soc-bench PASS sw_cycles=7000000 engine_v1_cycles=230000 engine_v1_run_cycles=228000 \
-             engine_v2_cycles=46000 engine_v2_run_cycles=44000 cpu_hz=100000000 eng_hz=50000000 mul_hz=100000000",
+            "VERDICT soc-bench PASS sw_cycles=7000000 engine_v1_cycles=230000 engine_v1_run_cycles=228000 engine_v1_pauses=9 \
+             engine_v2_cycles=46000 engine_v2_run_cycles=44000 engine_v2_pauses=8 cpu_hz=100000000 eng_hz=50000000 mul_hz=100000000",
         )
         .unwrap()
         .unwrap();
@@ -476,6 +482,7 @@ mod tests {
         assert_eq!(r["soc_speedup_v1"], 30.4);
         assert_eq!(r["soc_speedup_v2"], 152.2);
         assert!(f.table().contains("mul_clk = CPU clock"));
+        assert!(f.table().contains("v2 8 pauses"));
         let short = Verdict::parse("VERDICT soc-bench PASS sw_cycles=1 cpu_hz=1 eng_hz=1 mul_hz=1").unwrap().unwrap();
         assert!(Figures::from_verdict(&short, &isas).is_err());
     }

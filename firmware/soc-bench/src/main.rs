@@ -14,7 +14,7 @@
 #![no_main]
 
 use core::fmt::Write;
-use engine25519_driver::{Driver, Launch, MmioBus, Stop};
+use engine25519_driver::{Driver, Launch, MmioBus, Paused, Stop};
 use verdict::Status;
 
 mod soc {
@@ -253,6 +253,35 @@ fn engine_x25519_irq(d: &mut Driver<MmioBus>, ucode: &[u32], k: &[u8; 32], u: &[
     d.read_reg(0, soc::RESULT_REG).map_err(|_| "bad register")
 }
 
+/// X25519 paused every `interval` CPU cycles and resumed where it stopped (MPRESUME), the way
+/// the `hw` backend time-slices jobs; a register is read through the memory window while
+/// paused. Returns the result and the number of pauses.
+fn engine_x25519_paused(d: &mut Driver<MmioBus>, ucode: &[u32], k: &[u8; 32], u: &[u8; 32], interval: u64) -> Result<([u8; 32], u32), &'static str> {
+    d.write_ucode(0, ucode).map_err(|_| "microcode does not fit")?;
+    d.write_reg(0, soc::X25519_SCALAR_REG, k).map_err(|_| "bad register")?;
+    d.write_reg(0, soc::X25519_U_REG, u).map_err(|_| "bad register")?;
+    let l = Launch { window: 0, mpstart: 0, mplen: ucode.len() };
+    d.start(l).map_err(|_| "bad launch")?;
+    let mut pauses = 0u32;
+    loop {
+        let t = cycles();
+        while cycles() - t < interval {}
+        match d.pause(MAX_POLLS).map_err(|_| "pause never granted")? {
+            Paused::At { mpc } => {
+                pauses += 1;
+                if pauses > 10_000 {
+                    return Err("job never ends under pause/resume");
+                }
+                d.read_reg(0, 0).map_err(|_| "bad register")?;
+                d.resume(l, mpc).map_err(|_| "paused outside the program")?;
+            }
+            Paused::Ended(Stop::Finished) => break,
+            Paused::Ended(Stop::Illegal { .. }) => return Err("engine halted on an illegal opcode under pause/resume"),
+        }
+    }
+    Ok((d.read_reg(0, soc::RESULT_REG).map_err(|_| "bad register")?, pauses))
+}
+
 struct Report {
     ok: bool,
     why: &'static str,
@@ -321,6 +350,7 @@ extern "C" fn fw_main() -> ! {
     // engines
     let mut d = Driver::new(unsafe { MmioBus::at_spec_addresses() });
     let mut figures: [(&str, u64, u64); 4] = [("", 0, 0); 4];
+    let mut pauses = [0u32; 4];
     for (i, &(isa, ucode)) in soc::ENGINES.iter().enumerate() {
         if let Some(sel) = soc::ENGINE_SELECT {
             wr(sel, i as u32);
@@ -349,13 +379,27 @@ extern "C" fn fw_main() -> ! {
             Ok(_) => rep.fail(isa, "engine differs from RFC 7748 vector 2"),
             Err(why) => rep.fail(isa, why),
         }
+        // about eight slices per job
+        let interval = (figures.get(i).map(|f| f.2).unwrap_or(0) / 8).max(2_000);
+        match engine_x25519_paused(&mut d, ucode, &RFC1_K, &RFC1_U, interval) {
+            Ok((out, n)) if out == sw && n >= 3 => {
+                if i < pauses.len() {
+                    pauses[i] = n;
+                }
+                let _ = writeln!(u, "soc-bench: engine {isa} X25519 paused and resumed {n} times: same result");
+            }
+            Ok((out, _)) if out != sw => rep.fail(isa, "engine result differs after pause/resume"),
+            Ok(_) => rep.fail(isa, "fewer than 3 pauses granted"),
+            Err(why) => rep.fail(isa, why),
+        }
     }
 
     let _ = verdict::write_head(&mut u, SUBJECT, if rep.ok { Status::Pass } else { Status::Fail });
     let _ = verdict::write_field(&mut u, "sw_cycles", sw_cycles);
-    for &(isa, total, run) in figures.iter().filter(|f| !f.0.is_empty()) {
+    for (&(isa, total, run), &n) in figures.iter().zip(pauses.iter()).filter(|f| !f.0 .0.is_empty()) {
         let _ = verdict::write_field(&mut u, Key::new(format_args!("engine_{isa}_cycles")).as_str(), total);
         let _ = verdict::write_field(&mut u, Key::new(format_args!("engine_{isa}_run_cycles")).as_str(), run);
+        let _ = verdict::write_field(&mut u, Key::new(format_args!("engine_{isa}_pauses")).as_str(), n);
     }
     let _ = verdict::write_field(&mut u, "cpu_hz", soc::CPU_HZ);
     let _ = verdict::write_field(&mut u, "eng_hz", soc::ENG_HZ);
