@@ -13,8 +13,9 @@ use engine25519_driver::{Driver, MmioBus, Paused, Stop};
 use crate::api::BackendId;
 use crate::backend::{EngineBackend, Launch, Reg, RunEnd};
 
-/// Bytes mapped for the CSR block (one page).
-const CSR_PAGE: usize = 4096;
+/// Bytes mapped for the CSR block: one page of the spec's page size (the SoC gives the block
+/// exactly that region, gateware/soc/engine.py).
+const CSR_PAGE: usize = mem::PAGE_SIZE as usize;
 /// STATUS reads while waiting for a pause grant (a grant takes at most one instruction).
 const PAUSE_POLLS: u32 = 1_000_000;
 
