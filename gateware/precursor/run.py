@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -67,6 +68,7 @@ class Result:
     lines: list = field(default_factory=list)
     matched: dict = field(default_factory=dict)   # pattern -> Line
     failed: list = field(default_factory=list)    # lines matching a fail pattern
+    progress: str = ""                            # last progress record (cycles, pc, priv, asid)
 
     def ok(self, expect) -> bool:
         ended = (self.reason == "finish" and self.code == 0) or self.reason == "until"
@@ -81,6 +83,7 @@ class Result:
             "wall_s": round(self.wall_s, 3),
             "expect": {p: ({"cycle": l.cycle, "wall_s": round(l.wall, 3), "line": l.text} if (l := self.matched.get(p)) else None) for p in expect},
             "failed": [f"[{l.cycle} {l.source}] {l.text}" for l in self.failed],
+            "progress": self.progress,
         }
 
 
@@ -126,6 +129,14 @@ def run(rom: bytes, ram: bytes | None = None, timeout: float = 60.0, expect=(), 
     ram_hex = words_hex(ram or b"", pmap.SRAM_EXT_SIZE, "the RAM image")
     gw = gw or soc.build()
     runs = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="precursor-run-"))
+    try:
+        return _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line)
+    finally:
+        if not keep:
+            shutil.rmtree(runs, ignore_errors=True)
+
+
+def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line) -> Result:
     runs.mkdir(parents=True, exist_ok=True)
     for name in ("modules", "sim_config.js"):
         link = runs / name
@@ -195,8 +206,10 @@ def run(rom: bytes, ram: bytes | None = None, timeout: float = 60.0, expect=(), 
     else:
         prog = runs / soc.PROGRESS
         seen = [l.cycle for l in res.lines]
-        if prog.is_file() and prog.read_text().strip().isdigit():
-            seen.append(int(prog.read_text()))
+        text = prog.read_text().strip() if prog.is_file() else ""
+        if text.split(" ")[0].isdigit():
+            seen.append(int(text.split(" ")[0]))
+            res.progress = text
         res.cycles = max(seen) if seen else None
     return res
 
@@ -230,6 +243,8 @@ def main(argv=None) -> int:
     cyc = f"{res.cycles:,}" if res.cycles is not None else "?"
     rate = f", {res.cycles / res.wall_s / 1e6:.2f} M cycles/s" if res.cycles and res.wall_s > 0 else ""
     print(f"precursor.run: {res.reason} code={res.code} cycles={cyc} wall={res.wall_s:.1f}s{rate}", file=sys.stderr)
+    if res.reason == "timeout" and res.progress:
+        print(f"precursor.run: last progress record: {res.progress}", file=sys.stderr)
     for p in a.expect:
         if p not in res.matched:
             print(f"precursor.run: expected output not seen: {p!r}", file=sys.stderr)
