@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import os
 import re
@@ -156,7 +157,7 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
     t0 = time.monotonic()
     with open(runs / "sim.out", "wb") as simout:
         proc = subprocess.Popen([str(gw / "obj_dir" / "Vsim")], cwd=runs, stdout=simout, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True)
+                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
 
         def handle(entries) -> bool:
             for source, cyc, text in entries:
@@ -214,7 +215,24 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
     return res
 
 
+def _die_with_parent():
+    """In the simulator's process: SIGKILL it when the runner dies, however it dies (Linux
+    PR_SET_PDEATHSIG), so no simulator outlives its runner."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def _exit_on_signal(signum, _frame):
+    # SIGTERM/SIGHUP (e.g. xtask stopping its process groups): leave through the `finally`
+    # clauses, which kill the simulator (it runs in its own session)
+    raise SystemExit(128 + signum)
+
+
 def main(argv=None) -> int:
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, _exit_on_signal)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rom", type=Path, required=True, help="ROM image (binary, at 0x0)")
     ap.add_argument("--ram", type=Path, help="RAM image (binary, at 0x4000_0000)")
