@@ -41,14 +41,17 @@ class TrngCore(Module):
         # configuration) from the block around the core
         self.source_en = Signal(n, reset=(1 << n) - 1)
         self.extra_fail = Signal()
-        self.hold = Signal()
+        self.hold = Signal()       # holds the conditioner only
+        # the sources are healthy and past their start-up tests (raw words may flow)
+        self.raw_ok = Signal()
 
         # # #
 
         self.comb += [
             self.failed.eq(reduce(or_, [h.rct_latched | h.apt_latched for h in self.health]) | self.extra_fail),
-            self.ok.eq(reduce(and_, [h.startup_done | ~self.source_en[i] for i, h in enumerate(self.health)])
-                       & (self.source_en != 0) & ~self.failed & ~self.hold),
+            self.raw_ok.eq(reduce(and_, [h.startup_done | ~self.source_en[i] for i, h in enumerate(self.health)])
+                           & (self.source_en != 0) & ~self.failed),
+            self.ok.eq(self.raw_ok & ~self.hold),
             self.cond.invalidate.eq(~self.ok),
             self.cond.raw_valid.eq(self.raw_valid & self.ok),
             self.cond.raw_data.eq(self.raw_data),

@@ -260,12 +260,15 @@ class TrngBus(Module):
             core.clear.eq(clr | ~st["enable"]),
             core.source_en.eq(Cat(*([~st["av_dis"]] * n_av + [~st["ro_dis"]] * n_ro))),
             core.extra_fail.eq(reduce(or_, [e.latched for e in self.exc])),
-            core.hold.eq(~st["enable"] | (st["av_dis"] & st["av_required"])),
+            core.hold.eq(~st["enable"] | (st["av_dis"] & st["av_required"])),   # conditioner only
             self.irq_source.eq(core.irq_health),
         ]
 
-        # ---- raw words
-        ok = core.ok
+        # ---- raw words: they flow while the enabled sources are healthy (AV_CONFIG.required
+        # holds only the conditioner: the raw FIFOs fill from the ring oscillator alone when the
+        # AV channels are disabled, for raw-source testing)
+        ok = Signal()
+        self.comb += ok.eq(core.raw_ok & st["enable"])
         restart = Signal()
         self.comb += restart.eq(~ok)
         self.comb += [

@@ -335,3 +335,24 @@ def test_urandom_ports_back_to_back_and_gating(lib):
         t.feed(100, av, ro)
     assert ok > 0, "no output after clr_err"
     t.s.close()
+
+
+def test_ro_only_fills_the_raw_fifos_and_required_holds_the_conditioner(lib):
+    """AV channels disabled (CONTROL.av_dis): the ring-oscillator cores alone pass their
+    start-up tests and fill the raw FIFOs (raw-source testing), while AV_CONFIG.required (reset 1)
+    keeps both URANDOM ports empty; with required cleared the conditioner runs from them."""
+    t = fresh_trng(lib)
+    start(t)
+    t.w("CONTROL", enable=1, av_dis=1)
+    ro = rng_ro(21)
+    t.feed(S.health["startup_samples"] + 40 * 32, None, ro)
+    assert t.r("READY") >> N_AV == (1 << N_RO) - 1
+    for page in ("kernel", "server"):
+        assert t.r("STATUS", "avail", page=page) == 1, page
+        assert t.r("DATA", page=page) != POISON
+        assert t.r("URANDOM", page=page) == POISON and t.r("URANDOM_VALID", "last", page=page) == 0
+    t.w("AV_CONFIG", samples=AV["pairs_per_word"], test=1, required=0)
+    t.feed(3000, None, ro)  # 28 seeding words of 32 RO bits, then one block
+    w = t.r("URANDOM", page="kernel")
+    assert t.r("URANDOM_VALID", "last", page="kernel") == 1 and w != POISON
+    t.s.close()

@@ -134,6 +134,12 @@ impl Backend for HwBackend {
         "hw"
     }
     fn fill_conditioned(&mut self, out: &mut [u8]) -> Result<(), TrngError> {
+        // a raw-mode request may have disabled a source family (and AV_CONFIG.required then
+        // holds the conditioner): conditioned words come from both families again
+        if self.raw_mode.is_some_and(|m| m != RawMode::Both) {
+            self.regs.driver().set_sources(Sources::Both);
+            self.raw_mode = None;
+        }
         if self.regs.hw_error() {
             out.fill(0);
             return Err(TrngError::HealthFailure);
