@@ -118,7 +118,8 @@ class _Tail:
         text = raw.decode("utf-8", "replace").rstrip("\r")
         cyc, _, body = text.partition(" ")
         try:
-            return (self.source, int(cyc), body)
+            # "\n\r" line ends leave the \r at the start of the next line
+            return (self.source, int(cyc), body.lstrip("\r"))
         except ValueError:
             return (self.source, -1, text)
 

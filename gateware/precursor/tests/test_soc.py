@@ -209,3 +209,13 @@ def test_run_refuses_oversized_images(tmp_path):
     rom.write_bytes(b"\0" * (pmap.ROM_SIZE + 4))
     assert prun.main(["--rom", str(rom), "--quiet"]) == 2
     assert prun.main(["--rom", str(tmp_path / "missing.bin"), "--quiet"]) == 2
+
+
+def test_run_parses_cycle_stamped_lines(tmp_path):
+    """Lines as the UART sinks write them: "<cycle> text"; a "\\n\\r" line end leaves its \\r at
+    the start of the next line, which is not part of the text."""
+    f = tmp_path / "console.log"
+    f.write_bytes(b"469671 LOG: starting up...\n471293 \rLOG: Server listening\r\n480000 partial")
+    t = prun._Tail(f, "console")
+    assert t.poll() == [("console", 469671, "LOG: starting up..."), ("console", 471293, "LOG: Server listening")]
+    assert t.flush() == [("console", 480000, "partial")]
