@@ -65,8 +65,11 @@ fn main() {
         }
         "idle" => {
             let xns = xous_api_names::XousNames::new().expect("xous-names");
-            let sid = xns.register_name(IDLE_NAME, None).expect("register idle server");
+            // The marker comes before the registration: the shutdown probe connects as soon as
+            // the name exists and may shut the system down before a marker printed afterwards
+            // reaches the harness (a flaky "output ended while waiting for PROBE-IDLE").
             hosted_tests::marker(&format!("PROBE-IDLE {}", xous::process::id()));
+            let sid = xns.register_name(IDLE_NAME, None).expect("register idle server");
             loop {
                 // Serve (and drop) whatever arrives; blocking in the kernel like a real server.
                 let _ = xous::receive_message(sid);
