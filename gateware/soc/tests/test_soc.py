@@ -2,9 +2,7 @@
 the spec's, and the Wishbone adapter crosses into the engine's half-rate clock exactly (Migen
 simulation against a fake target that speaks csr.py's bus protocol)."""
 
-import csv
 import json
-import os
 import random
 import sys
 from pathlib import Path
@@ -16,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from migen import If, Module, Signal, run_simulation  # noqa: E402
 
 from engine import spec  # noqa: E402
+from soc import csrmap  # noqa: E402
 from soc import soc as soc_mod  # noqa: E402
 from soc.engine import CPU_CLK_HZ  # noqa: E402
 from soc.engine_wishbone import EngineWishbone  # noqa: E402
@@ -25,36 +24,21 @@ S = spec.load()
 
 @pytest.fixture(scope="module")
 def build_dir(tmp_path_factory):
-    """The cached SoC build xtask made (SOC_BUILD_DIR), else a fresh generation (no Verilator)."""
-    d = os.environ.get("SOC_BUILD_DIR")
-    if d:
-        return Path(d)
-    out = tmp_path_factory.mktemp("soc")
-    soc_mod.build(out, ["v1", "v2"], compile_sim=False)
-    return out
-
-
-def _csv(build_dir):
-    with open(build_dir / "csr.csv") as f:
-        return [r for r in csv.reader(f) if r and not r[0].startswith("#")]
+    return csrmap.build_dir(tmp_path_factory)
 
 
 def test_engine_regions_are_the_spec_addresses(build_dir):
-    regions = {r[1]: (int(r[2], 0), int(r[3], 0), r[4]) for r in _csv(build_dir) if r[0] == "memory_region"}
+    regions = csrmap.regions(build_dir)
     m = S.memory
     assert regions["engine_csr"] == (S.csr.base, m["page_size"], "io")
     assert regions["engine_mem"] == (m["base"], m["size"], "io")
     assert regions["engine_csr"][0] == 0xF002_0000 and regions["engine_mem"][0] == 0xE002_0000
     # nothing else overlaps them
-    for name, (o, s, _) in regions.items():
-        for e in ("engine_csr", "engine_mem"):
-            if name != e:
-                eo, es, _ = regions[e]
-                assert o + s <= eo or eo + es <= o, f"{name} overlaps {e}"
+    assert csrmap.overlaps(regions, ("engine_csr", "engine_mem")) == []
 
 
 def test_engine_interrupt_and_clocks(build_dir):
-    consts = {r[1]: r[2] for r in _csv(build_dir) if r[0] == "constant"}
+    consts = csrmap.constants(build_dir)
     assert int(consts["engine_interrupt"]) == S.csr.irq
     meta = json.loads((build_dir / "soc.json").read_text())
     for isa in meta["isas"]:
@@ -160,9 +144,15 @@ def test_one_isa_and_an_extra_peripheral(tmp_path):
 
     meta = soc_mod.build(tmp_path, ["v2"], compile_sim=False, peripherals=[add_extra])
     assert meta["isas"] == ["v2"]
-    rows = _csv(tmp_path)
+    rows = csrmap.rows(tmp_path)
     regs = {r[1] for r in rows if r[0] == "csr_register"}
     assert "extra_probe" in regs
     assert not any(r.startswith("engine_select") for r in regs)
     regions = {r[1]: int(r[2], 0) for r in rows if r[0] == "memory_region"}
     assert regions["engine_csr"] == S.csr.base and regions["engine_mem"] == S.memory["base"]
+
+
+def test_overlap_rule_catches_overlaps():
+    got = {"a": (0x1000, 0x1000, "io"), "b": (0x1800, 0x1000, "io"), "c": (0x2800, 0x100, "io")}
+    assert csrmap.overlaps(got, ("a",)) == ["b overlaps a"]
+    assert csrmap.overlaps(got, ("c",)) == []
