@@ -69,28 +69,7 @@ pub fn device_patch_files() -> Result<Vec<PathBuf>> {
     if !dir.is_dir() {
         return Ok(Vec::new());
     }
-    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .with_context(|| format!("reading {}", dir.display()))?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().map(|x| x == "patch").unwrap_or(false))
-        .collect();
-    v.sort();
-    Ok(v)
-}
-
-fn stamp_path(name: &str) -> PathBuf {
-    device_dir().join("stamps").join(format!("{name}.stamp"))
-}
-
-fn stamp_ok(name: &str, key: &str, outputs: &[&Path]) -> bool {
-    std::fs::read_to_string(stamp_path(name)).map(|s| s.trim() == key).unwrap_or(false) && outputs.iter().all(|p| p.is_file())
-}
-
-fn write_stamp(name: &str, key: &str) -> Result<()> {
-    let p = stamp_path(name);
-    std::fs::create_dir_all(p.parent().unwrap())?;
-    std::fs::write(p, format!("{key}\n"))?;
-    Ok(())
+    crate::xous::patch_files_in(&dir)
 }
 
 /// Download a pinned crate (once) into target/xous/device/download, checking its sha256 when
@@ -198,7 +177,7 @@ fn kernel_key() -> Result<String> {
 pub fn ensure_kernel(verbose: bool) -> Result<PathBuf> {
     let bin = bin_dir().join("xous-kernel");
     let key = kernel_key()?;
-    if stamp_ok("kernel", &key, &[&bin]) {
+    if crate::xous::stamp_ok(&device_dir(), "kernel", &key, &[&bin]) {
         return Ok(bin);
     }
     crate::device::ensure_toolchain()?;
@@ -222,7 +201,7 @@ pub fn ensure_kernel(verbose: bool) -> Result<PathBuf> {
         bail!("the device kernel still has {n} compressed instructions ({})", built.display());
     }
     install(&built, &bin)?;
-    write_stamp("kernel", &key)?;
+    crate::xous::write_stamp(&device_dir(), "kernel", &key)?;
     Ok(bin)
 }
 
@@ -303,7 +282,7 @@ pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
         let bin = bin_dir().join(s.name);
         let key = format!("{RECIPE} {}@{} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS}", s.name, s.version, s.sha256);
         let stamp = format!("service-{}", s.name);
-        if !stamp_ok(&stamp, &key, &[&bin]) {
+        if !crate::xous::stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
             crate::device::ensure_toolchain()?;
             let src = unpack_crate(s)?;
             workspace_root(&src)?;
@@ -319,7 +298,7 @@ pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
             let mut cmd = device_cargo(&src, "std,panic_abort", "services");
             crate::supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("device build of {}", s.name), verbose)?;
             install(&device_dir().join("build/services").join(TARGET).join("release").join(s.name), &bin)?;
-            write_stamp(&stamp, &key)?;
+            crate::xous::write_stamp(&device_dir(), &stamp, &key)?;
         }
         out.push(bin);
     }
@@ -339,7 +318,7 @@ pub fn ensure_tools(verbose: bool) -> Result<XousTools> {
     let b = |n: &str| root.join("bin").join(n);
     let tools = XousTools { create_image: b("xous-create-image"), sign_image: b("xous-sign-image"), read_tags: b("xous-read-tags") };
     let key = format!("{RECIPE} xous-tools@{XOUS_TOOLS_VERSION}");
-    if stamp_ok("xous-tools", &key, &[&tools.create_image, &tools.sign_image, &tools.read_tags]) {
+    if crate::xous::stamp_ok(&device_dir(), "xous-tools", &key, &[&tools.create_image, &tools.sign_image, &tools.read_tags]) {
         return Ok(tools);
     }
     eprintln!("xtask: installing xous-tools {XOUS_TOOLS_VERSION} (cargo install --locked)");
@@ -352,7 +331,7 @@ pub fn ensure_tools(verbose: bool) -> Result<XousTools> {
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO_INSTALL_ROOT");
     crate::supervisor::run_quiet(&mut c, BUILD_TIMEOUT, "cargo install xous-tools", verbose)?;
-    write_stamp("xous-tools", &key)?;
+    crate::xous::write_stamp(&device_dir(), "xous-tools", &key)?;
     Ok(tools)
 }
 

@@ -80,8 +80,13 @@ pub fn patches_dir() -> PathBuf {
 
 /// kernel-patches/*.patch in application order (file-name order).
 pub fn patch_files() -> Result<Vec<PathBuf>> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(patches_dir())
-        .context("reading kernel-patches/")?
+    patch_files_in(&patches_dir())
+}
+
+/// The *.patch files of `dir` in application order (file-name order).
+pub fn patch_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().map(|x| x == "patch").unwrap_or(false))
         .collect();
@@ -89,20 +94,22 @@ pub fn patch_files() -> Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-fn stamp_path(name: &str) -> PathBuf {
-    xous_dir().join("stamps").join(format!("{name}.stamp"))
-}
-
-fn stamp_ok(name: &str, key: &str, outputs: &[&Path]) -> bool {
-    std::fs::read_to_string(stamp_path(name)).map(|s| s.trim() == key).unwrap_or(false)
+/// Build stamps under `root`/stamps: a cached build is reused only when its stamp holds the same
+/// key (a hash of everything it was built from) and all its outputs exist.
+pub fn stamp_ok(root: &Path, name: &str, key: &str, outputs: &[&Path]) -> bool {
+    std::fs::read_to_string(stamp_path(root, name)).map(|s| s.trim() == key).unwrap_or(false)
         && outputs.iter().all(|p| p.is_file())
 }
 
-fn write_stamp(name: &str, key: &str) -> Result<()> {
-    let p = stamp_path(name);
+pub fn write_stamp(root: &Path, name: &str, key: &str) -> Result<()> {
+    let p = stamp_path(root, name);
     std::fs::create_dir_all(p.parent().unwrap())?;
     std::fs::write(p, format!("{key}\n"))?;
     Ok(())
+}
+
+fn stamp_path(root: &Path, name: &str) -> PathBuf {
+    root.join("stamps").join(format!("{name}.stamp"))
 }
 
 fn kernel_key(flavor: Flavor) -> Result<String> {
@@ -217,7 +224,7 @@ pub fn ensure_kernel(flavor: Flavor, verbose: bool) -> Result<PathBuf> {
     let bin = kernel_bin(flavor);
     let key = kernel_key(flavor)?;
     let stamp = format!("kernel-{}", flavor.name());
-    if stamp_ok(&stamp, &key, &[&bin]) {
+    if stamp_ok(&xous_dir(), &stamp, &key, &[&bin]) {
         return Ok(bin);
     }
     let src = xous_dir().join("src").join(format!("{KERNEL_CRATE}-{KERNEL_VERSION}-{}", flavor.name()));
@@ -249,7 +256,7 @@ pub fn ensure_kernel(flavor: Flavor, verbose: bool) -> Result<PathBuf> {
     let tmp = bin.with_extension("tmp");
     std::fs::copy(target.join("release").join(KERNEL_CRATE), &tmp)?;
     std::fs::rename(&tmp, &bin)?;
-    write_stamp(&stamp, &key)?;
+    write_stamp(&xous_dir(), &stamp, &key)?;
     Ok(bin)
 }
 
@@ -263,7 +270,7 @@ pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
         let bin = services_root().join("bin").join(binname);
         let key = format!("{BUILD_RECIPE} {krate}@{version}");
         let stamp = format!("service-{krate}");
-        if !stamp_ok(&stamp, &key, &[&bin]) {
+        if !stamp_ok(&xous_dir(), &stamp, &key, &[&bin]) {
             eprintln!("xtask: building {krate} {version} (cargo install --locked)");
             let mut cmd = util::cargo();
             cmd.args(["install", "--locked", "--force"])
@@ -275,7 +282,7 @@ pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
                 .env_remove("CARGO_TARGET_DIR")
                 .env_remove("CARGO_INSTALL_ROOT");
             supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("cargo install {krate}@{version}"), verbose)?;
-            write_stamp(&stamp, &key)?;
+            write_stamp(&xous_dir(), &stamp, &key)?;
         }
         out.push(bin);
     }
