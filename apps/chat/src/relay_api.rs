@@ -136,6 +136,32 @@ impl Faults {
         }
         Ok(Faults { drop: a[0] as u8, reorder: a[1] as u8, duplicate: a[2] as u8, corrupt: a[3] as u8 })
     }
+    /// The `--faults drop,reorder,duplicate,corrupt` option (percentages), as the relay and the
+    /// chat take it.
+    pub fn parse_option(v: &str) -> Result<Faults, String> {
+        let parts: Vec<&str> = v.split(',').collect();
+        if parts.len() != 4 {
+            return Err(format!("--faults wants drop,reorder,duplicate,corrupt percentages, got {v:?}"));
+        }
+        let mut a = [0usize; 4];
+        for (i, p) in parts.iter().enumerate() {
+            a[i] = p.trim().parse().map_err(|_| format!("--faults: not a number: {p:?}"))?;
+        }
+        Faults::from_args(a).map_err(|_| format!("--faults: percentages are 0..=100, got {v:?}"))
+    }
+}
+
+#[cfg(test)]
+mod fault_option_tests {
+    use super::Faults;
+
+    #[test]
+    fn fault_option_is_checked() {
+        assert_eq!(Faults::parse_option("10,20,30,40").unwrap().to_args(), [10, 20, 30, 40]);
+        for bad in ["", "1,2,3", "1,2,3,4,5", "a,0,0,0", "0,0,0,101", "-1,0,0,0"] {
+            assert!(Faults::parse_option(bad).is_err(), "{bad:?} accepted");
+        }
+    }
 }
 
 /// Relay counters.

@@ -80,18 +80,6 @@ struct Args {
     expect: Expect,
 }
 
-fn parse_faults(v: &str) -> Result<Faults, String> {
-    let parts: Vec<&str> = v.split(',').collect();
-    if parts.len() != 4 {
-        return Err(format!("--faults wants drop,reorder,duplicate,corrupt percentages, got {v:?}"));
-    }
-    let mut a = [0usize; 4];
-    for (i, p) in parts.iter().enumerate() {
-        a[i] = p.trim().parse().map_err(|_| format!("--faults: not a number: {p:?}"))?;
-    }
-    Faults::from_args(a).map_err(|_| format!("--faults: percentages are 0..=100, got {v:?}"))
-}
-
 fn parse_args(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result<Args, String> {
     let opts: Vec<Opt> = COMMON.iter().chain(MINE).copied().collect();
     let p = service_ipc::options::parse(&opts, args, getenv)?;
@@ -113,7 +101,7 @@ fn parse_args(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Resul
         (None, Some(n)) => Mode::Bench(n),
         (None, None) => Mode::Interactive,
     };
-    let faults = p.get("--faults").map(parse_faults).transpose()?;
+    let faults = p.get("--faults").map(Faults::parse_option).transpose()?;
     let expect = Expect { faults: p.is_set("--expect-faults"), resume: p.is_set("--expect-resume") };
     if expect != Expect::default() && !matches!(mode, Mode::Script(_)) {
         return Err("--expect-faults and --expect-resume need --script N".into());

@@ -18,18 +18,6 @@ const OPTS: &[Opt] = &[
     Opt { flag: "--faults", env: Some("CHAT_RELAY_FAULTS"), takes: Takes::Value },
 ];
 
-fn parse_faults(v: &str) -> Result<Faults, String> {
-    let parts: Vec<&str> = v.split(',').collect();
-    if parts.len() != 4 {
-        return Err(format!("--faults wants drop,reorder,duplicate,corrupt percentages, got {v:?}"));
-    }
-    let mut a = [0usize; 4];
-    for (i, p) in parts.iter().enumerate() {
-        a[i] = p.trim().parse().map_err(|_| format!("--faults: not a number: {p:?}"))?;
-    }
-    Faults::from_args(a).map_err(|_| format!("--faults: percentages are 0..=100, got {v:?}"))
-}
-
 fn frame_request(env: &MessageEnvelope) -> Result<Frame, Status> {
     let f: Frame = decode_request(env).ok_or(Status::BadMessage)?;
     if f.magic != MAGIC {
@@ -121,7 +109,7 @@ fn main() -> ! {
     };
     let mut net = Net::new(seed);
     if let Some(v) = p.get("--faults") {
-        match parse_faults(v) {
+        match Faults::parse_option(v) {
             Ok(f) => net.set_faults(f),
             Err(e) => {
                 eprintln!("chat-relay: {e}");
@@ -139,19 +127,6 @@ fn main() -> ! {
         match xous::receive_message(sid) {
             Ok(env) => dispatch(&mut net, env, t0),
             Err(e) => log::error!("chat-relay: receive_message: {e:?}"),
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_faults;
-
-    #[test]
-    fn fault_option_is_checked() {
-        assert_eq!(parse_faults("10,20,30,40").unwrap().to_args(), [10, 20, 30, 40]);
-        for bad in ["", "1,2,3", "1,2,3,4,5", "a,0,0,0", "0,0,0,101", "-1,0,0,0"] {
-            assert!(parse_faults(bad).is_err(), "{bad:?} accepted");
         }
     }
 }
