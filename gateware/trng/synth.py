@@ -15,14 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from migen import Module
-from migen.fhdl.verilog import convert
+
+from common.yosys import stat
 
 from . import spec as trng_spec
 from .conditioner import CYCLES_PER_BLOCK, Conditioner
@@ -45,30 +44,6 @@ class HealthWrap(Module):
         self.comb += [h.apt_window.eq(spec.health[src]["apt_window"]), h.startup.eq(spec.health["startup_samples"])]
         self.ios = [h.sample, h.valid, h.clear, h.rct_cutoff, h.apt_cutoff, h.rct_fail, h.apt_fail, h.rct_latched,
                     h.apt_latched, h.ok, h.startup_done, h.apt_last_b, h.apt_window_done]
-
-
-def verilog(module, ios, name, out: Path) -> Path:
-    path = out / f"{name}.v"
-    convert(module, ios=set(ios), name=name).write(str(path))
-    return path
-
-
-def yosys_stat(v: Path, top: str, workdir: Path, timeout: int = 900) -> dict:
-    log = workdir / f"{top}.yosys.log"
-    script = f"read_verilog {v}; synth_xilinx -family xc7 -top {top} -flatten; stat"
-    r = subprocess.run(["yosys", "-q", "-l", str(log), "-p", script], capture_output=True, text=True, timeout=timeout)
-    if r.returncode != 0:
-        raise SystemExit(f"yosys failed on {top}: {r.stderr[-2000:]}")
-    text = log.read_text()
-    stat = text[text.rfind("Printing statistics"):]
-    cells = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s+(\w+)\s+(\d+)\s*$", stat, re.M)}
-    luts = sum(n for c, n in cells.items() if re.fullmatch(r"LUT[1-6]", c))
-    # distributed RAM counts against the LUT budget (one LUT per 32x1 / 64x1 cell, per the primitive)
-    luts += sum(n * (4 if c.startswith("RAM32M") or c.startswith("RAM64M") else 1) for c, n in cells.items() if c.startswith("RAM") and "B" not in c)
-    ffs = sum(n for c, n in cells.items() if re.fullmatch(r"FD[RSCP]E(_1)?", c))
-    brams = sum(n for c, n in cells.items() if c.startswith("RAMB"))
-    dsps = sum(n for c, n in cells.items() if c.startswith("DSP48"))
-    return {"luts": luts, "ffs": ffs, "brams": brams, "dsps": dsps}
 
 
 def throughput(reseed_interval: int, selfmix_interval: int, poison: int, blocks: int = 300) -> dict:
@@ -105,13 +80,13 @@ def main(argv=None) -> int:
                 c.seed_we, c.seed_data, c.invalidate, c.seeded, c.busy]
     for p in c.ports:
         cond_ios += [p.rd, p.dout, p.valid]
-    blocks = {"conditioner": yosys_stat(verilog(c, cond_ios, "trng_conditioner", work), "trng_conditioner", work)}
+    blocks = {"conditioner": stat(c, cond_ios, "trng_conditioner", work)}
     # the health tests as the block (csr.TrngBus) instantiates them: counters of count_bits, the
     # APT window and start-up length tied to the spec's values, cutoffs from the CSRs
     for src in ("av", "ro"):
         w = HealthWrap(spec, src)
         name = f"trng_health_{src}"
-        blocks[f"health_{src}"] = yosys_stat(verilog(w, w.ios, name, work), name, work)
+        blocks[f"health_{src}"] = stat(w, w.ios, name, work)
     n_av, n_ro = spec.health["av"]["channels"], spec.health["ro"]["cores"]
     health = {k: n_av * blocks["health_av"][k] + n_ro * blocks["health_ro"][k] for k in ("luts", "ffs", "brams", "dsps")}
     out = {
@@ -137,7 +112,7 @@ def main(argv=None) -> int:
     b = TrngBus(spec)
     extra["block"] = (b, b.ios)
     for name, (m, ios) in extra.items():
-        blocks[name] = yosys_stat(verilog(m, ios, f"trng_{name}", work), f"trng_{name}", work)
+        blocks[name] = stat(m, ios, f"trng_{name}", work)
         for k in ("luts", "ffs", "brams"):
             out[f"synth_trng_{name}_{k}"] = blocks[name][k]
     out.update(throughput(spec.conditioner["reseed_interval"], spec.conditioner["selfmix_interval"], spec.constants["urandom_invalid"]))
