@@ -4,6 +4,9 @@
 Transports (docs/trng-tester-protocol.md):
   hosted  the TRNG server's tester on 127.0.0.1:PORT (hosted Xous), frames over TCP
   device  a Precursor over the USB debug bridge (pyusb), frames read out of device RAM
+  sim     the simulated Precursor (gateware/precursor) over its UART Wishbone bridge
+          (LiteX uartbone, exposed on a TCP port by the simulator): the same mailbox protocol
+          and frame checks as `device`; only the bus access differs
 
 Progress and rate go to stderr; only verified whole buffers reach the output: each frame's
 seq must increase, its mode must match and its CRC-32 must check before a byte is written.
@@ -135,6 +138,16 @@ def port_number(text: str) -> int:
     if not 1 <= v <= 65535:
         raise argparse.ArgumentTypeError(f"port out of range 1..65535: {v}")
     return v
+
+
+def bridge_address(text: str) -> tuple[str, int]:
+    """'PORT' or 'HOST:PORT' -> (host, port); the host defaults to 127.0.0.1."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host = "127.0.0.1"
+    if sep and not host:
+        raise argparse.ArgumentTypeError(f"empty host in bridge address {text!r}")
+    return host, port_number(port)
 
 
 def non_negative_int(text: str) -> int:
@@ -326,6 +339,109 @@ class UsbBridge:
         if k != 4:
             raise TesterError(f"short USB write at {addr:#010x}: {k} of 4 bytes")
 
+    def close(self) -> None:
+        pass
+
+
+class BridgeTimeout(TesterError):
+    """The bus bridge did not answer within the timeout."""
+
+
+class UartboneBridge:
+    """The simulated Precursor's bus through LiteX's UART Wishbone bridge (uartbone) on a TCP
+    port (litex_sim's serial2tcp module): word-addressed reads and writes of the SoC bus, the
+    stand-in for the USB debug bridge's physical reads of device RAM.
+
+    Wire format (LiteX `Stream2Wishbone`): command byte (0x01 write burst, 0x02 read burst,
+    address incrementing), length in 32-bit words (1..255), the word address (byte address / 4)
+    as 4 bytes big-endian, then for a write the data words, each big-endian; a read answers
+    with the words, each big-endian. Commands are pipelined (up to `window` in flight)."""
+
+    CMD_WRITE = 0x01
+    CMD_READ = 0x02
+    MAX_WORDS = 255
+
+    def __init__(self, spec: Spec, host: str, port: int, timeout: float, window: int = 16):
+        self.burst = int(spec.usb["burst"])
+        self.host, self.port, self.timeout, self.window = host, port, timeout, window
+        try:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+        except ConnectionRefusedError:
+            raise NothingListening(f"no bridge on {host}:{port} (connection refused; is the simulation "
+                                   "running with its bridge port?)")
+        except socket.timeout:
+            raise NothingListening(f"connecting to the bridge on {host}:{port} timed out after {timeout:g} s")
+        except OSError as e:
+            raise NothingListening(f"cannot connect to the bridge on {host}:{port}: {e}")
+        self.sock.settimeout(timeout)
+        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+    def close(self) -> None:
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+    def _send(self, data: bytes) -> None:
+        try:
+            self.sock.sendall(data)
+        except OSError as e:
+            raise TesterError(f"bridge {self.host}:{self.port}: send failed: {e}")
+
+    def _recv_into(self, view: memoryview, what: str) -> None:
+        got, n = 0, len(view)
+        try:
+            while got < n:
+                k = self.sock.recv_into(view[got:], n - got)
+                if k == 0:
+                    raise TesterError(f"bridge {self.host}:{self.port} closed the connection after {got} of {n} "
+                                      f"bytes of {what}")
+                got += k
+        except socket.timeout:
+            raise BridgeTimeout(f"bridge {self.host}:{self.port} did not answer {what} within {self.timeout:g} s "
+                                f"({got} of {n} bytes)")
+        except OSError as e:
+            raise TesterError(f"bridge {self.host}:{self.port}: {e}")
+
+    @staticmethod
+    def _check(addr: int, n: int) -> None:
+        if addr % 4 or n % 4:
+            raise ValueError(f"bridge access at {addr:#x} of {n} bytes is not word aligned")
+
+    def read_into(self, addr: int, view: memoryview) -> None:
+        n = len(view)
+        self._check(addr, n)
+        cmds = []
+        off = 0
+        while off < n:
+            words = min(self.MAX_WORDS, (n - off) // 4)
+            cmds.append((off, words))
+            off += 4 * words
+        raw = bytearray(4 * self.MAX_WORDS)
+        rv = memoryview(raw)
+        sent = 0
+        for i, (off, words) in enumerate(cmds):
+            while sent < len(cmds) and sent < i + self.window:
+                o, w = cmds[sent]
+                self._send(struct.pack(">BBI", self.CMD_READ, w, (addr + o) >> 2))
+                sent += 1
+            self._recv_into(rv[:4 * words], f"a read of {4 * words} bytes at {addr + off:#010x}")
+            # big-endian words on the wire -> the little-endian bytes of memory
+            vals = struct.unpack(f">{words}I", rv[:4 * words])
+            view[off:off + 4 * words] = struct.pack(f"<{words}I", *vals)
+
+    def read(self, addr: int, n: int) -> bytes:
+        buf = bytearray(n)
+        self.read_into(addr, memoryview(buf))
+        return bytes(buf)
+
+    def read32(self, addr: int) -> int:
+        return struct.unpack("<I", self.read(addr, 4))[0]
+
+    def write32(self, addr: int, value: int) -> None:
+        self._check(addr, 4)
+        self._send(struct.pack(">BBII", self.CMD_WRITE, 1, addr >> 2, value & 0xFFFFFFFF))
+
 
 def parse_csr_csv(text: str, block: str) -> Optional[int]:
     """Base address of CSR block `block` in a LiteX csr.csv, or None."""
@@ -355,32 +471,42 @@ def find_usb_device(spec: Spec):
 
 
 class DeviceSource:
-    """Reads tester frames out of device RAM, synchronised by the trng_tester mailbox."""
+    """Reads tester frames out of device RAM, synchronised by the trng_tester mailbox.
 
-    def __init__(self, spec: Spec, mode: int, timeout: float, device_factory: Callable,
-                 csr_csv: Optional[Path] = None):
+    `bridge_factory()` opens the bus access (a UsbBridge on a Precursor, a UartboneBridge on
+    the simulated one): the mailbox protocol, the frame parsing and every check are the same
+    for both. `csr_in_memory`: read csr.csv from device memory when no --csr-csv is given (a
+    Precursor keeps a copy in flash; the simulated SoC has no flash, so the spec's base is
+    used there)."""
+
+    def __init__(self, spec: Spec, mode: int, timeout: float, bridge_factory: Callable,
+                 csr_csv: Optional[Path] = None, csr_in_memory: bool = True, name: str = "usb"):
         self.spec = spec
         self.mode = mode
         self.timeout = timeout
-        self.device_factory = device_factory
+        self.bridge_factory = bridge_factory
         self.csr_csv = csr_csv
-        self.bridge: Optional[UsbBridge] = None
+        self.csr_in_memory = csr_in_memory
+        self.name = name
+        self.bridge = None
         self.mb = spec.mailbox
         self.base = 0
         self.slots = (0, 0)
         self.frame = bytearray(spec.header_bytes + spec.buffer_bytes)
         self.view = memoryview(self.frame)
-        self.description = "usb"
+        self.description = name
         self.opened_once = False
         self.skipped = 0
         self.handled = 0  # highest phase acknowledged (including skipped frames)
 
-    def _csr_text(self) -> str:
+    def _csr_text(self) -> Optional[str]:
         if self.csr_csv is not None:
             try:
                 return self.csr_csv.read_text()
             except OSError as e:
                 raise Fatal(f"cannot read --csr-csv {self.csr_csv}: {e}")
+        if not self.csr_in_memory:
+            return None
         addr, limit, burst = int(self.mb["csr_csv_addr"]), int(self.mb["csr_csv_max"]), self.bridge.burst
         out = bytearray()
         while len(out) < limit:
@@ -394,36 +520,45 @@ class DeviceSource:
 
     def open(self) -> None:
         try:
-            dev = self.device_factory()
-        except (NothingListening, Fatal):
+            self.bridge = self.bridge_factory()
+        except (NothingListening, Fatal, TesterError):
             raise
         except Exception as e:  # backend-specific errors (permissions, ...)
-            raise TesterError(f"opening the USB device: {e}")
-        self.bridge = UsbBridge(dev, self.spec, int(self.timeout * 1000))
+            raise TesterError(f"opening the {self.name} bridge: {e}")
         try:
             if not self.opened_once:
-                base = parse_csr_csv(self._csr_text(), self.mb["csr_block"])
+                text = self._csr_text()
+                base = parse_csr_csv(text, self.mb["csr_block"]) if text is not None else None
                 if base is None:
                     base = int(self.mb["base"])
-                    log(f"csr.csv has no {self.mb['csr_block']} block; using spec base {base:#010x}")
+                    if text is not None:
+                        log(f"csr.csv has no {self.mb['csr_block']} block; using spec base {base:#010x}")
                 self.base = base
             magic = self.bridge.read32(self.base + self.mb["magic"])
             if magic != int(self.mb["magic_value"]):
                 raise NothingListening(f"no TRNG tester on the device (mailbox magic {magic:#010x} at "
-                                       f"{self.base + self.mb['magic']:#010x}; build the trng server with the tester)")
+                                       f"{self.base + self.mb['magic']:#010x}, expected "
+                                       f"{int(self.mb['magic_value']):#010x}; is the trng server built with the tester?)")
             self.slots = (self.bridge.read32(self.base + self.mb["buf0"]),
                           self.bridge.read32(self.base + self.mb["buf1"]))
             self.bridge.write32(self.base + self.mb["control"], self.mode | int(self.mb["run_bit"]))
+        except BridgeTimeout as e:
+            self.close()
+            if not self.opened_once:  # a bridge that never answered: nothing to talk to
+                raise NothingListening(str(e))
+            raise
         except (NothingListening, Fatal, TesterError):
-            self.bridge = None
+            self.close()
             raise
         except Exception as e:
-            self.bridge = None
-            raise TesterError(f"USB error while opening the tester mailbox: {e}")
+            self.close()
+            raise TesterError(f"{self.name} bridge error while opening the tester mailbox: {e}")
         self.opened_once = True
-        self.description = f"usb mailbox {self.base:#010x}"
+        self.description = f"{self.name} mailbox {self.base:#010x}"
 
     def close(self) -> None:
+        if self.bridge is not None:
+            self.bridge.close()
         self.bridge = None
 
     @property
@@ -448,7 +583,7 @@ class DeviceSource:
         except (TesterError, Rejected, Fatal):
             raise
         except Exception as e:  # usb.core.USBError and friends
-            raise TesterError(f"USB error: {e}")
+            raise TesterError(f"{self.name} bridge error: {e}")
 
     def _next_frame(self, last_seq: int) -> tuple[int, memoryview]:
         hb, bb = self.spec.header_bytes, self.spec.buffer_bytes
@@ -633,17 +768,22 @@ def build_parser(modes=("cprng", "av", "ro", "both")) -> argparse.ArgumentParser
     p.add_argument("--bytes", type=parse_size, default=0, metavar="N",
                    help="stop after exactly N bytes (suffix K/M/G = 1024-based); 0 = until the reader closes")
     p.add_argument("--out", default="-", metavar="PATH", help="output file (default - = stdout)")
-    p.add_argument("--transport", choices=("hosted", "device"), default="hosted")
+    p.add_argument("--transport", choices=("hosted", "device", "sim"), default="hosted",
+                   help="hosted = TCP tester of hosted Xous, device = Precursor over USB, "
+                        "sim = the simulated Precursor over its uartbone bridge (default hosted)")
     where = p.add_mutually_exclusive_group()
     where.add_argument("--port", type=port_number, help="hosted: tester TCP port on 127.0.0.1")
     where.add_argument("--port-file", type=Path, metavar="PATH",
                        help="hosted: file holding the port (written by the tester, $TRNG_TESTER_PORTFILE)")
+    p.add_argument("--bridge", type=bridge_address, metavar="[HOST:]PORT",
+                   help="sim: TCP address of the simulated Precursor's uartbone bridge (host default 127.0.0.1)")
     p.add_argument("--timeout", type=positive_float, default=10.0, metavar="SECONDS",
                    help="connect / inactivity / port-file timeout (default 10)")
     p.add_argument("--retries", type=non_negative_int, default=5,
                    help="consecutive failures tolerated before giving up (default 5)")
     p.add_argument("--csr-csv", type=Path, metavar="PATH",
-                   help="device: local csr.csv instead of the copy read from the device")
+                   help="device/sim: local csr.csv (device: instead of the copy read from the device; "
+                        "sim: the simulated SoC's build; without it the spec's mailbox base is used)")
     p.add_argument("--spec", type=Path, default=None, metavar="PATH",
                    help="spec/trng.toml (default: $TRNG_SPEC or ../spec/trng.toml next to this tool)")
     p.add_argument("--stats-json", type=Path, metavar="PATH", help="write the run summary as JSON")
@@ -656,8 +796,12 @@ def main(argv=None, device_factory: Optional[Callable] = None) -> int:
     args = parser.parse_args(argv)
     if args.transport == "hosted" and args.port is None and args.port_file is None:
         parser.error("--transport hosted needs --port or --port-file")
-    if args.transport == "device" and (args.port is not None or args.port_file is not None):
+    if args.transport != "hosted" and (args.port is not None or args.port_file is not None):
         parser.error("--port/--port-file apply to --transport hosted only")
+    if args.transport == "sim" and args.bridge is None:
+        parser.error("--transport sim needs --bridge [HOST:]PORT")
+    if args.transport != "sim" and args.bridge is not None:
+        parser.error("--bridge applies to --transport sim only")
 
     stats = Stats(transport=args.transport, source=args.source)
     out_fd = None
@@ -666,9 +810,14 @@ def main(argv=None, device_factory: Optional[Callable] = None) -> int:
         mode = spec.modes[args.source]
         if args.transport == "hosted":
             source = HostedSource(spec, mode, args.timeout, port=args.port, port_file=args.port_file)
+        elif args.transport == "device":
+            find = device_factory or (lambda: find_usb_device(spec))
+            source = DeviceSource(spec, mode, args.timeout, lambda: UsbBridge(find(), spec, int(args.timeout * 1000)),
+                                  csr_csv=args.csr_csv, name="usb")
         else:
-            factory = device_factory or (lambda: find_usb_device(spec))
-            source = DeviceSource(spec, mode, args.timeout, factory, csr_csv=args.csr_csv)
+            host, bport = args.bridge
+            source = DeviceSource(spec, mode, args.timeout, lambda: UartboneBridge(spec, host, bport, args.timeout),
+                                  csr_csv=args.csr_csv, csr_in_memory=False, name="sim")
         if args.out == "-":
             out_fd = sys.stdout.fileno()
         else:
