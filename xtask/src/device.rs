@@ -21,7 +21,9 @@ pub const TARGET: &str = "riscv32imac-unknown-xous-elf";
 /// The toolchain that can build std for it.
 pub const TOOLCHAIN: &str = "nightly";
 /// Our programs that run on the device (their `hw` backends only exist there).
-pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl"];
+/// device-selftest is the test client the simulated Precursor runs (xtask/src/selftest.rs); it is
+/// not in the flashed image.
+pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "device-selftest"];
 /// Our programs in a device image, in PID order: (package, binary). sysctl comes last, as in
 /// hosted mode: it claims every server's control connection once they run.
 pub const IMAGE_PROGRAMS: &[(&str, &str)] = &[("engine25519-server", "engine25519"), ("trng-server", "trng"), ("sysctl", "sysctl")];
@@ -60,6 +62,11 @@ pub fn build_command(packages: &[String]) -> Command {
     c.env("CARGO_PROFILE_RELEASE_PANIC", "abort")
         .env("CARGO_TARGET_RISCV32IMAC_UNKNOWN_XOUS_ELF_RUSTFLAGS", crate::device_xous::DEVICE_RUSTFLAGS).env_remove("RUSTUP_TOOLCHAIN").env_remove("CARGO");
     c
+}
+
+/// Build some device programs (each must be in DEVICE_PACKAGES).
+pub fn build_packages(packages: &[String]) -> Result<()> {
+    build(packages)
 }
 
 fn build(packages: &[String]) -> Result<()> {

@@ -19,6 +19,7 @@ mod ratchet;
 mod registry;
 mod runner;
 mod setup;
+mod selftest;
 mod sim;
 mod smoke;
 mod steps;

@@ -34,6 +34,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(crate::ratchet::test_steps());
     v.extend(crate::sim::test_steps());
     v.extend(crate::sim_layout::test_steps());
+    v.extend(crate::selftest::test_steps());
     v
 }
 

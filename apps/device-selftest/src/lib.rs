@@ -1,0 +1,226 @@
+//! The device self-test client (src/main.rs): its options and the pure checks it applies to
+//! what the services return, kept here so that `cargo test -p device-selftest` covers them on
+//! the host (malformed options included). docs/selftest.md describes the program.
+
+use engine25519::BackendId;
+use engine25519_core::isa::Isa;
+use service_ipc::options::{Opt, Takes};
+
+include!(concat!(env!("OUT_DIR"), "/expected.rs"));
+
+/// The verdict subject of the whole program (its final line).
+pub const PROGRAM: &str = "device-selftest";
+/// Line that carries the timing figures for `cargo xtask bench` (flat JSON follows).
+pub const BENCH_MARKER: &str = "SELFTEST-BENCH";
+/// Default number of timed X25519 calls.
+pub const DEFAULT_CALLS: u64 = 20;
+/// Most timed calls accepted (a typo must not keep the simulated device busy for hours).
+pub const MAX_CALLS: u64 = 10_000;
+
+/// What the run expects and does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// the backend every engine reply must report
+    pub backend: BackendId,
+    /// the ISA the server's engine runs (selects the expected cycle count)
+    pub isa: Isa,
+    /// timed X25519 calls
+    pub calls: u64,
+    /// after the final verdict, ask the (hosted) kernel to shut the system down: given only to
+    /// the system's own test process by whoever builds the system (xtask), docs/selftest.md
+    pub shutdown: bool,
+}
+
+impl Default for Options {
+    /// The device: the engine hardware, Precursor's v1 engine; hosted: the model, v2 (the
+    /// engine25519 server's own defaults).
+    fn default() -> Self {
+        if cfg!(target_os = "xous") {
+            Options { backend: BackendId::Hw, isa: Isa::V1, calls: DEFAULT_CALLS, shutdown: false }
+        } else {
+            Options { backend: BackendId::Model, isa: Isa::V2, calls: DEFAULT_CALLS, shutdown: false }
+        }
+    }
+}
+
+const OPTS: &[Opt] = &[
+    Opt { flag: "--backend", env: None, takes: Takes::Value },
+    Opt { flag: "--isa", env: None, takes: Takes::Value },
+    Opt { flag: "--calls", env: None, takes: Takes::Value },
+    Opt { flag: "--shutdown", env: None, takes: Takes::Nothing },
+];
+
+/// Options from the arguments after the program name (the device passes none).
+pub fn parse_options(args: &[String]) -> Result<Options, String> {
+    let p = service_ipc::options::parse(OPTS, args, &|_| None)?;
+    let mut o = Options::default();
+    if let Some(b) = p.one_of("--backend", &["model", "hw", "rtl", "software"])? {
+        o.backend = [BackendId::Model, BackendId::Hw, BackendId::Rtl, BackendId::Software].into_iter().find(|x| x.name() == b).unwrap();
+    }
+    if let Some(v) = p.get("--isa") {
+        o.isa = v.parse().map_err(|_| format!("--isa: unknown ISA '{v}' (expected v1 or v2)"))?;
+    }
+    if let Some(n) = p.u64("--calls")? {
+        if n == 0 || n > MAX_CALLS {
+            return Err(format!("--calls: {n} is out of range (1..={MAX_CALLS})"));
+        }
+        o.calls = n;
+    }
+    o.shutdown = p.is_set("--shutdown");
+    Ok(o)
+}
+
+/// Engine cycles of one X25519 on `isa` (the model, at build time).
+pub fn expected_cycles(isa: Isa) -> u64 {
+    match isa {
+        Isa::V1 => X25519_CYCLES_V1,
+        Isa::V2 => X25519_CYCLES_V2,
+    }
+}
+
+/// 32 bytes from 64 hex digits (the vector table's format).
+pub fn unhex32(s: &str) -> Result<[u8; 32], String> {
+    if s.len() != 64 {
+        return Err(format!("vector '{s}' is not 64 hex digits"));
+    }
+    let mut out = [0u8; 32];
+    for (i, b) in out.iter_mut().enumerate() {
+        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| format!("vector '{s}' is not hex"))?;
+    }
+    Ok(out)
+}
+
+pub fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// The cycles an engine reply reports, judged against the expected count. Exact for the
+/// backends that count engine cycles (model, rtl). The `hw` backend has no cycle counter (the
+/// engine's CSR map has none): it reports wall time x eng_clk, from a millisecond clock, so
+/// the count must be within one clock tick below the engine's own count (it cannot finish
+/// sooner) and may be any amount above (queueing, scheduling).
+pub fn check_cycles(backend: BackendId, isa: Isa, reported: u64) -> Result<(), String> {
+    let want = expected_cycles(isa);
+    match backend {
+        BackendId::Hw => {
+            let tick = isa.info().eng_clk_hz / 1000;
+            if reported + tick < want {
+                return Err(format!("hw reported {reported} cycles: less than the engine's {want} minus one 1 ms tick ({tick})"));
+            }
+            Ok(())
+        }
+        BackendId::Software => Ok(()),
+        _ if reported == want => Ok(()),
+        _ => Err(format!("reported {reported} engine cycles, the model's X25519 on {isa} takes {want}")),
+    }
+}
+
+/// Words that must look random: none repeats, none is the TRNG port's poison word (what an
+/// empty or failing port reads), none is zero. `what` names the source in the error.
+pub fn check_words(what: &str, words: &[u32]) -> Result<(), String> {
+    let poison = trng_core::spec::regs::constants::URANDOM_INVALID as u32;
+    let mut sorted = words.to_vec();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(format!("{what}: the word {:#010x} repeats among {} words", w[0], words.len()));
+    }
+    if words.contains(&poison) {
+        return Err(format!("{what}: the port's poison word {poison:#010x} was handed out"));
+    }
+    if words.contains(&0) {
+        return Err(format!("{what}: a zero word"));
+    }
+    Ok(())
+}
+
+/// A buffer of random bytes: its share of one bits within 45-55 % (for 4 KiB the standard
+/// deviation is 0.28 %), and not equal to `other` (the previous buffer).
+pub fn check_buffer(buf: &[u8], other: &[u8]) -> Result<(), String> {
+    if buf == other {
+        return Err(format!("two {}-byte fills are identical", buf.len()));
+    }
+    let ones: u64 = buf.iter().map(|b| b.count_ones() as u64).sum();
+    let bits = buf.len() as u64 * 8;
+    if ones * 100 < bits * 45 || ones * 100 > bits * 55 {
+        return Err(format!("{ones} one bits of {bits}: outside 45-55 %"));
+    }
+    Ok(())
+}
+
+/// Device microseconds per call at `clk_hz` from `ms` milliseconds over `calls` calls.
+pub fn us_per_call(ms: u64, calls: u64) -> f64 {
+    ms as f64 * 1000.0 / calls as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(a: &[&str]) -> Vec<String> {
+        a.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn options_parse() {
+        let o = parse_options(&args(&["--backend", "hw", "--isa=v1", "--calls", "0x10", "--shutdown"])).unwrap();
+        assert_eq!(o, Options { backend: BackendId::Hw, isa: Isa::V1, calls: 16, shutdown: true });
+        assert_eq!(parse_options(&[]).unwrap(), Options::default());
+    }
+
+    #[test]
+    fn malformed_options_are_refused_with_a_reason() {
+        for (bad, why) in [
+            (&["--backend", "fpga"][..], "unknown value 'fpga'"),
+            (&["--isa", "v3"], "unknown ISA 'v3'"),
+            (&["--calls", "many"], "not a number"),
+            (&["--calls", "0"], "out of range"),
+            (&["--calls", "10001"], "out of range"),
+            (&["--calls"], "--calls"),
+            (&["--bogus"], "--bogus"),
+            (&["stray"], "stray"),
+            (&["--shutdown=yes"], "--shutdown"),
+        ] {
+            let e = parse_options(&args(bad)).unwrap_err();
+            assert!(e.contains(why), "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn expected_cycles_are_the_engines() {
+        // the figures the gateware measures (docs/gateware.md) and the model runs
+        assert_eq!(expected_cycles(Isa::V1), 114_072);
+        assert_eq!(expected_cycles(Isa::V2), 22_099);
+    }
+
+    #[test]
+    fn cycle_checks() {
+        assert!(check_cycles(BackendId::Model, Isa::V2, 22_099).is_ok());
+        assert!(check_cycles(BackendId::Model, Isa::V2, 22_100).is_err());
+        assert!(check_cycles(BackendId::Model, Isa::V1, 22_099).is_err());
+        // hw: ms clock, 50,000 eng_clk per tick
+        assert!(check_cycles(BackendId::Hw, Isa::V1, 100_000).is_ok());
+        assert!(check_cycles(BackendId::Hw, Isa::V1, 150_000).is_ok());
+        assert!(check_cycles(BackendId::Hw, Isa::V1, 50_000).is_err());
+        assert!(check_cycles(BackendId::Hw, Isa::V2, 0).is_ok());
+    }
+
+    #[test]
+    fn word_and_buffer_checks_catch_bad_output() {
+        assert!(check_words("x", &[1, 2, 3]).is_ok());
+        assert!(check_words("x", &[1, 2, 1]).unwrap_err().contains("repeats"));
+        assert!(check_words("x", &[1, 0xDEAD_BEEF]).unwrap_err().contains("poison"));
+        assert!(check_words("x", &[1, 0]).unwrap_err().contains("zero"));
+        let a: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let b: Vec<u8> = a.iter().rev().cloned().collect();
+        assert!(check_buffer(&a, &b).is_ok());
+        assert!(check_buffer(&a, &a).unwrap_err().contains("identical"));
+        assert!(check_buffer(&[0u8; 4096], &b).unwrap_err().contains("outside"));
+        assert!(check_buffer(&[0xffu8; 4096], &b).unwrap_err().contains("outside"));
+    }
+
+    #[test]
+    fn vectors_decode() {
+        assert_eq!(unhex32(engine25519_core::vectors::RFC7748[0].0).unwrap()[0], 0xa5);
+        assert!(unhex32("zz").is_err());
+    }
+}

@@ -1,0 +1,250 @@
+//! device-selftest: a Xous test client, built for the device (riscv32imac-unknown-xous-elf, run
+//! on the simulated Precursor by `cargo xtask sim-smoke`) and for the host (the hosted system,
+//! step `selftest:hosted`). One verdict line per check (libs/verdict), then its own:
+//! `VERDICT device-selftest PASS|FAIL pass=N fail=M`. docs/selftest.md lists the checks.
+//!
+//! Options (hosted only: a device process gets no arguments): `--backend model|hw|rtl|software`
+//! (the backend every engine reply must report; default hw on the device, model hosted),
+//! `--isa v1|v2` (the server's engine ISA: the expected cycle count; default v1 on the device,
+//! v2 hosted), `--calls N` (timed X25519 calls, default 20), `--shutdown` (after the verdict,
+//! shut the hosted system down: xtask gives it to this process as the system's test process).
+
+use std::time::Duration;
+
+use device_selftest::*;
+use engine25519::{BackendId, Engine25519};
+use engine25519_core::vectors::RFC7748;
+use verdict::{Status, Verdict};
+
+fn say(line: &str) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+/// Results so far, and the ticktimer (the finest clock a user process has on the device).
+struct Run {
+    opts: Options,
+    passed: usize,
+    failed: usize,
+    tt: xous_api_ticktimer::Ticktimer,
+}
+
+impl Run {
+    /// Run one check: BEGIN, then PASS with its figures or FAIL with the reason.
+    fn check(&mut self, name: &str, f: impl FnOnce(&mut Run) -> Result<Vec<(&'static str, String)>, String>) {
+        say(&Verdict::new(name, Status::Begin).to_string());
+        let t0 = self.tt.elapsed_ms();
+        let r = f(self);
+        let ms = self.tt.elapsed_ms() - t0;
+        match r {
+            Ok(fields) => {
+                self.passed += 1;
+                let mut v = Verdict::new(name, Status::Pass).with("ms", ms);
+                for (k, x) in fields {
+                    v = v.with(k, x);
+                }
+                say(&v.to_string());
+            }
+            Err(why) => {
+                self.failed += 1;
+                say(&Verdict::new(name, Status::Fail).with("ms", ms).detail(why).to_string());
+            }
+        }
+    }
+}
+
+/// One X25519 through the service, the reply's backend and cycles checked.
+fn x25519_checked(run: &Run, e: &Engine25519, k: &[u8; 32], u: &[u8; 32]) -> Result<[u8; 32], String> {
+    let r = e.x25519_detailed(k, u).map_err(|e| e.to_string())?;
+    if r.backend != Some(run.opts.backend) {
+        return Err(format!("the reply reports backend {:?}, expected {}", r.backend, run.opts.backend.name()));
+    }
+    check_cycles(run.opts.backend, run.opts.isa, r.cycles)?;
+    Ok(r.result)
+}
+
+fn vector(i: usize) -> Result<([u8; 32], [u8; 32], [u8; 32]), String> {
+    let (k, u, w) = RFC7748.get(i).ok_or("vector table too short")?;
+    Ok((unhex32(k)?, unhex32(u)?, unhex32(w)?))
+}
+
+fn main() -> ! {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let opts = parse_options(&args);
+    xous_api_log::init_wait().unwrap();
+    log::set_max_level(log::LevelFilter::Info);
+    let opts = match opts {
+        Ok(o) => o,
+        Err(e) => {
+            say(&Verdict::new(PROGRAM, Status::Fail).detail(format!("options: {e}")).to_string());
+            std::process::exit(2);
+        }
+    };
+    let tt = xous_api_ticktimer::Ticktimer::new().expect("ticktimer");
+    log::info!("device-selftest: expecting backend {} ISA {} ({} engine cycles per X25519)", opts.backend.name(), opts.isa, expected_cycles(opts.isa));
+    let mut run = Run { opts, passed: 0, failed: 0, tt };
+
+    // First (before this process takes any connection): the system's controller holds every
+    // control slot, and an ordinary client is refused them.
+    run.check("selftest/control-refused", |run| {
+        let t0 = run.tt.elapsed_ms();
+        loop {
+            match service_ipc::control::trusted_init_done() {
+                Ok(true) => break,
+                Ok(false) if run.tt.elapsed_ms() - t0 < 30_000 => run.tt.sleep_ms(10).map_err(|e| format!("sleep: {e:?}"))?,
+                Ok(false) => return Err("trusted_init_done still false after 30 s: a control slot is unclaimed".into()),
+                Err(e) => return Err(format!("trusted_init_done: {e:?}")),
+            }
+        }
+        for name in [engine25519::api::CONTROL_NAME, trng::api::CONTROL_NAME] {
+            if service_ipc::control::try_lookup(name).is_ok() {
+                return Err(format!("an ordinary client got a connection to '{name}'"));
+            }
+        }
+        Ok(vec![("refused", "2".into())])
+    });
+
+    let engine = match Engine25519::new() {
+        Ok(e) => Some(e),
+        Err(e) => {
+            run.failed += 1;
+            say(&Verdict::new("selftest/engine-connect", Status::Fail).detail(e.to_string()).to_string());
+            None
+        }
+    };
+    if let Some(e) = &engine {
+        run.check("selftest/engine-version", |run| {
+            let v = e.version().map_err(|e| e.to_string())?;
+            if v.api != engine25519::api::API_VERSION || v.backend != Some(run.opts.backend) {
+                return Err(format!("api {} backend {:?}: expected api {} backend {}", v.api, v.backend, engine25519::api::API_VERSION, run.opts.backend.name()));
+            }
+            Ok(vec![("backend", run.opts.backend.name().into())])
+        });
+        // RFC 7748 5.2 and 6.1, from their one copy (engine25519-core's vectors)
+        for i in 0..RFC7748.len() {
+            run.check(&format!("selftest/x25519-rfc7748-{i}"), |run| {
+                let (k, u, want) = vector(i)?;
+                let got = x25519_checked(run, e, &k, &u)?;
+                if got != want {
+                    return Err(format!("result {} != RFC 7748 {}", hex(&got), hex(&want)));
+                }
+                Ok(vec![("backend", run.opts.backend.name().into()), ("isa", run.opts.isa.to_string())])
+            });
+        }
+        // RFC 7748 6.1 as an exchange: both public keys from the private keys, then both
+        // shared secrets, equal to each other and to the RFC's K (vectors 3, 4, 5)
+        run.check("selftest/x25519-exchange", |run| {
+            let (alice, nine, alice_pub_rfc) = vector(3)?;
+            let (bob, _, bob_pub_rfc) = vector(4)?;
+            let (k5, u5, shared_rfc) = vector(5)?;
+            if k5 != alice || u5 != bob_pub_rfc {
+                return Err("the vector table's 6.1 rows moved (3: Alice, 4: Bob, 5: K)".into());
+            }
+            let alice_pub = x25519_checked(run, e, &alice, &nine)?;
+            let bob_pub = x25519_checked(run, e, &bob, &nine)?;
+            let ka = x25519_checked(run, e, &alice, &bob_pub)?;
+            let kb = x25519_checked(run, e, &bob, &alice_pub)?;
+            if alice_pub != alice_pub_rfc || bob_pub != bob_pub_rfc {
+                return Err("a public key differs from RFC 7748 6.1".into());
+            }
+            if ka != kb || ka != shared_rfc {
+                return Err(format!("shared secrets {} / {} (RFC: {})", hex(&ka), hex(&kb), hex(&shared_rfc)));
+            }
+            Ok(vec![])
+        });
+        // N calls end to end: client library, syscalls, context switches, the server, the
+        // engine; timed with the ticktimer (ms) over all of them
+        run.check("selftest/x25519-timing", |run| {
+            let (k, u, want) = vector(0)?;
+            let n = run.opts.calls;
+            let t0 = run.tt.elapsed_ms();
+            for i in 0..n {
+                let r = e.x25519_detailed(&k, &u).map_err(|e| format!("call {i}: {e}"))?;
+                if r.result != want || r.backend != Some(run.opts.backend) {
+                    return Err(format!("call {i}: result {} backend {:?}", hex(&r.result), r.backend));
+                }
+            }
+            let ms = run.tt.elapsed_ms() - t0;
+            let us = us_per_call(ms, n);
+            // the whole call cannot take less than the engine's own time for it
+            let engine_us = expected_cycles(run.opts.isa) as f64 * 1e6 / run.opts.isa.info().eng_clk_hz as f64;
+            if run.opts.backend == BackendId::Hw && us + 1000.0 / (n as f64) < engine_us {
+                return Err(format!("{us:.1} us per call is less than the engine's own {engine_us:.1} us"));
+            }
+            say(&format!("{BENCH_MARKER} {{\"x25519_us_per_call\": {us:.1}, \"calls\": {n}, \"ms\": {ms}, \"isa\": \"{}\", \"backend\": \"{}\"}}", run.opts.isa, run.opts.backend.name()));
+            Ok(vec![("calls", n.to_string()), ("total_ms", ms.to_string()), ("us_per_call", format!("{us:.1}")), ("engine_us", format!("{engine_us:.1}"))])
+        });
+    }
+
+    match trng::Trng::new() {
+        Err(e) => {
+            run.failed += 1;
+            say(&Verdict::new("selftest/trng-connect", Status::Fail).detail(format!("{e:?}")).to_string());
+        }
+        Ok(mut t) => {
+            run.check("selftest/trng-words", |_| {
+                let mut words = Vec::new();
+                for _ in 0..32 {
+                    let (a, b) = t.get_u32_pair().map_err(|e| e.to_string())?;
+                    words.extend([a, b]);
+                }
+                check_words("the TRNG server", &words)?;
+                Ok(vec![("words", words.len().to_string())])
+            });
+            run.check("selftest/trng-fill", |_| {
+                let (mut a, mut b) = (vec![0u8; 4096], vec![0u8; 4096]);
+                t.fill_buf(&mut a).map_err(|e| e.to_string())?;
+                t.fill_buf(&mut b).map_err(|e| e.to_string())?;
+                check_buffer(&a, &b)?;
+                check_buffer(&b, &a)?;
+                Ok(vec![("bytes", "8192".into())])
+            });
+            run.check("selftest/trng-health", |_| {
+                let h = t.health_stats().map_err(|e| e.to_string())?;
+                let s = t.error_stats().map_err(|e| e.to_string())?;
+                if s.latched || s.error_bits != 0 {
+                    return Err(format!("errors latched={} bits={:#x}", s.latched, s.error_bits));
+                }
+                if !h.conditioner_valid {
+                    return Err("the conditioner is not valid".into());
+                }
+                let used: Vec<_> = h.sources.iter().filter(|x| x.kind != trng::api::SOURCE_NONE).collect();
+                if used.is_empty() || used.iter().any(|x| !x.startup_passed) {
+                    return Err(format!("sources {:?}: not every one passed its start-up test", used.iter().map(|x| x.kind).collect::<Vec<_>>()));
+                }
+                let kinds: Vec<String> = used.iter().map(|x| x.kind.to_string()).collect();
+                Ok(vec![("sources", kinds.join(",")), ("blocks", h.blocks_out.to_string()), ("reseeds", h.reseeds.to_string())])
+            });
+        }
+    }
+
+    // The kernel's own random numbers: the kernel draws every server ID from its TRNG port
+    // (on the device: the conditioned kernel port, kernel-patches/device/0002); CreateServerId
+    // hands four such words to the caller without creating anything.
+    run.check("selftest/kernel-trng", |_| {
+        let mut words = Vec::new();
+        for _ in 0..8 {
+            let sid = xous::create_server_id().map_err(|e| format!("CreateServerId: {e:?}"))?;
+            words.extend(sid.to_array());
+        }
+        check_words("the kernel's server IDs", &words)?;
+        Ok(vec![("words", words.len().to_string())])
+    });
+
+    let pass = run.failed == 0;
+    say(&Verdict::judged(PROGRAM, pass).with("pass", run.passed).with("fail", run.failed).to_string());
+    if run.opts.shutdown {
+        if let Err(e) = xous::rsyscall(xous::SysCall::Shutdown) {
+            say(&format!("SELFTEST-SHUTDOWN-FAILED {e:?}"));
+        }
+    }
+    // the device: no process of this image may power it off; stay, like the servers, until
+    // the system stops
+    let sid = xous::create_server().expect("private server");
+    loop {
+        let _ = xous::receive_message(sid);
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
