@@ -138,7 +138,8 @@ fn bad_options(ctx: &Ctx, client: &str) -> Result<()> {
 }
 
 /// The device build of the client (cached by cargo in our target dir), without compressed
-/// instructions.
+/// instructions. (Used by the simulated boot once it reaches the client: `sim-smoke`.)
+#[allow(dead_code)]
 pub fn device_elf(verbose: bool) -> Result<PathBuf> {
     let _ = verbose;
     crate::device::build_packages(&[PACKAGE.to_string()])?;

@@ -210,9 +210,12 @@ fn main() -> ! {
                 if !h.conditioner_valid {
                     return Err("the conditioner is not valid".into());
                 }
-                let used: Vec<_> = h.sources.iter().filter(|x| x.kind != trng::api::SOURCE_NONE).collect();
+                // the sources that fed samples (a slot can be listed with none: e.g. the model's sources
+                // when the server runs on the OS source)
+                let used: Vec<_> = h.sources.iter().filter(|x| x.kind != trng::api::SOURCE_NONE && x.samples > 0).collect();
+                let detail = || used.iter().map(|x| format!("kind {} samples {} startup {}", x.kind, x.samples, x.startup_passed)).collect::<Vec<_>>().join("; ");
                 if used.is_empty() || used.iter().any(|x| !x.startup_passed) {
-                    return Err(format!("sources {:?}: not every one passed its start-up test", used.iter().map(|x| x.kind).collect::<Vec<_>>()));
+                    return Err(format!("not every source passed its start-up test: {}", detail()));
                 }
                 let kinds: Vec<String> = used.iter().map(|x| x.kind.to_string()).collect();
                 Ok(vec![("sources", kinds.join(",")), ("blocks", h.blocks_out.to_string()), ("reseeds", h.reseeds.to_string())])
