@@ -9,55 +9,12 @@
 
 use crate::spec;
 
-/// RCT cutoff for false-positive probability 2^-alpha_log2 and min-entropy `h` bits/symbol.
-pub fn rct_cutoff(alpha_log2: u32, h: f64) -> u32 {
-    assert!(h > 0.0 && alpha_log2 > 0);
-    // 1 + ceil(alpha_log2 / h), computed with a small tolerance against binary rounding
-    let q = alpha_log2 as f64 / h;
-    let c = (q - 1e-9).ceil();
-    1 + c as u32
-}
+pub use crate::cutoff::{apt_cutoff, binomial_upper_tail, rct_cutoff};
 
-/// Upper tail P(X > k) for X ~ Binomial(n, p), computed exactly in log space (no cancellation).
-pub fn binomial_upper_tail(n: u32, p: f64, k: u32) -> f64 {
-    if k >= n {
-        return 0.0;
-    }
-    let ln_p = p.ln();
-    let ln_q = (1.0 - p).ln();
-    // ln C(n, j) accumulated incrementally
-    let mut ln_fact = vec![0.0f64; n as usize + 1];
-    for i in 1..=n as usize {
-        ln_fact[i] = ln_fact[i - 1] + (i as f64).ln();
-    }
-    let mut sum = 0.0;
-    for j in (k + 1)..=n {
-        let ln_c = ln_fact[n as usize] - ln_fact[j as usize] - ln_fact[(n - j) as usize];
-        sum += (ln_c + j as f64 * ln_p + (n - j) as f64 * ln_q).exp();
-    }
-    sum
-}
-
-/// APT cutoff: 1 + CRITBINOM(W, 2^-h, 1 - 2^-alpha_log2), i.e. 1 + the smallest k with
-/// P(Binomial(W, 2^-h) > k) <= alpha.
-pub fn apt_cutoff(alpha_log2: u32, h: f64, window: u32) -> u32 {
-    assert!(h > 0.0 && window > 1);
-    let p = (-h).exp2();
-    let alpha = (-(alpha_log2 as f64)).exp2();
-    // binary search on the monotone tail
-    let (mut lo, mut hi) = (0u32, window);
-    while lo < hi {
-        let mid = (lo + hi) / 2;
-        if binomial_upper_tail(window, p, mid) <= alpha {
-            hi = mid;
-        } else {
-            lo = mid + 1;
-        }
-    }
-    1 + lo
-}
-
-/// Parameters of one source's tests.
+/// Parameters of one source's tests, with its two cutoffs. The spec's sources ([`Self::av`],
+/// [`Self::ro`], [`Self::os`]) take the cutoffs trng-core's build script computed from
+/// spec/trng.toml (no floating point at run time: a device has no FPU); [`Self::new`] computes
+/// them for any other parameters.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct HealthParams {
     pub symbol_bits: u32,
@@ -65,32 +22,52 @@ pub struct HealthParams {
     pub alpha_log2: u32,
     pub apt_window: u32,
     pub startup_samples: u32,
+    rct_c: u32,
+    apt_c: u32,
 }
 
 impl HealthParams {
+    /// Parameters other than the spec's: the cutoffs are computed here, in f64 (on a device
+    /// without an FPU this takes seconds for a window of 512 or more).
+    pub fn new(symbol_bits: u32, min_entropy: f64, alpha_log2: u32, apt_window: u32, startup_samples: u32) -> Self {
+        HealthParams {
+            symbol_bits,
+            min_entropy,
+            alpha_log2,
+            apt_window,
+            startup_samples,
+            rct_c: rct_cutoff(alpha_log2, min_entropy),
+            apt_c: apt_cutoff(alpha_log2, min_entropy, apt_window),
+        }
+    }
     pub fn av() -> Self {
-        Self::from_spec(spec::health::av::SYMBOL_BITS, spec::health::av::MIN_ENTROPY, spec::health::av::APT_WINDOW)
+        use spec::health::av as s;
+        Self::from_spec(s::SYMBOL_BITS, s::MIN_ENTROPY, s::APT_WINDOW, s::RCT_CUTOFF, s::APT_CUTOFF)
     }
     pub fn ro() -> Self {
-        Self::from_spec(spec::health::ro::SYMBOL_BITS, spec::health::ro::MIN_ENTROPY, spec::health::ro::APT_WINDOW)
+        use spec::health::ro as s;
+        Self::from_spec(s::SYMBOL_BITS, s::MIN_ENTROPY, s::APT_WINDOW, s::RCT_CUTOFF, s::APT_CUTOFF)
     }
     pub fn os() -> Self {
-        Self::from_spec(spec::health::os::SYMBOL_BITS, spec::health::os::MIN_ENTROPY, spec::health::os::APT_WINDOW)
+        use spec::health::os as s;
+        Self::from_spec(s::SYMBOL_BITS, s::MIN_ENTROPY, s::APT_WINDOW, s::RCT_CUTOFF, s::APT_CUTOFF)
     }
-    fn from_spec(symbol_bits: usize, h: f64, w: usize) -> Self {
+    fn from_spec(symbol_bits: usize, h: f64, w: usize, rct_c: u32, apt_c: u32) -> Self {
         HealthParams {
             symbol_bits: symbol_bits as u32,
             min_entropy: h,
             alpha_log2: spec::health::ALPHA_LOG2 as u32,
             apt_window: w as u32,
             startup_samples: spec::health::STARTUP_SAMPLES as u32,
+            rct_c,
+            apt_c,
         }
     }
     pub fn rct_cutoff(&self) -> u32 {
-        rct_cutoff(self.alpha_log2, self.min_entropy)
+        self.rct_c
     }
     pub fn apt_cutoff(&self) -> u32 {
-        apt_cutoff(self.alpha_log2, self.min_entropy, self.apt_window)
+        self.apt_c
     }
 }
 
@@ -276,6 +253,21 @@ mod tests {
         assert_eq!(apt_cutoff(20, 1.0, 1024), 589);
     }
 
+    /// The cutoffs the build script generated for the spec's sources (computed on the host, so
+    /// the device never runs the f64 code) equal the f64 functions' and the reference table's.
+    #[test]
+    fn generated_spec_cutoffs_equal_the_functions() {
+        let a = spec::health::ALPHA_LOG2 as u32;
+        assert_eq!(a, 40, "the reference-table values below are for alpha = 2^-40");
+        for (p, rct, apt) in [(HealthParams::av(), 21, 201), (HealthParams::ro(), 81, 824), (HealthParams::os(), 11, 78)] {
+            assert_eq!(p.rct_cutoff(), rct_cutoff(a, p.min_entropy), "{p:?}");
+            assert_eq!(p.apt_cutoff(), apt_cutoff(a, p.min_entropy, p.apt_window), "{p:?}");
+            assert_eq!(p, HealthParams::new(p.symbol_bits, p.min_entropy, a, p.apt_window, p.startup_samples));
+            assert_eq!(p.rct_cutoff(), rct, "{p:?}: RCT against the reference table (alpha 2^-40)");
+            assert_eq!(p.apt_cutoff(), apt, "{p:?}: APT against the reference table (alpha 2^-40)");
+        }
+    }
+
     #[test]
     fn spec_sources_have_sane_cutoffs() {
         for p in [HealthParams::av(), HealthParams::ro(), HealthParams::os()] {
@@ -289,7 +281,7 @@ mod tests {
     }
 
     fn params(h: f64, w: u32) -> HealthParams {
-        HealthParams { symbol_bits: 8, min_entropy: h, alpha_log2: 20, apt_window: w, startup_samples: 16 }
+        HealthParams::new(8, h, 20, w, 16)
     }
 
     #[test]

@@ -21,6 +21,8 @@
 #[cfg(feature = "pipeline")]
 pub mod conditioner;
 #[cfg(feature = "pipeline")]
+mod cutoff;
+#[cfg(feature = "pipeline")]
 pub mod health;
 #[cfg(feature = "pipeline")]
 pub mod pipeline;

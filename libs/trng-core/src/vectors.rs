@@ -407,7 +407,7 @@ mod tests {
 
     #[test]
     fn health_case_reports_each_failure() {
-        let p = HealthParams { symbol_bits: 5, min_entropy: 2.0, alpha_log2: 40, apt_window: 512, startup_samples: 16 };
+        let p = HealthParams::new(5, 2.0, 40, 512, 16);
         let mut s = xorshift(3, 600);
         for v in s.iter_mut().skip(100).take(40) {
             *v = 0x13;
@@ -421,7 +421,7 @@ mod tests {
     #[test]
     fn text_round_trip_and_malformed_files() {
         let raw = xorshift(5, 40);
-        let p = HealthParams { symbol_bits: 1, min_entropy: 0.5, alpha_log2: 40, apt_window: 1024, startup_samples: 8 };
+        let p = HealthParams::new(1, 0.5, 40, 1024, 8);
         let cases = vec![
             Case::Conditioner(conditioner_case("c1", 2, 3, true, &raw, &[(30, vec![0xdead_beef, 1])], 4).unwrap()),
             Case::Health(health_case("h1", p, &xorshift(1, 300).iter().map(|w| w & 1).collect::<Vec<_>>())),
