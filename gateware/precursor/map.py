@@ -27,9 +27,11 @@ CLK_FREQ = 100_000_000
 
 # block -> CSR location (base = CSR_BASE + loc * CSR_PAGING), as on Precursor
 CSR_LOCS = {
+    "timer0": 0x01,      # 0xF000_1000 OS preemption timer (xous-susres)
     "uart": 0x05,        # 0xF000_5000 kernel UART
     "console": 0x07,     # 0xF000_7000 console UART (xous-log)
     "ticktimer": 0x12,   # 0xF001_2000
+    "susres": 0x13,      # 0xF001_3000 suspend/resume (xous-susres)
     "wdt": 0x22,         # 0xF002_2000
     "wfi": 0x25,         # 0xF002_5000
     "simctl": 0x3F,      # 0xF003_F000 simulation control: not on Precursor (its last page is empty)
@@ -65,9 +67,11 @@ PAGE_LOCS, _SPEC_IRQS, REGIONS = _spec_blocks()
 
 # block -> interrupt line (bit in VexRiscv's external interrupt array, the sim/sip CSRs)
 IRQS = {
+    "timer0": 0,
     "uart": 2,
     "console": 3,
     "ticktimer": 8,
+    "susres": 9,
     **_SPEC_IRQS,
 }
 

@@ -21,6 +21,7 @@ from litex.soc.cores.uart import _get_uart_fifo
 
 HERE = Path(__file__).resolve().parent
 WDT_BITE_CODE = 0xDEAD_0001
+POWERDOWN_CODE = 0xDEAD_0002      # the susres block's POWERDOWN: the SoC powered itself off
 VERILOG_SOURCES = [HERE / "sim_uart_sink.v", HERE / "sim_finish.v"]
 
 
@@ -102,7 +103,11 @@ class TickTimer(Module, AutoCSR):
     CONTROL.reset (bit 0, pulse) clears the count. TIME (64 bit: TIME1 = high word at +0x04,
     TIME0 = low word at +0x08) is the elapsed time in ticks of `clks_per_tick` sys cycles.
     MSLEEP_TARGET (64 bit, +0x0C/+0x10) is the alarm time; the `alarm` event (level) is
-    active while MSLEEP_TARGET <= TIME."""
+    active while MSLEEP_TARGET <= TIME.
+
+    The susres block (SusRes) controls the count through `pause` (the count stops at the next
+    tick boundary; `paused` says it has), `load` / `load_value` (while paused: set the count)
+    and reads it as `timer` (its TIME mirror)."""
 
     def __init__(self, clks_per_tick: int, bits: int = 64):
         assert clks_per_tick >= 1
@@ -114,15 +119,26 @@ class TickTimer(Module, AutoCSR):
         self.ev.alarm = EventSourceLevel()
         self.ev.finalize()
 
+        self.pause = Signal()
+        self.paused = Signal()
+        self.load = Signal()
+        self.load_value = Signal(bits)
+        self.timer = timer = Signal(bits)
         prescaler = Signal(max=clks_per_tick + 1, reset=clks_per_tick - 1)
-        timer = Signal(bits)
         self.sync += [
             If(self.control.fields.reset,
                 timer.eq(0),
                 prescaler.eq(clks_per_tick - 1),
+            ).Elif(self.load & self.paused,
+                timer.eq(self.load_value),
             ).Elif(prescaler == 0,
                 prescaler.eq(clks_per_tick - 1),
-                timer.eq(timer + 1),
+                If(self.pause,
+                    self.paused.eq(1),
+                ).Else(
+                    self.paused.eq(0),
+                    timer.eq(timer + 1),
+                ),
             ).Else(
                 prescaler.eq(prescaler - 1),
             )
@@ -130,6 +146,92 @@ class TickTimer(Module, AutoCSR):
         self.comb += [
             self.time.status.eq(timer),
             self.ev.alarm.trigger.eq(self.msleep_target.storage <= timer),
+        ]
+
+
+class Timer0(Module, AutoCSR):
+    """Precursor's `timer0` (0xF000_1000, IRQ 0): the OS preemption timer the susres server
+    programs (a LiteX-style down counter). LOAD (+0x00): the value loaded while EN = 0; RELOAD
+    (+0x04): the value loaded when the count reaches 0 while EN = 1; EN (+0x08); event `zero`
+    (EV_STATUS/PENDING/ENABLE at +0x0C/+0x10/+0x14): raised when the count falls to 0.
+
+    On Precursor it counts a 12 MHz clock in the always-on domain (xous-susres programs it
+    with 12,000 ticks per millisecond). Here it counts `tick_hz` on average: a fractional
+    divider of the sys clock (12 MHz from 100 MHz: 3 ticks every 25 cycles)."""
+
+    def __init__(self, clk_freq: int, tick_hz: int = 12_000_000):
+        from math import gcd
+        assert 0 < tick_hz <= clk_freq
+        g = gcd(tick_hz, clk_freq)
+        num, den = tick_hz // g, clk_freq // g
+        self.load = CSRStorage(32, description="Value loaded while the timer is disabled.")
+        self.reload = CSRStorage(32, description="Value loaded when the count reaches 0.")
+        self.en = CSRStorage(1, description="1: count; 0: hold LOAD.")
+        self.submodules.ev = EventManager()
+        self.ev.zero = EventSourceProcess(edge="falling")
+        self.ev.finalize()
+
+        self.value = value = Signal(32)
+        acc = Signal(max=den + num + 1)
+        tick = Signal()
+        self.comb += tick.eq(acc + num >= den)
+        self.sync += If(tick, acc.eq(acc + num - den)).Else(acc.eq(acc + num))
+        self.sync += [
+            If(self.en.storage,
+                If(tick,
+                    If(value == 0, value.eq(self.reload.storage)).Else(value.eq(value - 1)),
+                ),
+            ).Else(
+                value.eq(self.load.storage),
+            )
+        ]
+        self.comb += self.ev.zero.trigger.eq(value != 0)
+
+
+class SusRes(Module, AutoCSR):
+    """Precursor's `susres` block (0xF001_3000, IRQ 9), the registers of the susres server
+    (xous-susres): suspend/resume control of the ticktimer's count, the loader-to-Xous resume
+    state, power-down and a software interrupt.
+
+    CONTROL (+0x00): pause (bit 0: stop the ticktimer's count at its next tick; 0: run), load
+    (bit 1, pulse: while paused, set the count to RESUME_TIME). RESUME_TIME (64 bit, +0x04 high
+    / +0x08 low). TIME (64 bit, +0x0C / +0x10, read): the ticktimer's count. STATUS.paused
+    (+0x14). STATE (+0x18): resume (bit 0), was_forced (bit 1), read/write words the loader
+    leaves for Xous (reset 0: a cold boot). POWERDOWN.powerdown (+0x1C): writing 1 powers the
+    SoC off; here it ends the simulation with code POWERDOWN_CODE. WFI.override (+0x20): on
+    Precursor it keeps WFI from gating the clocks; the simulation never gates them, so it has
+    no effect. INTERRUPT.interrupt (+0x24, pulse): raises the `soft_int` event
+    (EV_STATUS/PENDING/ENABLE at +0x28/+0x2C/+0x30) on its falling edge."""
+
+    def __init__(self, ticktimer: TickTimer):
+        self.control = CSRStorage(fields=[
+            CSRField("pause", size=1, description="1: pause the ticktimer's count at its next tick."),
+            CSRField("load", size=1, pulse=True, description="While paused: load RESUME_TIME into the count."),
+        ])
+        self.resume_time = CSRStorage(64, description="The count loaded by CONTROL.load.")
+        self.time = CSRStatus(64, description="The ticktimer's count (mirror).")
+        self.status = CSRStatus(fields=[CSRField("paused", size=1, description="The count is paused.")])
+        self.state = CSRStorage(fields=[
+            CSRField("resume", size=1, description="Set by the loader on the resume half of a suspend/resume."),
+            CSRField("was_forced", size=1, description="Set by the loader if the suspend was forced."),
+        ])
+        self.powerdown = CSRStorage(fields=[CSRField("powerdown", size=1, description="Write 1 to power the SoC off.")])
+        self.wfi = CSRStorage(fields=[CSRField("override", size=1, description="1: WFI does not gate the clocks.")])
+        self.interrupt = CSRStorage(fields=[CSRField("interrupt", size=1, pulse=True, description="Write 1 to raise soft_int.")])
+        self.submodules.ev = EventManager()
+        self.ev.soft_int = EventSourceProcess(edge="falling")
+        self.ev.finalize()
+
+        # the end of the simulation: a write of POWERDOWN.powerdown = 1
+        self.off = Signal()
+        self.comb += [
+            ticktimer.pause.eq(self.control.fields.pause),
+            ticktimer.load.eq(self.control.fields.load),
+            ticktimer.load_value.eq(self.resume_time.storage),
+            self.time.status.eq(ticktimer.timer),
+            self.status.fields.paused.eq(ticktimer.paused),
+            self.ev.soft_int.trigger.eq(self.interrupt.fields.interrupt),
+            self.off.eq(self.powerdown.re & self.powerdown.fields.powerdown),
         ]
 
 
@@ -204,18 +306,20 @@ class WFI(Module, AutoCSR):
 class SimCtl(Module, AutoCSR):
     """Simulation control (not on Precursor; placed in the last CSR page, 0xF003_F000, which
     Precursor leaves empty): CYCLES (64 bit, read: sys cycles since reset), FINISH (write:
-    stop the simulation, the value is the exit code the runner reports), A watchdog
-    bite also finishes the run, with code WDT_BITE_CODE (0xDEAD_0001)."""
+    stop the simulation, the value is the exit code the runner reports). A watchdog
+    bite also finishes the run, with code WDT_BITE_CODE (0xDEAD_0001), and a power-down
+    (susres POWERDOWN) with code POWERDOWN_CODE (0xDEAD_0002)."""
 
-    def __init__(self, cycles: Signal, bite: Signal | None = None, filename: str = "finish.txt"):
+    def __init__(self, cycles: Signal, bite: Signal | None = None, filename: str = "finish.txt", off: Signal | None = None):
         self.cycles = CSRStatus(64, description="Sys cycles since reset.")
         self.finish = CSRStorage(32, description="Write: stop the simulation with this code.")
         self.comb += self.cycles.status.eq(cycles)
         valid = Signal()
         code = Signal(32)
         bite = bite if bite is not None else Signal()
+        off = off if off is not None else Signal()
         self.comb += [
-            valid.eq(self.finish.re | bite),
-            If(self.finish.re, code.eq(self.finish.storage)).Else(code.eq(WDT_BITE_CODE)),
+            valid.eq(self.finish.re | bite | off),
+            If(self.finish.re, code.eq(self.finish.storage)).Elif(bite, code.eq(WDT_BITE_CODE)).Else(code.eq(POWERDOWN_CODE)),
         ]
         self.specials += Instance("sim_finish", p_FILENAME=filename, i_clk=ClockSignal("sys"), i_valid=valid, i_code=code, i_cycles=cycles)

@@ -9,9 +9,11 @@
 * Output: every line of the kernel UART (`uart`, 0xF000_5000) and the console UART (`console`,
   0xF000_7000, xous-log) is printed as `[<cycle> uart] text` / `[<cycle> console] text` while
   the simulation runs (the cycle at which the line's first byte was written).
-* End: the program writes simctl FINISH (code), the watchdog bites, a line matches `--until`,
-  or the wall-clock `--timeout` expires (the simulator is killed; its process group only).
-* Verdict (exit status): 0 only if the run ended by FINISH with code 0 or by `--until`, every
+* End: the program writes simctl FINISH (code), the watchdog bites, the software powers the
+  SoC off (susres POWERDOWN: end reason `powerdown`), a line matches `--until`, or the
+  wall-clock `--timeout` expires (the simulator is killed; its process group only).
+* Verdict (exit status): 0 only if the run ended by FINISH with code 0 or by `--until` (with
+  `--end powerdown`: only if it ended by a power-down), every
   `--expect` pattern matched some line, and no line matched `--fail` (default: `VERDICT \\S+ FAIL`).
   `--json` writes a summary: end reason, code, cycles, wall seconds, the cycle and wall time
   at which each `--expect` first matched.
@@ -39,6 +41,7 @@ if __package__ in (None, ""):
 
 from . import map as pmap
 from . import soc
+from .peripherals import POWERDOWN_CODE
 
 DEFAULT_FAIL = r"VERDICT \S+ FAIL"
 
@@ -62,7 +65,7 @@ class Line:
 
 @dataclass
 class Result:
-    reason: str = "timeout"          # finish | until | timeout | exited
+    reason: str = "timeout"          # finish | powerdown | until | timeout | exited
     code: int | None = None
     cycles: int | None = None
     wall_s: float = 0.0
@@ -71,13 +74,18 @@ class Result:
     failed: list = field(default_factory=list)    # lines matching a fail pattern
     progress: str = ""                            # last progress record (cycles, pc, priv, asid)
 
-    def ok(self, expect) -> bool:
-        ended = (self.reason == "finish" and self.code == 0) or self.reason == "until"
+    def ok(self, expect, end: str | None = None) -> bool:
+        """`end`: the one end reason that passes (e.g. "powerdown"); default: FINISH with code
+        0 or `--until`."""
+        if end is None:
+            ended = (self.reason == "finish" and self.code == 0) or self.reason == "until"
+        else:
+            ended = self.reason == end
         return ended and not self.failed and all(p in self.matched for p in expect)
 
-    def summary(self, expect) -> dict:
+    def summary(self, expect, end: str | None = None) -> dict:
         return {
-            "ok": self.ok(expect),
+            "ok": self.ok(expect, end),
             "reason": self.reason,
             "code": self.code,
             "cycles": self.cycles,
@@ -204,7 +212,7 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
         code, cycles = fin.read_text().split()
         res.code, res.cycles = int(code), int(cycles)
         if res.reason == "exited":
-            res.reason = "finish"
+            res.reason = "powerdown" if res.code == POWERDOWN_CODE else "finish"
     else:
         prog = runs / soc.PROGRESS
         seen = [l.cycle for l in res.lines]
@@ -244,7 +252,16 @@ def main(argv=None) -> int:
     ap.add_argument("--quiet", action="store_true", help="do not echo the UART lines")
     ap.add_argument("--json", type=Path, help="write the run summary here")
     ap.add_argument("--keep", type=Path, help="run in this directory (kept: logs, sim.out)")
+    ap.add_argument("--end", choices=["powerdown"], help="pass only if the run ends this way (powerdown: the software "
+                    "powered the SoC off through susres POWERDOWN)")
     a = ap.parse_args(argv)
+    for what, pats in (("--expect", a.expect), ("--fail", a.fail or []), ("--until", [a.until] if a.until else [])):
+        for pat in pats:
+            try:
+                re.compile(pat)
+            except re.error as e:
+                print(f"precursor.run: {what} {pat!r}: not a regular expression ({e})", file=sys.stderr)
+                return 2
     for p, what in ((a.rom, "--rom"), (a.ram, "--ram")):
         if p is not None and not p.is_file():
             print(f"precursor.run: {what} {p}: no such file", file=sys.stderr)
@@ -256,7 +273,7 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"precursor.run: {e}", file=sys.stderr)
         return 2
-    summary = res.summary(a.expect)
+    summary = res.summary(a.expect, a.end)
     if a.json:
         a.json.write_text(json.dumps(summary, indent=1) + "\n")
     cyc = f"{res.cycles:,}" if res.cycles is not None else "?"
@@ -269,7 +286,9 @@ def main(argv=None) -> int:
             print(f"precursor.run: expected output not seen: {p!r}", file=sys.stderr)
     for l in res.failed:
         print(f"precursor.run: failure line: [{l.cycle} {l.source}] {l.text}", file=sys.stderr)
-    return 0 if res.ok(a.expect) else 1
+    if a.end and res.reason != a.end:
+        print(f"precursor.run: the run ended by {res.reason}, not by {a.end}", file=sys.stderr)
+    return 0 if res.ok(a.expect, a.end) else 1
 
 
 if __name__ == "__main__":

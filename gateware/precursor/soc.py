@@ -42,7 +42,7 @@ if __package__ in (None, ""):
 
 from . import blocks
 from . import map as pmap
-from .peripherals import VERILOG_SOURCES, CycleCounter, PrecursorUART, SimCtl, TickTimer, WDT, WFI
+from .peripherals import VERILOG_SOURCES, CycleCounter, PrecursorUART, SimCtl, SusRes, TickTimer, Timer0, WDT, WFI
 
 HERE = Path(__file__).resolve().parent
 # the files that define the hardware (the build cache key; of this file, the SoC class and
@@ -93,7 +93,9 @@ class PrecursorSim(SoCCore):
         self.submodules.ticktimer = TickTimer(clks_per_tick=clk_freq // 1000)
         self.submodules.wdt = WDT()
         self.submodules.wfi = WFI()
-        self.submodules.simctl = SimCtl(cycles.value, bite=self.wdt.bite, filename=FINISH)
+        self.submodules.timer0 = Timer0(clk_freq)
+        self.submodules.susres = SusRes(self.ticktimer)
+        self.submodules.simctl = SimCtl(cycles.value, bite=self.wdt.bite, filename=FINISH, off=self.susres.off)
         for v in VERILOG_SOURCES:
             platform.add_source(str(v))
         for fn in blocks:

@@ -1,7 +1,7 @@
 //! `cargo xtask device-image`: a signed `xous.img` for Precursor (docs/device.md).
 //!
-//! The image holds the device kernel, the base services (xous-ticktimer, xous-log, xous-names)
-//! and our servers, all built by xtask (device_xous.rs, device.rs). It is made by xous-tools
+//! The image holds the device kernel, the base services (xous-ticktimer, xous-log, xous-names,
+//! xous-susres) and our servers, all built by xtask (device_xous.rs, device.rs). It is made by xous-tools
 //! 0.1.2 from crates.io: `xous-create-image` writes the argument tags and payloads,
 //! `xous-sign-image` wraps them in the signed container the loader verifies. Before that, every
 //! ELF is checked here (present, 32-bit little-endian RISC-V, no overlapping loadable segments,
@@ -392,9 +392,9 @@ pub fn make_image(tools: &device_xous::XousTools, kernel: &Path, programs: &[Pat
 /// Every device ELF of the image, in PID order after the kernel: base services, then ours.
 pub fn image_programs(verbose: bool) -> Result<Vec<PathBuf>> {
     let services = device_xous::ensure_services(verbose)?;
-    // PID order of xous-core: ticktimer, log, names
+    // PID order of xous-core: ticktimer, log, names, susres
     let by = |n: &str| services.iter().find(|p| p.file_name().unwrap() == n).cloned().unwrap();
-    let mut v = vec![by("xous-ticktimer"), by("xous-log"), by("xous-names")];
+    let mut v = vec![by("xous-ticktimer"), by("xous-log"), by("xous-names"), by("xous-susres")];
     crate::device::build_default()?;
     v.extend(device_xous::our_programs());
     Ok(v)

@@ -5,8 +5,9 @@
 //!   register map), plus kernel-patches/device/*.patch, built without compressed instructions
 //!   (`-C target-feature=-c,-zca`; the simulated SoC's VexRiscv has no C extension, and code
 //!   without it runs unchanged on Precursor's RV32IMAC);
-//! - the base services xous-log, xous-names, xous-ticktimer at the hosted set's versions, same
-//!   features and flags (lock files holding proc-macro2 1.0.5x are updated to 1.0.86, the oldest
+//! - the base services xous-log, xous-names, xous-ticktimer at the hosted set's versions, and
+//!   xous-susres 0.1.35 (the release built against the same xous 0.9.35 / xous-api-susres 0.9.30;
+//!   the hosted system does not run it), same features and flags (lock files holding proc-macro2 1.0.5x are updated to 1.0.86, the oldest
 //!   that builds on the current nightly);
 //! - xous-tools 0.1.2 (host binaries: xous-create-image, xous-sign-image, xous-read-tags) and
 //!   utralib 0.1.15's Precursor SVD (the memory map the image creator reads).
@@ -15,7 +16,7 @@
 //!   download/*.crate            pristine crates (sha256 pinned)
 //!   src/<crate>-<version>/      unpacked (+ patched) sources
 //!   build/<crate>/              cargo target dirs
-//!   bin/                        xous-kernel, xous-log, xous-names, xous-ticktimer (device ELFs)
+//!   bin/                        xous-kernel, xous-log, xous-names, xous-ticktimer, xous-susres (device ELFs)
 //!   tools/bin/                  xous-tools binaries
 //!   stamps/*.stamp
 
@@ -46,6 +47,10 @@ pub const SERVICES: &[Pinned] = &[
     Pinned { name: "xous-log", version: "0.1.27", sha256: "e9a0a7718864522f8f2e3b1a3d5bccf30e275ba6d3d668bf6c19f4bd92e21675" },
     Pinned { name: "xous-names", version: "0.9.36", sha256: "f6575e124d4a285b49f9d49706dc30602641bd0d333de2587c71d3215a8c4836" },
     Pinned { name: "xous-ticktimer", version: "0.1.31", sha256: "721ddff2edf5f37bb437e9974b1ad75e9c5bd7bc849f6ac3676801cf4ccb2cea" },
+    // the susres server of the same generation (xous 0.9.35, xous-api-susres 0.9.30, utralib
+    // 0.1.15): xous-ticktimer connects to it before it serves anyone, and it runs the OS
+    // preemption timer (timer0)
+    Pinned { name: "xous-susres", version: "0.1.35", sha256: "e3aeef55b84bb5e7f6b1f0d2cea946945a28ba69e53ac248edd6332f5cdcd2a8" },
 ];
 pub const XOUS_TOOLS_VERSION: &str = "0.1.2";
 pub const XOUS_RISCV: Pinned = Pinned { name: "xous-riscv", version: "0.5.6", sha256: "63ec51bd5669f944bc375cc2c8ba93e28d7e697d13605a3454c331ea5f0b461a" };

@@ -50,5 +50,6 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     v.extend(crate::trng_soc::bench_providers());
     v.extend(crate::engine_service::bench_providers());
     v.extend(crate::chat::bench_providers());
+    v.extend(crate::sim::bench_providers());
     v
 }

@@ -9,6 +9,11 @@
  *   engine     the engine (CSR page 0xF002_0000, memory window 0xE002_0000, spec/engine25519.toml)
  *              answers: MPSTART and a microcode word read back what was written
  *   ticktimer  TIME advances by one every CLK_FREQ/1000 cycles (checked against simctl CYCLES)
+ *   timer0     the preemption timer (0xF000_1000) counts 12 MHz: with RELOAD = 1199 its zero
+ *              event comes every 10,000 cycles (+/- 50)
+ *   susres     the susres block (0xF001_3000): TIME mirrors the ticktimer's count; CONTROL.pause
+ *              stops it (STATUS.paused) for 3 ms of cycles; CONTROL.load sets it to RESUME_TIME,
+ *              and it counts on from there when resumed; INTERRUPT raises EV_PENDING.soft_int
  *   irq        the ticktimer alarm (IRQ 8) reaches supervisor mode through the external
  *              interrupt array: scause = 0x8000_0009, the custom sip CSR (0xDC0) has bit 8
  *   sv32       with paging on, 0xFFD0_0000 (4 KiB page through a second-level table) reads and
@@ -24,6 +29,22 @@
     .equ CONSOLE,    0xF0007000
     .equ TICKTIMER,  0xF0012000
     .equ SIMCTL,     0xF003F000
+    .equ TIMER0,     0xF0001000
+    .equ T0_LOAD,    0x00
+    .equ T0_RELOAD,  0x04
+    .equ T0_EN,      0x08
+    .equ T0_PENDING, 0x10
+    .equ T0_PERIOD,  10000            /* (RELOAD + 1) ticks of 12 MHz at 100 MHz */
+    .equ SUSRES,     0xF0013000
+    .equ SR_CONTROL, 0x00
+    .equ SR_RESUME1, 0x04
+    .equ SR_RESUME0, 0x08
+    .equ SR_TIME1,   0x0C
+    .equ SR_TIME0,   0x10
+    .equ SR_STATUS,  0x14
+    .equ SR_INTERRUPT, 0x24
+    .equ SR_PENDING, 0x2C
+    .equ SR_LOADED,  0x12345
     .equ TRNG_KERNEL, 0xF001C000
     .equ TK_URANDOM, 0x08
     .equ TK_VALID,   0x0C
@@ -145,12 +166,134 @@ ticktimer:
     mv   a0, s5
     call put_dec
     call newline
-    j    to_supervisor
+    j    timer0
 tick_fail:
     la   a0, f_tick
     call puts
     mv   a0, s5
     call put_dec
+    call newline
+    j    fail
+
+/* ---- timer0 (preemption timer) ------------------------------------------------------- */
+timer0:
+    li   s6, TIMER0
+    sw   zero, T0_EN(s6)
+    sw   zero, T0_LOAD(s6)
+    li   t0, 1199
+    sw   t0, T0_RELOAD(s6)
+    li   t0, 1
+    sw   t0, T0_PENDING(s6)           /* clear */
+    sw   t0, T0_EN(s6)
+    call t0_zero
+    lw   s3, SC_CYCLES0(s2)
+    call t0_zero
+    lw   s4, SC_CYCLES0(s2)
+    sw   zero, T0_EN(s6)
+    sub  s5, s4, s3
+    li   t0, T0_PERIOD - 50
+    blt  s5, t0, t0_fail
+    li   t0, T0_PERIOD + 50
+    bgt  s5, t0, t0_fail
+    la   a0, v_timer0
+    call puts
+    mv   a0, s5
+    call put_dec
+    call newline
+    j    susres
+t0_zero:                              /* wait for EV_PENDING.zero (at most 1,000,000 polls), clear it */
+    li   t2, 1000000
+1:  lw   t1, T0_PENDING(s6)
+    andi t1, t1, 1
+    bnez t1, 2f
+    addi t2, t2, -1
+    bnez t2, 1b
+    li   s5, 0
+    j    t0_fail
+2:  li   t1, 1
+    sw   t1, T0_PENDING(s6)
+    ret
+t0_fail:
+    la   a0, f_timer0
+    call puts
+    mv   a0, s5
+    call put_dec
+    call newline
+    j    fail
+
+/* ---- susres -------------------------------------------------------------------------- */
+susres:
+    li   s6, SUSRES
+    li   s8, 1                        /* failing step */
+    call wait_tick
+    lw   t0, TT_TIME0(s1)
+    lw   t1, SR_TIME0(s6)
+    bne  t0, t1, sr_fail              /* TIME mirrors the ticktimer */
+    li   s8, 2
+    li   t0, 1
+    sw   t0, SR_CONTROL(s6)           /* pause */
+    li   t2, 1000000
+1:  lw   t1, SR_STATUS(s6)
+    andi t1, t1, 1
+    bnez t1, 2f
+    addi t2, t2, -1
+    bnez t2, 1b
+    j    sr_fail
+2:  li   s8, 3
+    lw   s3, SR_TIME0(s6)
+    lw   t3, SC_CYCLES0(s2)
+    li   t0, 3 * CYCLES_PER_TICK
+3:  lw   t1, SC_CYCLES0(s2)
+    sub  t1, t1, t3
+    bltu t1, t0, 3b
+    lw   t1, SR_TIME0(s6)
+    bne  t1, s3, sr_fail              /* paused: no tick in 3 ms of cycles */
+    lw   t1, TT_TIME0(s1)
+    bne  t1, s3, sr_fail
+    li   s8, 4
+    sw   zero, SR_RESUME1(s6)
+    li   t0, SR_LOADED
+    sw   t0, SR_RESUME0(s6)
+    li   t0, 3
+    sw   t0, SR_CONTROL(s6)           /* pause + load */
+    lw   t1, TT_TIME0(s1)
+    li   t0, SR_LOADED
+    bne  t1, t0, sr_fail
+    li   s8, 5
+    sw   zero, SR_CONTROL(s6)         /* run */
+    call wait_tick
+    lw   t1, SR_TIME0(s6)
+    li   t0, SR_LOADED + 1
+    bne  t1, t0, sr_fail
+    li   s8, 6
+    li   t0, 1
+    sw   t0, SR_PENDING(s6)           /* clear soft_int */
+    lw   t1, SR_PENDING(s6)
+    bnez t1, sr_fail
+    sw   t0, SR_INTERRUPT(s6)
+    li   t2, 100                      /* the event is registered: a few cycles after the write */
+1:  lw   t1, SR_PENDING(s6)
+    andi t1, t1, 1
+    bnez t1, 2f
+    addi t2, t2, -1
+    bnez t2, 1b
+    j    sr_fail
+2:
+    sw   t0, SR_PENDING(s6)
+    sw   t0, TT_CONTROL(s1)           /* the ticktimer's count back to 0 */
+    la   a0, v_susres
+    call puts
+    j    to_supervisor
+sr_fail:                              /* s8 = step, t1 = the value read */
+    mv   s3, t1
+    la   a0, f_susres
+    call puts
+    mv   a0, s8
+    call put_dec
+    la   a0, s_read
+    call puts
+    mv   a0, s3
+    call put_hex
     call newline
     j    fail
 
@@ -429,6 +572,10 @@ v_engine:    .asciz "VERDICT sim-soc/engine PASS\n"
 f_engine:    .asciz "VERDICT sim-soc/engine FAIL -- read back "
 v_tick:      .asciz "VERDICT sim-soc/ticktimer PASS cycles_per_tick="
 f_tick:      .asciz "VERDICT sim-soc/ticktimer FAIL cycles_per_tick="
+v_timer0:    .asciz "VERDICT sim-soc/timer0 PASS cycles_per_period="
+f_timer0:    .asciz "VERDICT sim-soc/timer0 FAIL cycles_per_period="
+v_susres:    .asciz "VERDICT sim-soc/susres PASS\n"
+f_susres:    .asciz "VERDICT sim-soc/susres FAIL step="
 v_irq:       .asciz "VERDICT sim-soc/irq PASS scause=0x80000009 sip="
 f_irq:       .asciz "VERDICT sim-soc/irq FAIL -- no interrupt within 2,000,000 polls\n"
 f_irq_sip:   .asciz "VERDICT sim-soc/irq FAIL -- sip="
@@ -439,5 +586,6 @@ f_ecall:     .asciz "VERDICT sim-soc/ecall FAIL -- the user-mode ecall did not a
 f_trap:      .asciz "VERDICT sim-soc/trap FAIL -- unexpected supervisor trap scause="
 f_mtrap:     .asciz "VERDICT sim-soc/trap FAIL -- unexpected machine trap mcause="
 s_sepc:      .asciz " epc="
+s_read:      .asciz " read="
 v_all:       .asciz "VERDICT sim-soc PASS\n"
 f_all:       .asciz "VERDICT sim-soc FAIL\n"

@@ -171,7 +171,7 @@ def assemble(src: Path, out_dir: Path) -> bytes:
     return binf.read_bytes()
 
 
-CHECKS = ["uart", "trng", "engine", "ticktimer", "irq", "sv32", "ecall"]
+CHECKS = ["uart", "trng", "engine", "ticktimer", "timer0", "susres", "irq", "sv32", "ecall"]
 
 
 def test_soc_selftest(built, tmp_path):
@@ -202,6 +202,22 @@ def test_run_reports_a_failing_program(built, tmp_path):
     assert res.failed and not res.ok([])
 
 
+def test_run_reports_a_powerdown(built, tmp_path):
+    """A write of susres POWERDOWN.powerdown = 1 powers the SoC off: the run ends with reason
+    `powerdown` (code POWERDOWN_CODE), which passes only when the run must end that way."""
+    src = tmp_path / "p.S"
+    src.write_text(
+        ".option norvc\n_start:\n li a1, 0xF0013000\n li t0, 1\n sw t0, 0x1C(a1)\n1: j 1b\n")
+    res = prun.run(assemble(src, tmp_path), timeout=60, echo=False, gw=built, keep=tmp_path / "run")
+    assert res.reason == "powerdown" and res.code == prun.POWERDOWN_CODE, (res.reason, res.code)
+    assert res.ok([], end="powerdown") and not res.ok([])
+    # writing 0 does not power off
+    src.write_text(
+        ".option norvc\n_start:\n li a1, 0xF0013000\n sw zero, 0x1C(a1)\n li a1, 0xF003F000\n sw zero, 8(a1)\n1: j 1b\n")
+    res = prun.run(assemble(src, tmp_path), timeout=60, echo=False, gw=built, keep=tmp_path / "run2")
+    assert res.reason == "finish" and res.code == 0 and not res.ok([], end="powerdown")
+
+
 def test_run_refuses_oversized_images(tmp_path):
     with pytest.raises(ValueError, match="ROM image"):
         prun.words_hex(b"\0" * (pmap.ROM_SIZE + 4), pmap.ROM_SIZE, "the ROM image")
@@ -209,6 +225,9 @@ def test_run_refuses_oversized_images(tmp_path):
     rom.write_bytes(b"\0" * (pmap.ROM_SIZE + 4))
     assert prun.main(["--rom", str(rom), "--quiet"]) == 2
     assert prun.main(["--rom", str(tmp_path / "missing.bin"), "--quiet"]) == 2
+    rom.write_bytes(b"\0" * 4)
+    for flag in ("--expect", "--fail", "--until"):
+        assert prun.main(["--rom", str(rom), "--quiet", flag, "(unclosed"]) == 2
 
 
 def test_run_parses_cycle_stamped_lines(tmp_path):
