@@ -32,7 +32,7 @@ pub struct SimLayoutArgs {
     /// Output directory (default: target/sim).
     #[arg(long)]
     pub out: Option<PathBuf>,
-    /// A further program ELF after the image's programs (PID 8, 9, ...), e.g. a device-built
+    /// A further program ELF after the image's programs (PID 9, 10, ...), e.g. a device-built
     /// test client (repeatable).
     #[arg(long = "extra")]
     pub extra: Vec<PathBuf>,
