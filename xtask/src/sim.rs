@@ -98,8 +98,15 @@ pub fn run(a: SimRunArgs, verbose: bool) -> Result<()> {
         _ => bail!("sim-run: give both --rom and --ram, or neither (the device boot files)"),
     };
     let mut cmd = runner(&rom, &ram, a.timeout)?;
-    if let Some(u) = &a.until {
-        cmd.args(["--until", u]);
+    match &a.until {
+        Some(u) => {
+            cmd.args(["--until", u]);
+        }
+        // the device image runs until the system powers itself off (or the time limit)
+        None if a.rom.is_none() => {
+            cmd.args(["--end", "powerdown"]);
+        }
+        None => {}
     }
     // the runner enforces the wall limit itself; this one only catches a hung build
     supervisor::run(&mut cmd, Duration::from_secs(a.timeout + 20 * 60), "the simulated Precursor")
