@@ -40,6 +40,9 @@ def table(isa: str, alu: Alu) -> dict[int, Entry]:
         # and a two-pass op keeps the ALU for its second cycle
         if kind == K_ALU and (op.latency < (3 if two else 2) or op.cycles < (2 if two else 1)):
             raise ValueError(f"isa {isa}: {m} (cost {op.cycles}, latency {op.latency}) is faster than its hardware")
+        # CSWAP writes through the ALU's write slot in t + 1 and t + 2: no other op may use it then
+        if kind == K_CSWAP and (op.latency < 3 or op.cycles < 2):
+            raise ValueError(f"isa {isa}: {m} (cost {op.cycles}, latency {op.latency}) is faster than its hardware")
         out[code] = Entry(
             kind=kind,
             alu_op=alu.ops.index(m) if kind == K_ALU else 0,
@@ -49,7 +52,8 @@ def table(isa: str, alu: Alu) -> dict[int, Entry]:
             reads_a=any(k in op.operands for k in ("ra", "ra_reg")),
             reads_b=any(k in op.operands for k in ("rb", "rb_reg")),
             two_pass=two,
-            alu_ctl=control(m) if kind == K_ALU else 0,
+            # CSWAP writes port B's words through the ALU (PSB) in its second and third cycles
+            alu_ctl=control(m) if kind == K_ALU else control("psb") if kind == K_CSWAP else 0,
             alu_ctl2=control(m, True) if two else 0,
             b_src=b_source(m) if kind == K_ALU else B_REG,
         )

@@ -11,8 +11,8 @@ Pipeline (eng_clk): the microcode RAM reads synchronously, so the next mpc (`mpc
 address one cycle ahead; issue in cycle t (register file addressed: a register of the window or
 a constant ROM row), execute in t + 1 (ALU results written at the end of t + 1, FADD/FSUB after
 their second pass at the end of t + 2; BRZ decides the next mpc); CSWAP reads its condition Rb
-in t, re-reads its pair in t + 1 (swapped by address when Rb[0] = 1) and writes both registers
-at the end of t + 2; a multiply
+and Ra in t and Wd in t + 1, and writes Ra's old word at the end of t + 1 and Wd's at the end of
+t + 2, each to the other register when Rb[0] = 1 or back to its own (one write slot); a multiply
 starts in t + 1 on the mul_clk edge mid-cycle and its result is written at the end of cycle
 t + latency - 1. Halting (FIN, end of program, a BRZ to the last word or outside the program,
 an illegal opcode) waits for the cost and for every outstanding write; `cycles` then holds the
@@ -69,7 +69,7 @@ class Engine(Module):
             uca = bits_for(g["ucode_words"] - 1)
             c = self.cut_ios
             port = lambda: _Cut(c, adr=rfa, dat_r=256, dat_w=256, we=1)  # noqa: E731
-            rf = type("RF", (), {"ra": port(), "rb": port(), "wa": port(), "wb": port(), "wm": port()})()
+            rf = type("RF", (), {"ra": port(), "rb": port(), "wa": port(), "wm": port()})()
             uc = type("UC", (), {"rd": _Cut(c, adr=uca, dat_r=32), "wr": _Cut(c, adr=uca, dat_w=32, we=1)})()
             ops = Alu(isa).ops
             alu = _Cut(c, ctl=alu_mod.CTL_BITS, a=256, b=256, q=256, fix=1)
@@ -186,9 +186,8 @@ class Engine(Module):
         ex_imm = Signal(f["imm"].width)
         ex_two = Signal()
         p2 = Signal()             # second pass of a two-pass ALU op (FADD/FSUB): written at the end of t + 2
-        cs2 = Signal()            # CSWAP third cycle: the pair, re-read in t + 1 in swapped or plain order
-        cs_wd = Signal(5)
-        cs_ra = Signal(5)
+        cs2 = Signal()            # CSWAP third cycle (t + 2): Wd's old word on port B, written by the held condition
+        cs_swap = Signal()        # CSWAP's condition Rb[0], held for t + 2
         opa = Signal(256)
         opb = Signal(256)
         self.comb += [opa.eq(rf.ra.dat_r), opb.eq(rf.rb.dat_r),   # registers and constants alike
@@ -209,8 +208,11 @@ class Engine(Module):
         def row(idx, is_const):
             return Mux(is_const, const_base | idx, base | idx)
 
-        # CSWAP's second cycle (t + 1): its condition Rb[0] is on port A; re-read the pair so that
-        # port A returns Ra's new value and port B Wd's (swapped when the condition is 1)
+        # CSWAP (t issue, t + 1 cs_ex, t + 2 cs2): in t port A reads the condition Rb and port B
+        # Ra; in t + 1 port B reads Wd, and Ra's old word (port B) is written to Wd if Rb[0] = 1,
+        # else back to Ra; in t + 2 Wd's old word (port B) is written to Ra if Rb[0] = 1, else back
+        # to Wd. One write slot per cycle (the ALU's, through PSB), both registers written either
+        # way, the secret bit choosing only the write addresses.
         cs_ex = Signal()
         swap = Signal()
         self.comb += [
@@ -219,19 +221,19 @@ class Engine(Module):
             # issue (t): operands; a CSWAP reads its condition Rb on port A
             If(self.bus_ok,
                 rf.ra.adr.eq(self.bus_rf_adr),
-            ).Elif(cs_ex,
-                rf.ra.adr.eq(base | Mux(swap, ex_wd, ex_ra)),
             ).Elif(d_kind == dec.K_CSWAP,
                 rf.ra.adr.eq(row(fld["rb"], fld["cb"])),
             ).Else(
                 rf.ra.adr.eq(row(fld["ra"], fld["ca"])),
             ),
-            # port B: CSWAP's pair; in pass 1 of FADD/FSUB, p or zero for pass 2 (by the ALU's fix);
-            # at issue, what the op's B operand is (alu.B_*)
+            # port B: CSWAP's Wd in t + 1 (its Ra at issue); in pass 1 of FADD/FSUB, p or zero for
+            # pass 2 (by the ALU's fix); at issue, what the op's B operand is (alu.B_*)
             If(cs_ex,
-                rf.rb.adr.eq(base | Mux(swap, ex_ra, ex_wd)),
+                rf.rb.adr.eq(base | ex_wd),
             ).Elif(ex_v & (ex_kind == dec.K_ALU) & ex_two,
                 rf.rb.adr.eq(Mux(alu.fix, hw_rows[alu_mod.B_P], hw_rows[alu_mod.B_ZERO])),
+            ).Elif(d_kind == dec.K_CSWAP,
+                rf.rb.adr.eq(base | fld["ra"]),
             ).Else(
                 Case(d_bsrc, {
                     alu_mod.B_REG: rf.rb.adr.eq(row(fld["rb"], fld["cb"])),
@@ -241,17 +243,17 @@ class Engine(Module):
             ),
             self.bus_rf_dat_r.eq(rf.ra.dat_r),
         ]
-        # write ports: ALU results and CSWAP's Wd (port B's word, through the ALU as PSB) on wa,
-        # CSWAP's Ra (port A's word) on wb, both in t + 2; products on wm
+        # write ports: ALU results and both CSWAP writes (port B's word through the ALU as PSB)
+        # on wa, or the bus's word while it owns the register file; products on wm
         alu_we = Signal()
         self.comb += [
             alu_we.eq(((ex_v & (ex_kind == dec.K_ALU) & ~ex_two) | p2) & en),
             If(self.bus_ok,
                 rf.wa.adr.eq(self.bus_rf_adr), rf.wa.dat_w.eq(self.bus_rf_dat_w), rf.wa.we.eq(self.bus_rf_we),
             ).Else(
-                rf.wa.adr.eq(base | Mux(cs2, cs_wd, ex_wd)), rf.wa.dat_w.eq(alu.q), rf.wa.we.eq(alu_we | (cs2 & en)),
+                rf.wa.adr.eq(base | Mux(cs_ex, Mux(swap, ex_wd, ex_ra), Mux(cs2, Mux(cs_swap, ex_ra, ex_wd), ex_wd))),
+                rf.wa.dat_w.eq(alu.q), rf.wa.we.eq(alu_we | ((cs_ex | cs2) & en)),
             ),
-            rf.wb.adr.eq(base | cs_ra), rf.wb.dat_w.eq(opa), rf.wb.we.eq(cs2 & en),
         ]
         mwe = Signal()
         madr = Signal(5)
@@ -331,7 +333,7 @@ class Engine(Module):
                 p2.eq(0),
                 # ---- execute stage
                 If(ex_v & (ex_kind == dec.K_BRZ) & brz_halt, state.eq(HALT)),
-                If(cs_ex, cs2.eq(1), actl.eq(alu_mod.control("psb"))),
+                If(cs_ex, cs2.eq(1), cs_swap.eq(swap)),
                 If(ex_v & (ex_kind == dec.K_ALU) & ex_two, p2.eq(1), actl.eq(ex_ctl2)),
                 # ---- issue
                 If(is_issue,
@@ -344,7 +346,6 @@ class Engine(Module):
                         ex_v.eq(1), ex_kind.eq(d_kind), actl.eq(d_ctl), ex_ctl2.eq(d_ctl2), ex_two.eq(d_two), ex_wd.eq(fld["wd"]),
                         ex_ra.eq(fld["ra"]),
                         ex_mpc.eq(self.mpc), ex_imm.eq(fld["imm"]),
-                        cs_wd.eq(fld["wd"]), cs_ra.eq(fld["ra"]),
                         *[If(d_writes & (fld["wd"] == r), ready[r].eq(d_lat - 1)) for r in range(nregs)],
                         *[If((d_kind == dec.K_CSWAP) & (fld["ra"] == r), ready[r].eq(d_lat - 1)) for r in range(nregs)],
                         If(d_kind == dec.K_MUL,

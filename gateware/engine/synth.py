@@ -4,12 +4,12 @@ XC7S50) per block, for v1 and v2, and the budget check.
     python -m engine.synth --json OUT.json [--workdir DIR] [--isa v1 --isa v2]
 
 Blocks: the field multiplier (one instance; v1 has one, v2 two: units.mul in the spec), the ALU,
-the microcode RAM, the register-file array, and the sequencer (the Engine with its memories cut
+the microcode RAM, the register file, and the sequencer (the Engine with its memories cut
 down to two words and without its ALU and multipliers: scoreboard, decode, pipeline, muxes).
-The register-file array is synthesized as the physical memory the behavioural multi-port
-`RegFile` stands for: one array of its rows (512 registers, the constant slots, the ALU's
-hardware rows), one synchronous read and one write port per rf_clk (4 x eng_clk) phase
-(docs/gateware.md).
+The register file is the module the engine simulates (regfile.RegFile): one true-dual-port
+array of its rows (512 registers, the constant slots, the ALU's hardware rows) on mul_clk, its
+two ports used in two phases per eng_clk (read A and B, then the ALU's and the multipliers'
+writes), with its write registers and phase logic (docs/gateware.md).
 
 Keys: synth_engine_{luts,ffs,dsps,brams}_{v1,v2} (sums of the blocks), synth_engine_luts and
 synth_engine_dsps (v2), synth_engine_<block>_<res>_<isa> per block.
@@ -22,8 +22,6 @@ import json
 import tempfile
 from pathlib import Path
 
-from migen import READ_FIRST, Memory, Module, Signal
-
 from common.yosys import stat
 
 from . import regfile, spec
@@ -35,18 +33,6 @@ from .ucode import MicrocodeRam
 BUDGET_V2 = {"dsps": 30, "luts": 4000}
 
 
-class RfArray(Module):
-    def __init__(self, isa: str):
-        g = spec.load().geometry
-        init = regfile.layout(isa)[2]
-        mem = Memory(g["reg_bits"], len(init), init=init)
-        self.specials += mem
-        r = mem.get_port(mode=READ_FIRST)   # phases: a read never meets a write on one edge
-        w = mem.get_port(write_capable=True)
-        self.specials += r, w
-        self.ios = {r.adr, r.dat_r, w.adr, w.dat_w, w.we}
-
-
 def blocks(isa: str):
     m = FieldMul("sys")
     yield "mul", m, m.ios, spec.load().isas[isa].units.get("mul", 1)
@@ -54,7 +40,7 @@ def blocks(isa: str):
     yield "alu", a, {a.a, a.b, a.q, a.ctl, a.fix}, 1
     u = MicrocodeRam()
     yield "ucode", u, {u.rd.adr, u.rd.dat_r, u.wr.adr, u.wr.dat_w, u.wr.we}, 1
-    rf = RfArray(isa)
+    rf = regfile.RegFile(isa)
     yield "regfile", rf, rf.ios, 1
     from .sequencer import Engine
     e = Engine(isa, synth_core=True)

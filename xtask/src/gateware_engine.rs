@@ -3,7 +3,8 @@
 //! * `engine:rtl-units` — the field multiplier at its edges (operands near p, in
 //!   [2^255 - 19, 2^256), limbs of 0x1ffff, the normalize overflow case) and 3,000 random
 //!   products against Python integers, fixed latency; the ALU: every op on edge operand pairs
-//!   (around p, 2^255, 2^256) and random ones, FADD/FSUB in their two passes.
+//!   (around p, 2^255, 2^256) and random ones, FADD/FSUB in their two passes; the register file
+//!   alone (two ports in two phases per eng_clk) against a model of its read/write contract.
 //! * `engine:rtl-vectors` — every vector the model exports (`engine25519_core::formats::export`,
 //!   the same directory as `cargo xtask engine-vectors`) on the Verilated engine, v2 and v1:
 //!   bit-exact outputs, the model's cycle and instruction counts; and the CSR block / memory
@@ -112,7 +113,7 @@ fn rtl_vectors(ctx: &Ctx) -> Result<()> {
 }
 
 fn units(ctx: &Ctx) -> Result<()> {
-    gateware::pytest(ctx, &["engine/tests/test_mul.py", "engine/tests/test_alu.py"], &[], &[], Duration::from_secs(12 * 60))
+    gateware::pytest(ctx, &["engine/tests/test_mul.py", "engine/tests/test_alu.py", "engine/tests/test_regfile.py"], &[], &[], Duration::from_secs(12 * 60))
 }
 
 /// `cargo xtask gateware test [-k EXPR]`.
