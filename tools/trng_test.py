@@ -376,11 +376,20 @@ class UartboneBridge:
         self.sock.settimeout(timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
+    # litex_sim's serial2tcp serves one client and mishandles a close that it sees after the
+    # next client's connect (it frees the new client's event, then crashes on the old one's):
+    # after closing, give the simulator time to see the close before anyone connects again.
+    CLOSE_SETTLE_S = 0.3
+
     def close(self) -> None:
+        if self.sock is None:
+            return
         try:
             self.sock.close()
         except OSError:
             pass
+        self.sock = None
+        time.sleep(self.CLOSE_SETTLE_S)
 
     def _send(self, data: bytes) -> None:
         try:

@@ -106,8 +106,14 @@ def add_trng(soc, cfg):
     soc.add_irq("trng_kernel", t.trng.irq_kernel)
 
 
+def add_tester(soc, cfg):
+    """The TRNG tester's mailbox and host bridge (tester.py, in this package)."""
+    from .tester import add_tester as add
+    add(soc, cfg)
+
+
 # fn(soc, config()) for each block, in order
-ALL: list = [add_trng, add_engine]
+ALL: list = [add_trng, add_engine, add_tester]
 # gateware/ subdirectories whose Python sources define those blocks
 SOURCE_DIRS: list = ["trng", "common", "engine", "soc"]
 

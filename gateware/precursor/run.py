@@ -1,7 +1,7 @@
 """Run a program on the simulated Precursor (soc.py) and report what its UARTs printed.
 
     python -m precursor.run --rom rom.bin [--ram ram.bin] [--timeout 60] [--expect REGEX]...
-                            [--until REGEX] [--quiet] [--json FILE]
+                            [--until REGEX] [--quiet] [--json FILE] [--bridge-port PORT]
 
 * `--rom`: loaded at 0x0 (the reset vector; at most 64 KiB). `--ram`: loaded at 0x4000_0000
   (at most 16 MiB). Both are written into the simulator's memory-initialisation files of a
@@ -17,6 +17,8 @@
   `--expect` pattern matched some line, and no line matched `--fail` (default: `VERDICT \\S+ FAIL`).
   `--json` writes a summary: end reason, code, cycles, wall seconds, the cycle and wall time
   at which each `--expect` first matched.
+* `--bridge-port PORT`: serve the SoC's UART Wishbone bridge (tester.py: the TRNG tester's host
+  bridge, a bus master) on TCP PORT while the simulation runs; without it nothing listens.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ if __package__ in (None, ""):
 from . import map as pmap
 from . import soc
 from .peripherals import POWERDOWN_CODE
+from . import tester
 
 DEFAULT_FAIL = r"VERDICT \S+ FAIL"
 
@@ -134,25 +137,27 @@ class _Tail:
 
 def run(rom: bytes, ram: bytes | None = None, timeout: float = 60.0, expect=(), until: str | None = None,
         fail=(DEFAULT_FAIL,), echo: bool = True, gw: Path | None = None, keep: Path | None = None,
-        on_line=None) -> Result:
+        on_line=None, bridge_port: int | None = None) -> Result:
     rom_hex = words_hex(rom, pmap.ROM_SIZE, "the ROM image")
     ram_hex = words_hex(ram or b"", pmap.SRAM_EXT_SIZE, "the RAM image")
     gw = gw or soc.build()
     runs = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="precursor-run-"))
     try:
-        return _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line)
+        return _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port)
     finally:
         if not keep:
             shutil.rmtree(runs, ignore_errors=True)
 
 
-def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line) -> Result:
+def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port=None) -> Result:
     runs.mkdir(parents=True, exist_ok=True)
     for name in ("modules", "sim_config.js"):
         link = runs / name
         if link.is_symlink() or link.exists():
             link.unlink()
-        link.symlink_to(gw / name)
+    (runs / "modules").symlink_to(gw / "modules")
+    # the run's simulator modules: the build's, with the bridge on this run's port (or none)
+    (runs / "sim_config.js").write_text(tester.sim_config(gw / "sim_config.js", bridge_port))
     (runs / soc.ROM_INIT).write_text(rom_hex)
     (runs / soc.RAM_INIT).write_text(ram_hex)
     for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH, soc.PROGRESS):
@@ -165,8 +170,12 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
     res = Result()
     t0 = time.monotonic()
     with open(runs / "sim.out", "wb") as simout:
+        # restore_signals=False: the simulator inherits Python's SIGPIPE = ignore, so the bridge
+        # module's write to a client that has gone away fails with EPIPE instead of killing the
+        # simulation (litex_sim's serial2tcp writes to its last client's socket unchecked)
         proc = subprocess.Popen([str(gw / "obj_dir" / "Vsim")], cwd=runs, stdout=simout, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
+                                stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent,
+                                restore_signals=False)
 
         def handle(entries) -> bool:
             for source, cyc, text in entries:
@@ -254,6 +263,8 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", type=Path, help="run in this directory (kept: logs, sim.out)")
     ap.add_argument("--end", choices=["powerdown"], help="pass only if the run ends this way (powerdown: the software "
                     "powered the SoC off through susres POWERDOWN)")
+    ap.add_argument("--bridge-port", type=int, metavar="PORT",
+                    help="serve the UART Wishbone bridge (the TRNG tester's host bridge) on this TCP port")
     a = ap.parse_args(argv)
     for what, pats in (("--expect", a.expect), ("--fail", a.fail or []), ("--until", [a.until] if a.until else [])):
         for pat in pats:
@@ -266,10 +277,14 @@ def main(argv=None) -> int:
         if p is not None and not p.is_file():
             print(f"precursor.run: {what} {p}: no such file", file=sys.stderr)
             return 2
+    if a.bridge_port is not None and not 1 <= a.bridge_port <= 65535:
+        print(f"precursor.run: --bridge-port {a.bridge_port}: not a TCP port (1..65535)", file=sys.stderr)
+        return 2
     try:
         rom = a.rom.read_bytes()
         ram = a.ram.read_bytes() if a.ram else None
-        res = run(rom, ram, a.timeout, a.expect, a.until, a.fail or [DEFAULT_FAIL], not a.quiet, keep=a.keep)
+        res = run(rom, ram, a.timeout, a.expect, a.until, a.fail or [DEFAULT_FAIL], not a.quiet, keep=a.keep,
+                  bridge_port=a.bridge_port)
     except ValueError as e:
         print(f"precursor.run: {e}", file=sys.stderr)
         return 2

@@ -42,12 +42,13 @@ if __package__ in (None, ""):
 
 from . import blocks
 from . import map as pmap
+from . import tester
 from .peripherals import VERILOG_SOURCES, CycleCounter, PrecursorUART, SimCtl, SusRes, TickTimer, Timer0, WDT, WFI
 
 HERE = Path(__file__).resolve().parent
 # the files that define the hardware (the build cache key; of this file, the SoC class and
 # the platform: the build functions below are not hardware)
-HARDWARE_SOURCES = ["peripherals.py", "pagebus.py", "map.py", "blocks.py"]
+HARDWARE_SOURCES = ["peripherals.py", "pagebus.py", "map.py", "blocks.py", "tester.py"]
 
 # The files the Verilated simulator reads and writes at run time, in its working directory.
 ROM_INIT = "sim_rom.init"
@@ -66,6 +67,7 @@ class PrecursorSim(SoCCore):
     def __init__(self, platform, clk_freq: int, blocks=(), config=None):
         self.csr_pages = {}      # name -> (location, Wishbone slave): pages not made of LiteX CSRs
         self.extra_clocks = {}   # pad name -> Hz: further simulation clocks (edges aligned with sys)
+        self.sim_modules = []    # (litex_sim module, pad, args): further simulator modules (tester.py)
         SoCCore.__init__(
             self, platform, clk_freq,
             ident="", ident_version=False,
@@ -158,7 +160,8 @@ class PrecursorSim(SoCCore):
 
 def _platform() -> SimPlatform:
     # eng_clk: the engine's sequencer clock (blocks.add_engine)
-    return SimPlatform("SIM", [("sys_clk", 0, Pins(1)), ("sys_rst", 0, Pins(1)), ("eng_clk", 0, Pins(1))])
+    # serial: the TRNG tester's bridge (tester.py)
+    return SimPlatform("SIM", [("sys_clk", 0, Pins(1)), ("sys_rst", 0, Pins(1)), ("eng_clk", 0, Pins(1)), tester.pads()])
 
 
 def build_key(clk_freq: int, config: dict) -> str:
@@ -223,6 +226,8 @@ def _build(out: Path, gw: Path, stamp: Path, key: str, clk_freq: int, config: di
     sim_config.add_clocker("sys_clk", freq_hz=clk_freq)
     for pad, hz in soc.extra_clocks.items():
         sim_config.add_clocker(pad, freq_hz=hz)
+    for module, pad, args in soc.sim_modules:
+        sim_config.add_module(module, pad, args=args)
     gtmp = tmp / "gateware"
     gtmp.mkdir(parents=True)
     # no Builder: it would generate the BIOS's software includes, which this SoC does not use

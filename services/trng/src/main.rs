@@ -1,5 +1,6 @@
 //! TRNG server (`trng`): raw sources -> SP 800-90B health tests -> ChaCha20 conditioner ->
-//! clients over Xous IPC, plus the hosted tester (TCP, interface 5).
+//! clients over Xous IPC, plus the tester (docs/trng-tester-protocol.md): hosted over TCP
+//! (interface 5), on the device through the mailbox (cargo feature `tester`).
 //!
 //! This file decodes, dispatches and replies (service-ipc conventions, docs/ipc.md); the work is
 //! done by the kernel-free [`server::TrngServer`]. Two servers (docs/security.md): the control
@@ -27,6 +28,9 @@ mod hw;
 mod server;
 #[cfg(not(target_os = "xous"))]
 mod tester;
+#[cfg(all(target_os = "xous", feature = "tester"))]
+mod tester_device;
+mod tester_mailbox;
 
 use std::sync::{Arc, Mutex};
 
@@ -286,6 +290,10 @@ fn main() -> ! {
         if let Err(e) = tester::start(srv.clone(), notify_tx.clone(), port, cfg.tester_portfile.as_deref()) {
             log::error!("TRNG tester failed to start: {e}");
         }
+    }
+    #[cfg(all(target_os = "xous", feature = "tester"))]
+    if let Err(e) = tester_device::start(srv.clone(), notify_tx.clone()) {
+        log::error!("TRNG tester failed to start: {e}");
     }
     #[cfg(target_os = "xous")]
     let _ = (&notify_tx, cfg.tester_port, &cfg.tester_portfile);

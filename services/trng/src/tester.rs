@@ -16,30 +16,16 @@ use std::sync::mpsc::{sync_channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use trng::api::TrngError;
-use trng_core::pipeline::RawMode;
 use trng_core::spec::tester as T;
 
 use crate::server::TrngServer;
+use crate::tester_mailbox::{fill, header, status_of};
 
 /// Global phase counter: 1, 2, 3, ... over the server's lifetime.
 static SEQ: AtomicU64 = AtomicU64::new(1);
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// At most this many concurrent tester connections (each holds two 512 KiB buffers and two threads).
 const MAX_CONNECTIONS: usize = 4;
-/// Buffers are filled in chunks so IPC clients are not blocked for a whole 512 KiB fill.
-const FILL_CHUNK: usize = 64 * 1024;
-
-fn header(seq: u64, mode: u32, len: u32, crc: u32, status: u32) -> [u8; 32] {
-    let mut h = [0u8; 32];
-    h[0..8].copy_from_slice(T::FRAME_MAGIC.as_bytes());
-    h[8..16].copy_from_slice(&seq.to_le_bytes());
-    h[16..20].copy_from_slice(&mode.to_le_bytes());
-    h[20..24].copy_from_slice(&len.to_le_bytes());
-    h[24..28].copy_from_slice(&crc.to_le_bytes());
-    h[28..32].copy_from_slice(&status.to_le_bytes());
-    h
-}
 
 fn next_seq() -> u64 {
     SEQ.fetch_add(1, Ordering::SeqCst)
@@ -53,26 +39,6 @@ pub fn parse_request(req: &[u8; 16]) -> Result<u32, u32> {
         return Err(mode);
     }
     Ok(mode)
-}
-
-fn fill(server: &Mutex<TrngServer>, mode: u32, buf: &mut [u8]) -> Result<(), TrngError> {
-    let raw = match mode as usize {
-        T::modes::CPRNG => None,
-        T::modes::AV => Some(RawMode::Av),
-        T::modes::RO => Some(RawMode::Ro),
-        T::modes::BOTH => Some(RawMode::Both),
-        _ => return Err(TrngError::UnknownMode),
-    };
-    for chunk in buf.chunks_mut(FILL_CHUNK) {
-        let mut b = server.lock().map_err(|_| TrngError::Internal)?;
-        let r = b.tester_fill(raw, chunk);
-        if let Err(e) = r {
-            drop(b);
-            buf.fill(0);
-            return Err(e);
-        }
-    }
-    Ok(())
 }
 
 fn serve(mut s: TcpStream, server: Arc<Mutex<TrngServer>>, notify: Sender<()>) {
@@ -99,11 +65,7 @@ fn serve(mut s: TcpStream, server: Arc<Mutex<TrngServer>>, notify: Sender<()>) {
     let fb = server.clone();
     let filler = std::thread::spawn(move || {
         for mut buf in empty_rx {
-            let status = match fill(&fb, mode, &mut buf) {
-                Ok(()) => T::status::DATA as u32,
-                Err(TrngError::HealthFailure) => T::status::HEALTH as u32,
-                Err(_) => T::status::INTERNAL as u32,
-            };
+            let status = status_of(&fill(&fb, mode, &mut buf));
             // seq assigned when the buffer is complete: frames leave in seq order
             if full_tx.send((next_seq(), status, buf)).is_err() {
                 break;
@@ -183,14 +145,5 @@ mod tests {
         r[12] = 0;
         r[0] = b'X';
         assert_eq!(parse_request(&r), Err(1));
-    }
-
-    #[test]
-    fn header_layout() {
-        let h = header(7, 2, 524288, 0xDEADBEEF, 0);
-        assert_eq!(&h[..8], b"TRNGBUF1");
-        assert_eq!(u64::from_le_bytes(h[8..16].try_into().unwrap()), 7);
-        assert_eq!(u32::from_le_bytes(h[20..24].try_into().unwrap()), 524288);
-        assert_eq!(u32::from_le_bytes(h[24..28].try_into().unwrap()), 0xDEADBEEF);
     }
 }
