@@ -50,12 +50,30 @@ pub fn ensure_toolchain() -> Result<()> {
         .context("the device build needs rustup (https://rustup.rs)")
 }
 
+/// Extra cargo features of the device programs (`package/feature`), set only inside
+/// [`with_features`].
+static FEATURES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Run `f` with the device programs built with `features` (`package/feature`, e.g.
+/// `trng-server/tester` for the TRNG tester's image), then back to the default builds. Cargo
+/// keeps both variants' artifacts, so switching back costs a relink.
+pub fn with_features<T>(features: &[&str], f: impl FnOnce() -> T) -> T {
+    let before = std::mem::replace(&mut *FEATURES.lock().unwrap(), features.iter().map(|s| s.to_string()).collect());
+    let r = f();
+    *FEATURES.lock().unwrap() = before;
+    r
+}
+
 /// The cross-build command for `packages`.
 pub fn build_command(packages: &[String]) -> Command {
     let mut c = crate::util::cargo_toolchain(TOOLCHAIN);
     c.args(["build", "--release", "--target", TARGET, "-Zbuild-std=std,panic_abort"]);
     for p in packages {
         c.args(["-p", p]);
+    }
+    let features = FEATURES.lock().unwrap().clone();
+    if !features.is_empty() {
+        c.args(["--features", &features.join(",")]);
     }
     // std for Xous is built from source; the device profile aborts on panic; no compressed
     // instructions (the simulated SoC's CPU has none; Precursor's runs such code unchanged)

@@ -65,7 +65,7 @@ pub struct SimRunArgs {
 }
 
 /// The runner command (gateware/precursor/run.py) for ROM and RAM images.
-fn runner(rom: &Path, ram: &Path, timeout: u64) -> Result<Command> {
+pub fn runner(rom: &Path, ram: &Path, timeout: u64) -> Result<Command> {
     for (p, what) in [(rom, "ROM"), (ram, "RAM")] {
         if !p.is_file() {
             bail!("sim: {what} image {}: no such file", p.display());
@@ -174,7 +174,7 @@ pub fn boot_phases() -> Vec<Phase> {
 pub const SHUTDOWN: &str = "shutdown";
 
 /// Lines that fail a run wherever they appear.
-const FAIL_LINES: &[&str] = &[r"VERDICT \S+ FAIL", r"PROGRAM HALT|PANIC|panicked at|CPU Exception|ERROR"];
+pub const FAIL_LINES: &[&str] = &[r"VERDICT \S+ FAIL", r"PROGRAM HALT|PANIC|panicked at|CPU Exception|ERROR"];
 
 /// The hook for programs beyond the device image: the device-built programs sim-smoke (and
 /// the step `sim:smoke`) lays out after the image's, and the phases their output proves

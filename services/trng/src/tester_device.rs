@@ -69,12 +69,17 @@ pub fn start(srv: Arc<Mutex<TrngServer>>, notify: Sender<()>) -> Result<(), Stri
         .spawn(move || {
             let (s0, s1) = (r0.as_slice_mut::<u8>(), r1.as_slice_mut::<u8>());
             let mut t = MailboxTester::new(mmio, [s0, s1], [p0 as u32, p1 as u32]);
-            log::info!("{} mailbox {:#x} slots {p0:#x} {p1:#x}", T::DEVICE_MARKER, T::mailbox::BASE);
-            println!("{} mailbox {:#x} slots {p0:#x} {p1:#x}", T::DEVICE_MARKER, T::mailbox::BASE);
-            let mut f = |mode: u32, out: &mut [u8]| fill(&srv, mode, out);
+            println!("{} at {:#x}, slots {p0:#x} {p1:#x}", T::DEVICE_MARKER, T::mailbox::BASE);
+            // one line as a fill starts and one as its frame is published: the simulation
+            // stamps each with its cycle (device time per frame, docs/sim.md)
+            let mut f = |mode: u32, out: &mut [u8]| {
+                println!("{} fill mode={mode}", T::DEVICE_MARKER);
+                fill(&srv, mode, out)
+            };
             loop {
                 match t.step(&mut f) {
-                    Step::Published { status, .. } => {
+                    Step::Published { seq, status } => {
+                        println!("{} published seq={seq} status={status}", T::DEVICE_MARKER);
                         if status == T::status::HEALTH as u32 {
                             let _ = notify.send(());
                         }

@@ -47,11 +47,15 @@ pub enum TrngCmd {
     /// Stream the TRNG server's tester (hosted) through tools/trng_test.py into dieharder
     /// (--dieharder quick|ci|full) or rngtest + ent, and write a report (docs/trng-tester-protocol.md).
     TrngTest(TrngTestArgs),
+    /// Boot the simulated Precursor with the TRNG server's device tester and stream conditioned
+    /// and raw frames through its UART Wishbone bridge with tools/trng_test.py --transport sim.
+    TrngSimTester(super::sim_tester::SimTesterArgs),
 }
 
 pub fn run(ctx: &Ctx, c: TrngCmd) -> Result<()> {
     match c {
         TrngCmd::TrngTest(a) => trng_test(ctx, &a),
+        TrngCmd::TrngSimTester(a) => super::sim_tester::run(&a, ctx.verbose),
     }
 }
 

@@ -19,7 +19,9 @@
 //! * `report`    — summary.json, dieharder.txt and the verdict line;
 //! * `ci`        — the trng:* test steps;
 //! * `privilege` — the trng-service:privilege step (docs/security.md);
-//! * `bench`     — the trng-stream and trng-ipc bench providers.
+//! * `bench`     — the trng-stream and trng-ipc bench providers;
+//! * `sim_tester` — `cargo xtask trng-sim-tester` and step trng:sim-tester: the device tester
+//!                 on the simulated Precursor through its UART Wishbone bridge.
 
 mod bench;
 mod ci;
@@ -27,6 +29,7 @@ mod cli;
 mod dieharder;
 mod privilege;
 mod report;
+mod sim_tester;
 mod stats;
 mod tester;
 
@@ -42,6 +45,7 @@ pub fn test_steps() -> Vec<TestStep> {
         TestStep { name: "trng:raw-models", timeout: Duration::from_secs(15 * 60), run: ci::raw_models },
         TestStep { name: "trng:hosted-scenarios", timeout: Duration::from_secs(10 * 60), run: ci::scenarios },
         TestStep { name: "trng-service:privilege", timeout: Duration::from_secs(180), run: privilege::privilege },
+        TestStep { name: "trng:sim-tester", timeout: Duration::from_secs(45 * 60), run: sim_tester::step },
     ]
 }
 
