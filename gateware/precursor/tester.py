@@ -4,7 +4,7 @@ section 3, 3.4): the mailbox block `trng_tester` and the host bridge.
 * `TesterMailbox`: the CSR block `trng_tester` of spec/trng.toml `[tester.mailbox]`: six plain
   32-bit read/write registers (MAGIC, PHASE, ACK, CONTROL, BUF0, BUF1 at the spec's offsets),
   written and read by the CPU (the TRNG server's tester) and by the host (through the bridge).
-  It sits at the spec's `base`, CSR page 0x3E, a page Precursor's map leaves empty (map.py pins
+  It sits at the spec's `base`, CSR page 0x11, a page Precursor's map leaves empty (map.py pins
   it; the step sim:soc checks that Precursor has nothing there). Not on Precursor's own
   bitstream: it exists for the tester, in the simulation.
 * The bridge: LiteX's UART Wishbone bridge (`UARTBone`, a second bus master) behind a

@@ -198,9 +198,23 @@ fn stream(a: &SimTesterArgs, py: &Path, port: u16, dir: &Path, lines: &mut Lines
             .arg("--stats-json")
             .arg(&stats)
             .stderr(std::fs::File::create(&errlog)?);
-        let left = deadline.saturating_duration_since(Instant::now());
+        let what = format!("trng_test.py --transport sim --source {}", src.name());
         let mut child = supervisor::spawn_grouped(&mut cmd)?;
-        let st = supervisor::wait_timeout(&mut child, left, &format!("trng_test.py --transport sim --source {}", src.name()))?;
+        // while the tool runs: a failure line of the device or the step's deadline stops it
+        loop {
+            if child.try_wait()?.is_some() {
+                break;
+            }
+            let bad = lines.drain();
+            if bad.is_err() || Instant::now() > deadline {
+                supervisor::signal_group(child.id() as i32, libc::SIGTERM);
+                let _ = supervisor::wait_timeout(&mut child, Duration::from_secs(10), &what);
+                bad?;
+                bail!("{what}: the step's time limit passed");
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let st = supervisor::wait_timeout(&mut child, Duration::from_secs(10), &what)?;
         let err = std::fs::read_to_string(&errlog).unwrap_or_default();
         if !st.success() {
             bail!("trng_test.py --source {} exited {st}:\n{}", src.name(), err.trim());
