@@ -146,7 +146,29 @@ mod tests {
         v.extend_from_slice(args);
         Cli::try_parse_from(v).map(|c| match c.cmd {
             TrngCmd::TrngTest(a) => a,
+            TrngCmd::TrngSimTester(_) => unreachable!("parsed as trng-test"),
         })
+    }
+
+    fn parse_sim(args: &[&str]) -> Result<super::super::sim_tester::SimTesterArgs, clap::Error> {
+        use clap::Parser;
+        let mut v = vec!["xtask", "trng-sim-tester"];
+        v.extend_from_slice(args);
+        Cli::try_parse_from(v).map(|c| match c.cmd {
+            TrngCmd::TrngSimTester(a) => a,
+            TrngCmd::TrngTest(_) => unreachable!("parsed as trng-sim-tester"),
+        })
+    }
+
+    #[test]
+    fn sim_tester_flags() {
+        let d = parse_sim(&[]).unwrap();
+        assert_eq!((d.sources, d.frames, d.timeout), (vec![Source::Cprng, Source::Av], 1, 2400));
+        let a = parse_sim(&["--source", "ro", "--source", "both", "--frames", "3", "--timeout", "60"]).unwrap();
+        assert_eq!((a.sources, a.frames, a.timeout), (vec![Source::Ro, Source::Both], 3, 60));
+        for bad in [&["--source", "xyz"][..], &["--frames", "0"], &["--frames", "-1"], &["--timeout", "soon"], &["--bridge", "1"]] {
+            assert!(parse_sim(bad).is_err(), "accepted {bad:?}");
+        }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The TRNG tester on the simulated Precursor (docs/trng-tester-protocol.md section 3.4):
-//! `cargo xtask trng-sim-tester` and the step `trng:sim-tester`.
+//! `cargo xtask trng-sim-tester` (`step` becomes the test step `trng:sim-tester` once the booted
+//! image serves sleeps: docs/trng-tester-protocol.md section 5).
 //!
 //! Boots the device image with the TRNG server built with its `tester` feature (the default
 //! image has none) on the simulated Precursor with the UART Wishbone bridge on a local TCP
@@ -27,7 +28,7 @@ pub struct SimTesterArgs {
     #[arg(long = "source", value_enum, default_values_t = [Source::Cprng, Source::Av])]
     pub sources: Vec<Source>,
     /// Frames per source (512 KiB each, spec/trng.toml [tester] buffer_bytes).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub frames: u32,
     /// Wall-clock limit of the whole simulation, seconds.
     #[arg(long, default_value_t = 2400)]
@@ -115,6 +116,7 @@ struct SourceResult {
     fill_cycles: Vec<u64>,
 }
 
+#[allow(dead_code)] // registered in mod.rs's test_steps once the image's ticktimer works
 pub fn step(ctx: &crate::ctx::Ctx) -> Result<()> {
     run(&SimTesterArgs::default(), ctx.verbose)
 }
