@@ -4,8 +4,9 @@
 //! side of the mailbox over any register file ([`Mailbox`]) and any two frame slots. Host unit
 //! tests drive it against a simulated host.
 
-// the device build without the `tester` feature uses only the frame helpers' siblings
-#![cfg_attr(all(target_os = "xous", not(feature = "tester")), allow(dead_code))]
+// MailboxTester runs only in the device build with the `tester` feature (and in the tests);
+// the hosted build uses the frame helpers only
+#![cfg_attr(not(all(target_os = "xous", feature = "tester")), allow(dead_code))]
 
 use std::sync::Mutex;
 
