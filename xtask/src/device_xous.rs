@@ -7,7 +7,8 @@
 //!   without it runs unchanged on Precursor's RV32IMAC);
 //! - the base services xous-log, xous-names, xous-ticktimer at the hosted set's versions, and
 //!   xous-susres 0.1.35 (the release built against the same xous 0.9.35 / xous-api-susres 0.9.30;
-//!   the hosted system does not run it), same features and flags (lock files holding proc-macro2 1.0.5x are updated to 1.0.86, the oldest
+//!   the hosted system does not run it), same features and flags, plus
+//!   kernel-patches/device/<crate>/*.patch (xous-ticktimer: its alarm interrupt's argument) (lock files holding proc-macro2 1.0.5x are updated to 1.0.86, the oldest
 //!   that builds on the current nightly);
 //! - xous-tools 0.1.2 (host binaries: xous-create-image, xous-sign-image, xous-read-tags) and
 //!   utralib 0.1.15's Precursor SVD (the memory map the image creator reads).
@@ -66,6 +67,16 @@ pub fn device_dir() -> PathBuf {
 
 pub fn device_patches_dir() -> PathBuf {
     crate::xous::patches_dir().join("device")
+}
+
+/// kernel-patches/device/<crate>/*.patch: patches of a base service's device build, in
+/// application order (none for most).
+pub fn service_patch_files(krate: &str) -> Result<Vec<PathBuf>> {
+    let dir = device_patches_dir().join(krate);
+    if !dir.is_dir() {
+        return Ok(Vec::new());
+    }
+    crate::xous::patch_files_in(&dir)
 }
 
 /// kernel-patches/device/*.patch in application order.
@@ -285,11 +296,16 @@ pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for s in SERVICES {
         let bin = bin_dir().join(s.name);
-        let key = format!("{RECIPE} {}@{} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS}", s.name, s.version, s.sha256);
+        let patches = service_patch_files(s.name)?;
+        let mut key = format!("{RECIPE} {}@{} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS}", s.name, s.version, s.sha256);
+        for p in &patches {
+            key.push_str(&format!(" {} {}", p.file_name().unwrap().to_string_lossy(), util::sha256_hex(&std::fs::read(p)?)));
+        }
         let stamp = format!("service-{}", s.name);
         if !crate::xous::stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
             crate::device::ensure_toolchain()?;
             let src = unpack_crate(s)?;
+            crate::xous::apply_patch_list(&src, &patches)?;
             workspace_root(&src)?;
             if std::fs::read_to_string(src.join("Cargo.lock")).unwrap_or_default().contains("name = \"proc-macro2\"\nversion = \"1.0.5") {
                 // proc-macro2 1.0.5x in the lock file uses a proc_macro feature the nightly
@@ -371,7 +387,12 @@ mod tests {
 
     #[test]
     fn device_patches_have_headers() {
-        for p in device_patch_files().unwrap() {
+        let mut all = device_patch_files().unwrap();
+        for s in SERVICES {
+            all.extend(service_patch_files(s.name).unwrap());
+        }
+        assert!(all.iter().any(|p| p.parent().unwrap().ends_with("xous-ticktimer")));
+        for p in all {
             let text = std::fs::read_to_string(&p).unwrap();
             let header = &text[..text.find("\n--- a/").expect("a unified diff")];
             assert!(header.contains("What:") && header.contains("Why:") && header.contains("Test:"), "{}", p.display());

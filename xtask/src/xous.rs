@@ -211,7 +211,8 @@ pub fn apply_patch_list(dir: &Path, patches: &[PathBuf]) -> Result<()> {
             .context("running git apply (is git installed?)")?;
         if !out.status.success() {
             bail!(
-                "kernel patch {name} does not apply to {KERNEL_CRATE} {KERNEL_VERSION}:\n{}",
+                "patch {name} does not apply to {} (kernel: {KERNEL_CRATE} {KERNEL_VERSION}):\n{}",
+                dir.display(),
                 String::from_utf8_lossy(&out.stderr)
             );
         }
