@@ -12,6 +12,8 @@ include!(concat!(env!("OUT_DIR"), "/expected.rs"));
 pub const PROGRAM: &str = "device-selftest";
 /// Line that carries the timing figures for `cargo xtask bench` (flat JSON follows).
 pub const BENCH_MARKER: &str = "SELFTEST-BENCH";
+/// Printed right before the timed calls start (the harness may stamp it with a cycle count).
+pub const TIMING_START_MARKER: &str = "SELFTEST-TIMING-START";
 /// Default number of timed X25519 calls.
 pub const DEFAULT_CALLS: u64 = 20;
 /// Most timed calls accepted (a typo must not keep the simulated device busy for hours).

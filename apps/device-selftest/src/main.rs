@@ -70,6 +70,31 @@ fn vector(i: usize) -> Result<([u8; 32], [u8; 32], [u8; 32]), String> {
     Ok((unhex32(k)?, unhex32(u)?, unhex32(w)?))
 }
 
+/// Stop the system after the final verdict (docs/selftest.md, "Shutting down").
+/// Device: this program is laid out only as the simulated system's test process (xtask's
+/// `sim-smoke`), never in the flashed image; it asks xous-susres to power the SoC off, as a
+/// user's power-off does on Precursor. Hosted: only with `--shutdown` (the system builder lists
+/// it as the test process), through the hosted kernel's Shutdown call.
+fn shutdown(opts: &Options) {
+    #[cfg(target_os = "xous")]
+    {
+        let _ = opts;
+        say("SELFTEST-POWEROFF");
+        let r = xous_api_names::XousNames::new()
+            .and_then(|xns| xous_api_susres::Susres::new_without_hook(&xns))
+            .and_then(|s| s.immediate_poweroff());
+        if let Err(e) = r {
+            say(&format!("SELFTEST-POWEROFF-FAILED {e:?}"));
+        }
+    }
+    #[cfg(not(target_os = "xous"))]
+    if opts.shutdown {
+        if let Err(e) = xous::rsyscall(xous::SysCall::Shutdown) {
+            say(&format!("SELFTEST-SHUTDOWN-FAILED {e:?}"));
+        }
+    }
+}
+
 fn main() -> ! {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opts = parse_options(&args);
@@ -159,6 +184,9 @@ fn main() -> ! {
         run.check("selftest/x25519-timing", |run| {
             let (k, u, want) = vector(0)?;
             let n = run.opts.calls;
+            // the harness stamps this line and the SELFTEST-BENCH line with the CPU cycle at
+            // which they were written (the simulated Precursor): a second, finer clock
+            say(&format!("{TIMING_START_MARKER} calls={n}"));
             let t0 = run.tt.elapsed_ms();
             for i in 0..n {
                 let r = e.x25519_detailed(&k, &u).map_err(|e| format!("call {i}: {e}"))?;
@@ -238,13 +266,8 @@ fn main() -> ! {
 
     let pass = run.failed == 0;
     say(&Verdict::judged(PROGRAM, pass).with("pass", run.passed).with("fail", run.failed).to_string());
-    if run.opts.shutdown {
-        if let Err(e) = xous::rsyscall(xous::SysCall::Shutdown) {
-            say(&format!("SELFTEST-SHUTDOWN-FAILED {e:?}"));
-        }
-    }
-    // the device: no process of this image may power it off; stay, like the servers, until
-    // the system stops
+    shutdown(&run.opts);
+    // stay, like the servers, until the system stops
     let sid = xous::create_server().expect("private server");
     loop {
         let _ = xous::receive_message(sid);
