@@ -83,7 +83,6 @@ pub fn build_command(packages: &[String]) -> Command {
 }
 
 /// Build some device programs (each must be in DEVICE_PACKAGES).
-#[allow(dead_code)]
 pub fn build_packages(packages: &[String]) -> Result<()> {
     build(packages)
 }

@@ -51,5 +51,6 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     v.extend(crate::engine_service::bench_providers());
     v.extend(crate::chat::bench_providers());
     v.extend(crate::sim::bench_providers());
+    v.extend(crate::selftest::bench_providers());
     v
 }

@@ -6,14 +6,23 @@
 //!   --shutdown`: every check must pass and the client's Shutdown must stop the kernel cleanly;
 //!   then malformed options, each refused with a FAIL verdict naming the option;
 //! * `device_elf()`: the device build of the client (cargo's cache, like our servers'), checked
-//!   for compressed instructions (the simulated CPU has none).
+//!   for compressed instructions (the simulated CPU has none);
+//! * `sim_extras()`: the client and its phases for `cargo xtask sim-smoke` (the hook
+//!   `sim::smoke_extras`): one phase per check's PASS line, then the client's own PASS; the
+//!   client then powers the SoC off through xous-susres (sim-smoke's last phase);
+//! * step `sim:selftest` and bench provider `sim-selftest`: that run, judged; the bench key
+//!   `sim_x25519_hw_us_at_100mhz` is one X25519 through the service's `hw` backend on the
+//!   engine RTL, end to end, in device time at the SoC's declared 100 MHz: the cycles between
+//!   the client's timing-start line and its result line (stamped by the simulator with the CPU
+//!   cycle at which each was written) over the number of calls.
 
 use crate::ctx::Ctx;
 use crate::hosted::{failed_verdicts, is_panic, Launch, Report};
-use crate::steps::TestStep;
+use crate::sim::Phase;
+use crate::steps::{BenchProvider, BenchResults, TestStep};
 use crate::util::shell_quote;
 use crate::xous::Flavor;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -47,8 +56,87 @@ pub const BAD_OPTIONS: &[(&str, &str)] = &[
     ("--frobnicate", "--frobnicate"),
 ];
 
+/// Timed X25519 calls of the device client (its default, `DEFAULT_CALLS` in
+/// apps/device-selftest/src/lib.rs; the phase below matches `calls=` on the client's line, so a
+/// change there fails the run instead of skewing the figure).
+pub const DEVICE_CALLS: u64 = 20;
+/// The simulated SoC's CPU clock (docs/sim.md: 100,000 cycles per ticktimer millisecond).
+pub const SIM_CLK_HZ: f64 = 100e6;
+/// Wall-clock limit of the simulated run (boot + client + power-off).
+const SIM_TIMEOUT_S: u64 = 2400;
+
 pub fn test_steps() -> Vec<TestStep> {
-    vec![TestStep { name: "selftest:hosted", timeout: Duration::from_secs(300), run: hosted }]
+    vec![
+        TestStep { name: "selftest:hosted", timeout: Duration::from_secs(300), run: hosted },
+        TestStep { name: "sim:selftest", timeout: Duration::from_secs(SIM_TIMEOUT_S + 30 * 60), run: sim_step },
+    ]
+}
+
+pub fn bench_providers() -> Vec<BenchProvider> {
+    vec![BenchProvider { name: "sim-selftest", timeout: Duration::from_secs(SIM_TIMEOUT_S + 30 * 60), run: sim_bench }]
+}
+
+/// The phases the client's output proves on the simulated device, in order.
+pub fn sim_phases() -> Vec<Phase> {
+    let mut v = Vec::new();
+    for c in CHECKS {
+        if *c == "selftest/x25519-timing" {
+            v.push(Phase::new(TIMING_START, &format!(r"^SELFTEST-TIMING-START calls={DEVICE_CALLS}$")));
+            v.push(Phase::new(TIMING_END, r"^SELFTEST-BENCH \{"));
+        }
+        v.push(Phase::new(c, &format!(r"^VERDICT {} PASS", regex_escape(c))));
+    }
+    v.push(Phase::new(PROGRAM, &format!(r"^VERDICT {PROGRAM} PASS")));
+    v
+}
+const TIMING_START: &str = "timing-start";
+const TIMING_END: &str = "timing-end";
+
+fn regex_escape(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == ' ' { c.to_string() } else { format!("\\{c}") }).collect()
+}
+
+/// The hook of `cargo xtask sim-smoke` (sim::smoke_extras): the device client and its phases.
+pub fn sim_extras(verbose: bool) -> Result<(Vec<PathBuf>, Vec<Phase>)> {
+    Ok((vec![device_elf(verbose)?], sim_phases()))
+}
+
+/// Boot the device image plus the client on the simulated Precursor; every phase, then the
+/// power-off the client asks for.
+fn sim_run(verbose: bool) -> Result<crate::sim::SmokeResult> {
+    let (extra, mine) = sim_extras(verbose)?;
+    let mut phases = crate::sim::boot_phases();
+    phases.extend(mine);
+    let r = crate::sim::smoke_run(&extra, &phases, false, SIM_TIMEOUT_S, verbose)?;
+    crate::sim::report(&r);
+    if !r.ok {
+        let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
+        bail!("the device self-test on the simulated Precursor failed: end {}, phases not reached: [{}], failure lines: {:?}", r.reason, missing.join(", "), r.failed_lines);
+    }
+    Ok(r)
+}
+
+/// Device microseconds per X25519 at the SoC's clock from the two stamped lines.
+fn us_per_call(r: &crate::sim::SmokeResult) -> Result<f64> {
+    let (a, _) = r.phase(TIMING_START).context("no timing-start line")?;
+    let (b, _) = r.phase(TIMING_END).context("no timing result line")?;
+    if b <= a {
+        bail!("timing lines out of order ({a} .. {b} cycles)");
+    }
+    Ok((b - a) as f64 / DEVICE_CALLS as f64 / SIM_CLK_HZ * 1e6)
+}
+
+fn sim_step(ctx: &Ctx) -> Result<()> {
+    let r = sim_run(ctx.verbose)?;
+    eprintln!("sim:selftest: one X25519 through the hw backend, end to end: {:.1} us at 100 MHz ({DEVICE_CALLS} calls)", us_per_call(&r)?);
+    Ok(())
+}
+
+fn sim_bench(ctx: &Ctx) -> Result<BenchResults> {
+    let r = sim_run(ctx.verbose)?;
+    let mut out = BenchResults::new();
+    out.insert("sim_x25519_hw_us_at_100mhz".into(), us_per_call(&r)?);
+    Ok(out)
 }
 
 /// The hosted run and the malformed-option runs.
@@ -138,8 +226,7 @@ fn bad_options(ctx: &Ctx, client: &str) -> Result<()> {
 }
 
 /// The device build of the client (cached by cargo in our target dir), without compressed
-/// instructions. (Used by the simulated boot once it reaches the client: `sim-smoke`.)
-#[allow(dead_code)]
+/// instructions.
 pub fn device_elf(verbose: bool) -> Result<PathBuf> {
     let _ = verbose;
     crate::device::build_packages(&[PACKAGE.to_string()])?;
@@ -149,4 +236,21 @@ pub fn device_elf(verbose: bool) -> Result<PathBuf> {
         bail!("{}: {n} compressed instructions (the simulated CPU has no C extension)", elf.display());
     }
     Ok(elf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sim_phases_cover_every_check_in_order() {
+        let p = sim_phases();
+        for c in CHECKS {
+            assert!(p.iter().any(|x| x.name == *c), "{c}");
+        }
+        assert_eq!(p.last().unwrap().name, PROGRAM);
+        let i = |n: &str| p.iter().position(|x| x.name == n).unwrap();
+        assert!(i(TIMING_START) < i(TIMING_END) && i(TIMING_END) < i("selftest/x25519-timing"));
+        assert_eq!(regex_escape("selftest/x25519-rfc7748-0"), "selftest/x25519\\-rfc7748\\-0");
+    }
 }

@@ -179,8 +179,8 @@ pub const FAIL_LINES: &[&str] = &[r"VERDICT \S+ FAIL", r"PROGRAM HALT|PANIC|pani
 /// The hook for programs beyond the device image: the device-built programs sim-smoke (and
 /// the step `sim:smoke`) lays out after the image's, and the phases their output proves
 /// (judged after the boot phases, before the shutdown). A test client goes here.
-pub fn smoke_extras(_verbose: bool) -> Result<(Vec<PathBuf>, Vec<Phase>)> {
-    Ok((Vec::new(), Vec::new()))
+pub fn smoke_extras(verbose: bool) -> Result<(Vec<PathBuf>, Vec<Phase>)> {
+    crate::selftest::sim_extras(verbose)
 }
 
 /// When each phase was reached: simulated cycle and wall seconds since the simulator started.
