@@ -28,6 +28,15 @@ fn main() {
         }
         text.push_str(&format!("/// Engine cycles of one X25519 on ISA {isa} (cycle-exact model, build time).\npub const X25519_CYCLES_{name}: u64 = {};\n", cycles.unwrap()));
     }
+    // The ISA probe (a custom job): field_add for v2 uses `fadd`, an opcode v1 does not define,
+    // so a v1 engine halts on it (IllegalInstruction); a v2 engine returns a + b mod p. Its
+    // words and, from the model, the result for two RFC vector inputs (a sum above p).
+    let p = engine25519_core::programs::get("field_add", Isa::V2).expect("field_add v2");
+    let (a, b) = (unhex32(RFC7748[0].1), unhex32(RFC7748[1].1));
+    let (sum, _) = engine25519_core::programs::Runner::new(p).run(&[a, b]).expect("model runs field_add v2");
+    text.push_str(&format!("/// field_add for ISA v2 (programs/field_add_v2.s, assembled at build time).\npub const FIELD_ADD_V2: &[u32] = &{:?};\n", p.words()));
+    text.push_str(&format!("/// Its input registers.\npub const FIELD_ADD_INPUT_REGS: [usize; 2] = [{}, {}];\n/// Its output register.\npub const FIELD_ADD_OUTPUT_REG: usize = {};\n", p.inputs[0], p.inputs[1], p.output));
+    text.push_str(&format!("/// Its inputs (the u coordinates of RFC 7748 5.2's two vectors) and the model's result.\npub const FIELD_ADD_PROBE: ([u8; 32], [u8; 32], [u8; 32]) = ({a:?}, {b:?}, {sum:?});\n"));
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("expected.rs");
     std::fs::write(out, text).unwrap();
     println!("cargo:rerun-if-changed=build.rs");

@@ -34,6 +34,7 @@ pub const PROGRAM: &str = "device-selftest";
 pub const CHECKS: &[&str] = &[
     "selftest/control-refused",
     "selftest/engine-version",
+    "selftest/engine-isa",
     "selftest/x25519-rfc7748-0",
     "selftest/x25519-rfc7748-1",
     "selftest/x25519-rfc7748-2",
@@ -147,7 +148,8 @@ fn hosted(ctx: &Ctx) -> Result<()> {
     for p in ctx.server_programs()? {
         l = l.program(p);
     }
-    let mut sys = l.program(format!("{client} --shutdown")).start()?;
+    // the hosted engine server runs the model on ISA v2 (its default): the probe must find it
+    let mut sys = l.program(format!("{client} --isa v2 --shutdown")).start()?;
     let r = (|| -> Result<()> {
         let mut passed = Vec::new();
         loop {

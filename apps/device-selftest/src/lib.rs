@@ -24,8 +24,9 @@ pub const MAX_CALLS: u64 = 10_000;
 pub struct Options {
     /// the backend every engine reply must report
     pub backend: BackendId,
-    /// the ISA the server's engine runs (selects the expected cycle count)
-    pub isa: Isa,
+    /// the ISA the server's engine must run (selects the expected cycle count); None: the one
+    /// the probe job finds (`selftest/engine-isa`)
+    pub isa: Option<Isa>,
     /// timed X25519 calls
     pub calls: u64,
     /// after the final verdict, ask the (hosted) kernel to shut the system down: given only to
@@ -34,14 +35,11 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// The device: the engine hardware, Precursor's v1 engine; hosted: the model, v2 (the
-    /// engine25519 server's own defaults).
+    /// The device: the engine hardware; hosted: the model (the engine25519 server's own
+    /// defaults); the ISA is whatever the probe job finds.
     fn default() -> Self {
-        if cfg!(target_os = "xous") {
-            Options { backend: BackendId::Hw, isa: Isa::V1, calls: DEFAULT_CALLS, shutdown: false }
-        } else {
-            Options { backend: BackendId::Model, isa: Isa::V2, calls: DEFAULT_CALLS, shutdown: false }
-        }
+        let backend = if cfg!(target_os = "xous") { BackendId::Hw } else { BackendId::Model };
+        Options { backend, isa: None, calls: DEFAULT_CALLS, shutdown: false }
     }
 }
 
@@ -60,7 +58,7 @@ pub fn parse_options(args: &[String]) -> Result<Options, String> {
         o.backend = [BackendId::Model, BackendId::Hw, BackendId::Rtl, BackendId::Software].into_iter().find(|x| x.name() == b).unwrap();
     }
     if let Some(v) = p.get("--isa") {
-        o.isa = v.parse().map_err(|_| format!("--isa: unknown ISA '{v}' (expected v1 or v2)"))?;
+        o.isa = Some(v.parse().map_err(|_| format!("--isa: unknown ISA '{v}' (expected v1 or v2)"))?);
     }
     if let Some(n) = p.u64("--calls")? {
         if n == 0 || n > MAX_CALLS {
@@ -165,7 +163,7 @@ mod tests {
     #[test]
     fn options_parse() {
         let o = parse_options(&args(&["--backend", "hw", "--isa=v1", "--calls", "0x10", "--shutdown"])).unwrap();
-        assert_eq!(o, Options { backend: BackendId::Hw, isa: Isa::V1, calls: 16, shutdown: true });
+        assert_eq!(o, Options { backend: BackendId::Hw, isa: Some(Isa::V1), calls: 16, shutdown: true });
         assert_eq!(parse_options(&[]).unwrap(), Options::default());
     }
 
@@ -218,6 +216,14 @@ mod tests {
         assert!(check_buffer(&a, &a).unwrap_err().contains("identical"));
         assert!(check_buffer(&[0u8; 4096], &b).unwrap_err().contains("outside"));
         assert!(check_buffer(&[0xffu8; 4096], &b).unwrap_err().contains("outside"));
+    }
+
+    #[test]
+    fn the_isa_probe_is_a_v2_only_program() {
+        // v1 does not define fadd: the probe's first word must not decode in v1
+        assert!(Isa::V2.opcode_of(FIELD_ADD_V2[0]).is_some());
+        assert!(Isa::V1.opcode_of(FIELD_ADD_V2[0]).is_none());
+        assert_ne!(FIELD_ADD_PROBE.2, [0u8; 32]);
     }
 
     #[test]

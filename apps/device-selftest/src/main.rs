@@ -9,10 +9,9 @@
 //! v2 hosted), `--calls N` (timed X25519 calls, default 20), `--shutdown` (after the verdict,
 //! shut the hosted system down: xtask gives it to this process as the system's test process).
 
-use std::time::Duration;
-
 use device_selftest::*;
 use engine25519::{BackendId, Engine25519};
+use engine25519_core::isa::Isa;
 use engine25519_core::vectors::RFC7748;
 use verdict::{Status, Verdict};
 
@@ -26,6 +25,8 @@ fn say(line: &str) {
 /// Results so far, and the ticktimer (the finest clock a user process has on the device).
 struct Run {
     opts: Options,
+    /// the ISA the server's engine runs (the option, or what the probe found)
+    isa: Isa,
     passed: usize,
     failed: usize,
     tt: xous_api_ticktimer::Ticktimer,
@@ -61,7 +62,7 @@ fn x25519_checked(run: &Run, e: &Engine25519, k: &[u8; 32], u: &[u8; 32]) -> Res
     if r.backend != Some(run.opts.backend) {
         return Err(format!("the reply reports backend {:?}, expected {}", r.backend, run.opts.backend.name()));
     }
-    check_cycles(run.opts.backend, run.opts.isa, r.cycles)?;
+    check_cycles(run.opts.backend, run.isa, r.cycles)?;
     Ok(r.result)
 }
 
@@ -108,17 +109,32 @@ fn main() -> ! {
         }
     };
     let tt = xous_api_ticktimer::Ticktimer::new().expect("ticktimer");
-    log::info!("device-selftest: expecting backend {} ISA {} ({} engine cycles per X25519)", opts.backend.name(), opts.isa, expected_cycles(opts.isa));
-    let mut run = Run { opts, passed: 0, failed: 0, tt };
+    log::info!("device-selftest: expecting backend {}, ISA {}", opts.backend.name(), opts.isa.map(|i| i.to_string()).unwrap_or("(probe)".into()));
+    let isa = opts.isa.unwrap_or(Isa::V1);
+    let mut run = Run { opts, isa, passed: 0, failed: 0, tt };
 
-    // First (before this process takes any connection): the system's controller holds every
-    // control slot, and an ordinary client is refused them.
+    // Connect to both services first (blocking lookups: they return once the servers have
+    // registered); connections to the public servers cannot race the system's controller for
+    // the control slots.
+    let engine = match Engine25519::new() {
+        Ok(e) => Some(e),
+        Err(e) => {
+            run.failed += 1;
+            say(&Verdict::new("selftest/engine-connect", Status::Fail).detail(e.to_string()).to_string());
+            None
+        }
+    };
+    let trng = trng::Trng::new();
+
+    // The system's controller holds every control slot, and an ordinary client is refused them.
+    // Waits by yielding, not sleeping: no timer requests (docs/selftest.md: a ticktimer race on
+    // the simulated device).
     run.check("selftest/control-refused", |run| {
         let t0 = run.tt.elapsed_ms();
         loop {
             match service_ipc::control::trusted_init_done() {
                 Ok(true) => break,
-                Ok(false) if run.tt.elapsed_ms() - t0 < 30_000 => run.tt.sleep_ms(10).map_err(|e| format!("sleep: {e:?}"))?,
+                Ok(false) if run.tt.elapsed_ms() - t0 < 30_000 => xous::yield_slice(),
                 Ok(false) => return Err("trusted_init_done still false after 30 s: a control slot is unclaimed".into()),
                 Err(e) => return Err(format!("trusted_init_done: {e:?}")),
             }
@@ -131,14 +147,6 @@ fn main() -> ! {
         Ok(vec![("refused", "2".into())])
     });
 
-    let engine = match Engine25519::new() {
-        Ok(e) => Some(e),
-        Err(e) => {
-            run.failed += 1;
-            say(&Verdict::new("selftest/engine-connect", Status::Fail).detail(e.to_string()).to_string());
-            None
-        }
-    };
     if let Some(e) = &engine {
         run.check("selftest/engine-version", |run| {
             let v = e.version().map_err(|e| e.to_string())?;
@@ -146,6 +154,34 @@ fn main() -> ! {
                 return Err(format!("api {} backend {:?}: expected api {} backend {}", v.api, v.backend, engine25519::api::API_VERSION, run.opts.backend.name()));
             }
             Ok(vec![("backend", run.opts.backend.name().into())])
+        });
+        // Which ISA the engine runs: a custom job of field_add for v2 (`fadd`, an opcode v1 does
+        // not define): v2 returns a + b mod p, v1 refuses it (IllegalInstruction)
+        run.check("selftest/engine-isa", |run| {
+            let (a, b, want) = FIELD_ADD_PROBE;
+            let mut regs = [[0u8; 32]; engine25519::api::NUM_REGS];
+            regs[FIELD_ADD_INPUT_REGS[0]] = a;
+            regs[FIELD_ADD_INPUT_REGS[1]] = b;
+            let found = match e.run_job(FIELD_ADD_V2, &regs, engine25519::Window::Any) {
+                Ok(r) => {
+                    if r.backend != Some(run.opts.backend) {
+                        return Err(format!("the probe job reports backend {:?}", r.backend));
+                    }
+                    if r.regs[FIELD_ADD_OUTPUT_REG] != want {
+                        return Err(format!("v2 field_add returned {} (model: {})", hex(&r.regs[FIELD_ADD_OUTPUT_REG]), hex(&want)));
+                    }
+                    Isa::V2
+                }
+                Err(engine25519::Error::Service(engine25519::Status::IllegalInstruction)) => Isa::V1,
+                Err(e) => return Err(format!("probe job: {e}")),
+            };
+            run.isa = found;
+            if let Some(want) = run.opts.isa {
+                if want != found {
+                    return Err(format!("the engine runs ISA {found}, expected {want}"));
+                }
+            }
+            Ok(vec![("isa", found.to_string()), ("x25519_cycles", expected_cycles(found).to_string())])
         });
         // RFC 7748 5.2 and 6.1, from their one copy (engine25519-core's vectors)
         for i in 0..RFC7748.len() {
@@ -155,7 +191,7 @@ fn main() -> ! {
                 if got != want {
                     return Err(format!("result {} != RFC 7748 {}", hex(&got), hex(&want)));
                 }
-                Ok(vec![("backend", run.opts.backend.name().into()), ("isa", run.opts.isa.to_string())])
+                Ok(vec![("backend", run.opts.backend.name().into()), ("isa", run.isa.to_string())])
             });
         }
         // RFC 7748 6.1 as an exchange: both public keys from the private keys, then both
@@ -197,16 +233,16 @@ fn main() -> ! {
             let ms = run.tt.elapsed_ms() - t0;
             let us = us_per_call(ms, n);
             // the whole call cannot take less than the engine's own time for it
-            let engine_us = expected_cycles(run.opts.isa) as f64 * 1e6 / run.opts.isa.info().eng_clk_hz as f64;
+            let engine_us = expected_cycles(run.isa) as f64 * 1e6 / run.isa.info().eng_clk_hz as f64;
             if run.opts.backend == BackendId::Hw && us + 1000.0 / (n as f64) < engine_us {
                 return Err(format!("{us:.1} us per call is less than the engine's own {engine_us:.1} us"));
             }
-            say(&format!("{BENCH_MARKER} {{\"x25519_us_per_call\": {us:.1}, \"calls\": {n}, \"ms\": {ms}, \"isa\": \"{}\", \"backend\": \"{}\"}}", run.opts.isa, run.opts.backend.name()));
+            say(&format!("{BENCH_MARKER} {{\"x25519_us_per_call\": {us:.1}, \"calls\": {n}, \"ms\": {ms}, \"isa\": \"{}\", \"backend\": \"{}\"}}", run.isa, run.opts.backend.name()));
             Ok(vec![("calls", n.to_string()), ("total_ms", ms.to_string()), ("us_per_call", format!("{us:.1}")), ("engine_us", format!("{engine_us:.1}"))])
         });
     }
 
-    match trng::Trng::new() {
+    match trng {
         Err(e) => {
             run.failed += 1;
             say(&Verdict::new("selftest/trng-connect", Status::Fail).detail(format!("{e:?}")).to_string());
@@ -271,6 +307,5 @@ fn main() -> ! {
     let sid = xous::create_server().expect("private server");
     loop {
         let _ = xous::receive_message(sid);
-        std::thread::sleep(Duration::from_secs(1));
     }
 }
