@@ -9,10 +9,6 @@ pub fn create(name: &str, isa: engine25519_core::isa::Isa) -> Result<Box<dyn Eng
     if !["model", "rtl", "software", "hw"].contains(&name) {
         return Err(format!("unknown backend '{}': expected model, hw, rtl or software", name));
     }
-    // the software fallback runs no microcode, so any ISA goes; the hardware is Precursor's v1
-    if isa != engine25519_core::isa::Isa::V1 && name == "hw" {
-        return Err(format!("ISA {} is not in the hw backend (Precursor's engine implements v1); the model and rtl backends run it", isa));
-    }
     match name {
         "model" => Ok(Box::new(crate::model_backend::ModelEngine::new(isa))),
         "rtl" => Ok(match crate::rtl_backend::RtlEngine::new(isa) {
@@ -23,17 +19,30 @@ pub fn create(name: &str, isa: engine25519_core::isa::Isa) -> Result<Box<dyn Eng
             }
         }),
         "software" => Ok(Box::new(Unavailable::software())),
-        "hw" => hw_backend(),
+        "hw" => hw_backend(Some(isa)).map(|(e, _)| e),
         other => Err(format!("unknown backend '{}': expected model, hw, rtl or software", other)),
     }
 }
 
+/// The `hw` backend with the ISA the engine on the bus implements (found by a probe job,
+/// `HwEngine::probe_isa`): what the device server uses unless `--isa` names one.
+pub fn create_hw_probed() -> Result<(Box<dyn EngineBackend>, engine25519_core::isa::Isa), String> {
+    hw_backend(None)
+}
+
+/// The hw backend for `isa` (None: probe the engine). Precursor's engine is v1; a v2 engine
+/// exists on SoCs built with it (the simulated Precursor's `PRECURSOR_ENGINE_ISA=v2`).
 #[cfg(target_os = "xous")]
-fn hw_backend() -> Result<Box<dyn EngineBackend>, String> {
-    crate::hw::HwEngine::new().map(|e| Box::new(e) as Box<dyn EngineBackend>)
+fn hw_backend(isa: Option<engine25519_core::isa::Isa>) -> Result<(Box<dyn EngineBackend>, engine25519_core::isa::Isa), String> {
+    let mut e = crate::hw::HwEngine::new(isa.unwrap_or(engine25519_core::isa::Isa::V1))?;
+    let isa = match isa {
+        Some(i) => i,
+        None => e.probe_isa()?,
+    };
+    Ok((Box::new(e) as Box<dyn EngineBackend>, isa))
 }
 
 #[cfg(not(target_os = "xous"))]
-fn hw_backend() -> Result<Box<dyn EngineBackend>, String> {
+fn hw_backend(_isa: Option<engine25519_core::isa::Isa>) -> Result<(Box<dyn EngineBackend>, engine25519_core::isa::Isa), String> {
     Err("hw backend: the engine25519 hardware exists only on the Xous target (riscv32imac-unknown-xous-elf)".into())
 }

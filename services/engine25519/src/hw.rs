@@ -4,10 +4,14 @@
 //! address, offset and bit field comes from `engine25519_core::isa` (generated from
 //! spec/engine25519.toml).
 //!
-//! The v1 map has no cycle counter: cycles reported by this backend are wall time x eng_clk.
+//! The map has no cycle counter: cycles reported by this backend are wall time x eng_clk.
 //! Completion is polled (`Driver::poll`) with `yield_slice` between polls.
+//!
+//! Precursor's engine implements ISA v1; a SoC may carry the v2 engine instead (the simulated
+//! Precursor built with `PRECURSOR_ENGINE_ISA=v2`). The CSR map and the memory window are the
+//! same, so [`HwEngine::probe_isa`] tells them apart by running one job.
 
-use engine25519_core::isa::{self, csr, mem};
+use engine25519_core::isa::{self, csr, mem, Isa};
 use engine25519_driver::{Driver, MmioBus, Paused, Stop};
 
 use crate::api::BackendId;
@@ -32,7 +36,7 @@ pub struct HwEngine {
 unsafe impl Send for HwEngine {}
 
 impl HwEngine {
-    pub fn new() -> Result<Self, String> {
+    pub fn new(isa: Isa) -> Result<Self, String> {
         let flags = xous::MemoryFlags::R | xous::MemoryFlags::W;
         let csr_range = xous::map_memory(xous::MemoryAddress::new(csr::BASE as usize), None, CSR_PAGE, flags)
             .map_err(|e| format!("hw backend: cannot map engine CSR page at {:#x}: {:?}", csr::BASE, e))?;
@@ -41,7 +45,27 @@ impl HwEngine {
                 .map_err(|e| format!("hw backend: cannot map engine memory window at {:#x}: {:?}", mem::BASE, e))?;
         // Safety: both ranges were just mapped for this process (sizes as above) and stay mapped.
         let bus = unsafe { MmioBus::new(csr_range.as_mut_ptr() as *mut u32, mem_range.as_mut_ptr() as *mut u32) };
-        Ok(HwEngine { drv: Driver::new(bus), probe: bus, eng_clk_hz: isa::Isa::V1.info().eng_clk_hz })
+        Ok(HwEngine { drv: Driver::new(bus), probe: bus, eng_clk_hz: isa.info().eng_clk_hz })
+    }
+
+    /// Which ISA the engine on the bus implements: one job of `field_add` for v2 (its `fadd` is
+    /// an opcode v1 does not define) in window 0: a v1 engine halts on it with an illegal
+    /// opcode, a v2 engine finishes. The microcode words and the window are cleared afterwards.
+    pub fn probe_isa(&mut self) -> Result<Isa, String> {
+        let p = engine25519_core::programs::get("field_add", Isa::V2).ok_or("hw backend: no field_add program for v2")?;
+        let words = p.words();
+        self.drv.write_ucode(0, words).map_err(|e| format!("hw backend: ISA probe: {e}"))?;
+        let r = self.drv.run(engine25519_driver::Launch { window: 0, mpstart: 0, mplen: words.len() }, PAUSE_POLLS);
+        let _ = self.drv.write_ucode(0, &vec![0u32; words.len()]);
+        self.clear_window(0);
+        self.drv.power_off();
+        let isa = match r {
+            Ok(Stop::Finished) => Isa::V2,
+            Ok(Stop::Illegal { .. }) => Isa::V1,
+            Err(e) => return Err(format!("hw backend: ISA probe job did not end: {e}")),
+        };
+        self.eng_clk_hz = isa.info().eng_clk_hz;
+        Ok(isa)
     }
 
     fn cycles_since(&self, t0: std::time::Instant) -> u64 {

@@ -14,7 +14,8 @@
 //!
 //! Options (argument or environment variable; arguments win):
 //!   --backend model|hw|rtl|software   ENGINE25519_BACKEND   (default: hw on Xous, model hosted)
-//!   --isa v1|v2                       ENGINE25519_ISA       (model only; default v2 hosted, v1 on the device)
+//!   --isa v1|v2                       ENGINE25519_ISA       (default v2 hosted; on the device the hw backend
+//!                                     runs the ISA the engine implements, found by a probe job)
 //!   --pace[=HZ]                       ENGINE25519_PACE_HZ   (off by default; --pace = 50 MHz)
 //!   --quantum CYCLES                  ENGINE25519_QUANTUM
 //!   --queue N / --per-client N        ENGINE25519_QUEUE / ENGINE25519_PER_CLIENT
@@ -36,6 +37,8 @@ use engine25519_server::scheduler::WindowReq;
 struct Options {
     backend: String,
     isa: engine25519_core::isa::Isa,
+    /// `--isa` was given; otherwise the hw backend asks the engine which ISA it implements
+    isa_given: bool,
     cfg: Config,
     /// receive threads of the public server (`Driver::Callers` only)
     receivers: usize,
@@ -60,6 +63,7 @@ fn parse_options_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) 
         backend: if cfg!(target_os = "xous") { "hw".into() } else { "model".into() },
         // hosted: our v2 engine (what the gateware implements); device: Precursor's shipping v1
         isa: if cfg!(target_os = "xous") { engine25519_core::isa::Isa::V1 } else { engine25519_core::isa::Isa::V2 },
+        isa_given: false,
         cfg: Config { driver: Driver::Callers, ..Config::default() },
         receivers: RECEIVERS,
     };
@@ -68,6 +72,7 @@ fn parse_options_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) 
     }
     if let Some(v) = p.get("--isa") {
         o.isa = v.parse().map_err(|_| format!("unknown ISA '{}': expected v1 or v2", v))?;
+        o.isa_given = true;
     }
     if p.is_set("--pace") {
         // bare --pace: the device engine clock
@@ -288,8 +293,13 @@ fn main() -> ! {
     log::set_max_level(log::LevelFilter::Info);
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opts = parse_options_from(&args, &|k: &str| std::env::var(k).ok()).unwrap_or_else(|e| fail(&format!("bad options: {}", e)));
-    let engine = engine25519_server::factory::create(&opts.backend, opts.isa).unwrap_or_else(|e| fail(&e));
-    let x25519 = engine25519_server::programs::x25519_program(opts.isa);
+    // the hw backend without --isa: the ISA the engine on the bus implements (Precursor: v1)
+    let (engine, isa) = if opts.backend == "hw" && !opts.isa_given {
+        engine25519_server::factory::create_hw_probed().unwrap_or_else(|e| fail(&e))
+    } else {
+        (engine25519_server::factory::create(&opts.backend, opts.isa).unwrap_or_else(|e| fail(&e)), opts.isa)
+    };
+    let x25519 = engine25519_server::programs::x25519_program(isa);
     let ex = Executor::start(engine, x25519, opts.cfg.clone());
     if let Some(why) = ex.unavailable_reason() {
         log::warn!("engine25519: {}", why);
@@ -305,7 +315,7 @@ fn main() -> ! {
         api::CONTROL_NAME,
         api::CONTROL_SLOTS,
         opts.backend,
-        opts.isa,
+        isa,
         if ex.unavailable_reason().is_some() {
             if opts.cfg.software_fallback { "no engine: software fallback" } else { "no engine" }
         } else {
@@ -406,8 +416,12 @@ mod option_tests {
         let o = parse(&["--backend", "quantum"], &[]).unwrap();
         let e = engine25519_server::factory::create(&o.backend, o.isa).err().expect("unknown backend accepted");
         assert!(e.contains("unknown backend 'quantum'"), "{e}");
-        let e = engine25519_server::factory::create("hw", engine25519_core::isa::Isa::V2).err().expect("hw with v2 accepted");
-        assert!(e.contains("is not in the hw backend"), "{e}");
+        // hw exists only on the device (either ISA: the server probes the engine there)
+        for isa in [engine25519_core::isa::Isa::V1, engine25519_core::isa::Isa::V2] {
+            let e = engine25519_server::factory::create("hw", isa).err().expect("hw accepted on the host");
+            assert!(e.contains("only on the Xous target"), "{e}");
+        }
+        assert!(engine25519_server::factory::create_hw_probed().is_err());
         // the software fallback runs no microcode: it takes either ISA
         for isa in [engine25519_core::isa::Isa::V1, engine25519_core::isa::Isa::V2] {
             assert!(engine25519_server::factory::create("software", isa).is_ok(), "software with {isa} refused");
