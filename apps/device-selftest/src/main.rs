@@ -96,6 +96,34 @@ fn shutdown(opts: &Options) {
     }
 }
 
+/// Wait, yielding (at most BOOT_SPINS rounds), until both services' public names resolve and
+/// then xous-names reports trusted_init_done. In that order: a service registers its control
+/// name before its public name, so once the public names resolve the control servers exist,
+/// and trusted_init_done (every connection-limited server has all its slots taken) then means
+/// the system's controller has claimed them (before any limited server exists it is trivially
+/// true). Returns the rounds waited.
+fn wait_for_system() -> Result<u64, String> {
+    const BOOT_SPINS: u64 = 1_000_000;
+    let xns = xous_api_names::XousNames::new().map_err(|e| format!("xous-names: {e:?}"))?;
+    let mut resolved = [false; 2];
+    for i in 0..BOOT_SPINS {
+        for (done, name) in resolved.iter_mut().zip([engine25519::api::SERVER_NAME, trng::api::SERVER_NAME]) {
+            if !*done {
+                *done = xns.request_connection(name).is_ok();
+            }
+        }
+        if resolved == [true, true] {
+            match xns.trusted_init_done() {
+                Ok(true) => return Ok(i),
+                Ok(false) => {}
+                Err(e) => return Err(format!("trusted_init_done: {e:?}")),
+            }
+        }
+        xous::yield_slice();
+    }
+    Err(format!("after {BOOT_SPINS} rounds: public names resolved {resolved:?}, trusted_init_done false (a control slot is unclaimed)"))
+}
+
 fn main() -> ! {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opts = parse_options(&args);
@@ -108,14 +136,27 @@ fn main() -> ! {
             std::process::exit(2);
         }
     };
+    // Wait until the system is up (our services registered, sysctl holds their control slots)
+    // before using any service: by yielding, with no timer requests and no blocking lookups
+    // while the system boots (docs/selftest.md: on the simulated device the ticktimer went down
+    // when this client slept or blocked during the boot).
+    let booted = wait_for_system();
     let tt = xous_api_ticktimer::Ticktimer::new().expect("ticktimer");
     log::info!("device-selftest: expecting backend {}, ISA {}", opts.backend.name(), opts.isa.map(|i| i.to_string()).unwrap_or("(probe)".into()));
     let isa = opts.isa.unwrap_or(Isa::V1);
     let mut run = Run { opts, isa, passed: 0, failed: 0, tt };
 
-    // Connect to both services first (blocking lookups: they return once the servers have
-    // registered); connections to the public servers cannot race the system's controller for
-    // the control slots.
+    // The system's controller holds every control slot, and an ordinary client is refused them.
+    run.check("selftest/control-refused", |_| {
+        let spins = booted?;
+        for name in [engine25519::api::CONTROL_NAME, trng::api::CONTROL_NAME] {
+            if service_ipc::control::try_lookup(name).is_ok() {
+                return Err(format!("an ordinary client got a connection to '{name}'"));
+            }
+        }
+        Ok(vec![("refused", "2".into()), ("boot_spins", spins.to_string())])
+    });
+
     let engine = match Engine25519::new() {
         Ok(e) => Some(e),
         Err(e) => {
@@ -125,27 +166,6 @@ fn main() -> ! {
         }
     };
     let trng = trng::Trng::new();
-
-    // The system's controller holds every control slot, and an ordinary client is refused them.
-    // Waits by yielding, not sleeping: no timer requests (docs/selftest.md: a ticktimer race on
-    // the simulated device).
-    run.check("selftest/control-refused", |run| {
-        let t0 = run.tt.elapsed_ms();
-        loop {
-            match service_ipc::control::trusted_init_done() {
-                Ok(true) => break,
-                Ok(false) if run.tt.elapsed_ms() - t0 < 30_000 => xous::yield_slice(),
-                Ok(false) => return Err("trusted_init_done still false after 30 s: a control slot is unclaimed".into()),
-                Err(e) => return Err(format!("trusted_init_done: {e:?}")),
-            }
-        }
-        for name in [engine25519::api::CONTROL_NAME, trng::api::CONTROL_NAME] {
-            if service_ipc::control::try_lookup(name).is_ok() {
-                return Err(format!("an ordinary client got a connection to '{name}'"));
-            }
-        }
-        Ok(vec![("refused", "2".into())])
-    });
 
     if let Some(e) = &engine {
         run.check("selftest/engine-version", |run| {
