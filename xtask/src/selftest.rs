@@ -102,13 +102,27 @@ pub fn sim_extras(verbose: bool) -> Result<(Vec<PathBuf>, Vec<Phase>)> {
     Ok((vec![device_elf(verbose)?], sim_phases()))
 }
 
-/// Boot the device image plus the client on the simulated Precursor; every phase, then the
-/// power-off the client asks for.
-fn sim_run(verbose: bool) -> Result<crate::sim::SmokeResult> {
+/// The SoC's engine build: gateware/precursor reads it from this variable (default v1,
+/// Precursor's engine); the Verilator build is cached per value.
+const ENGINE_ISA_VAR: &str = "PRECURSOR_ENGINE_ISA";
+
+/// Boot the device image plus the client on the simulated Precursor with the `engine_isa`
+/// engine on its bus; every phase, then the power-off the client asks for. The same device
+/// image serves both SoCs: the engine server probes the engine's ISA at start-up.
+fn sim_run(verbose: bool, engine_isa: &str) -> Result<crate::sim::SmokeResult> {
     let (extra, mine) = sim_extras(verbose)?;
+    // the runner (a child process) inherits it; restored afterwards
+    let before = std::env::var_os(ENGINE_ISA_VAR);
+    std::env::set_var(ENGINE_ISA_VAR, engine_isa);
+    let restore = || match &before {
+        Some(v) => std::env::set_var(ENGINE_ISA_VAR, v),
+        None => std::env::remove_var(ENGINE_ISA_VAR),
+    };
     let mut phases = crate::sim::boot_phases();
     phases.extend(mine);
-    let r = crate::sim::smoke_run(&extra, &phases, false, SIM_TIMEOUT_S, verbose)?;
+    let r = crate::sim::smoke_run(&extra, &phases, false, SIM_TIMEOUT_S, verbose);
+    restore();
+    let r = r?;
     crate::sim::report(&r);
     if !r.ok {
         let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
@@ -128,15 +142,20 @@ fn us_per_call(r: &crate::sim::SmokeResult) -> Result<f64> {
 }
 
 fn sim_step(ctx: &Ctx) -> Result<()> {
-    let r = sim_run(ctx.verbose)?;
+    let r = sim_run(ctx.verbose, "v1")?;
     eprintln!("sim:selftest: one X25519 through the hw backend, end to end: {:.1} us at 100 MHz ({DEVICE_CALLS} calls)", us_per_call(&r)?);
     Ok(())
 }
 
+/// sim_x25519_hw_us_at_100mhz on Precursor's v1 engine, and _v2 on a SoC with the v2 engine.
 fn sim_bench(ctx: &Ctx) -> Result<BenchResults> {
-    let r = sim_run(ctx.verbose)?;
     let mut out = BenchResults::new();
-    out.insert("sim_x25519_hw_us_at_100mhz".into(), us_per_call(&r)?);
+    for (isa, key) in [("v1", "sim_x25519_hw_us_at_100mhz"), ("v2", "sim_x25519_hw_us_at_100mhz_v2")] {
+        let r = sim_run(ctx.verbose, isa)?;
+        let us = us_per_call(&r)?;
+        eprintln!("sim-selftest: engine {isa}: {us:.1} us per X25519 at 100 MHz");
+        out.insert(key.into(), us);
+    }
     Ok(out)
 }
 
