@@ -37,6 +37,12 @@ fn main() {
     text.push_str(&format!("/// field_add for ISA v2 (programs/field_add_v2.s, assembled at build time).\npub const FIELD_ADD_V2: &[u32] = &{:?};\n", p.words()));
     text.push_str(&format!("/// Its input registers.\npub const FIELD_ADD_INPUT_REGS: [usize; 2] = [{}, {}];\n/// Its output register.\npub const FIELD_ADD_OUTPUT_REG: usize = {};\n", p.inputs[0], p.inputs[1], p.output));
     text.push_str(&format!("/// Its inputs (the u coordinates of RFC 7748 5.2's two vectors) and the model's result.\npub const FIELD_ADD_PROBE: ([u8; 32], [u8; 32], [u8; 32]) = ({a:?}, {b:?}, {sum:?});\n"));
+    // the same sum through the v1 program (the custom-job path on a v1 engine)
+    let p1 = engine25519_core::programs::get("field_add", Isa::V1).expect("field_add v1");
+    let (sum1, _) = engine25519_core::programs::Runner::new(p1).run(&[a, b]).expect("model runs field_add v1");
+    assert_eq!(sum1, sum, "field_add v1 and v2 disagree");
+    assert_eq!((p1.inputs, p1.output), (p.inputs, p.output));
+    text.push_str(&format!("/// field_add for ISA v1 (programs/field_add_v1.s), same registers.\npub const FIELD_ADD_V1: &[u32] = &{:?};\n", p1.words()));
     let out = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("expected.rs");
     std::fs::write(out, text).unwrap();
     println!("cargo:rerun-if-changed=build.rs");

@@ -94,6 +94,15 @@ impl EngineBackend for HwEngine {
         // the executor's microcode manager keeps programs inside the RAM
         if let Err(e) = self.drv.write_ucode(start, words) {
             log::error!("hw backend: write_ucode: {e}");
+            return;
+        }
+        // read the words back: a word the bus lost would make the engine run another program
+        let mut back = vec![0u32; words.len()];
+        if self.drv.read_ucode(start, &mut back).is_ok() {
+            if let Some(i) = (0..words.len()).find(|&i| back[i] != words[i]) {
+                let bad = (0..words.len()).filter(|&i| back[i] != words[i]).count();
+                log::error!("hw backend: microcode read back differs at word {} (wrote {:#010x}, read {:#010x}; {} of {} words differ)", start + i, words[i], back[i], bad, words.len());
+            }
         }
     }
     fn read_ucode(&mut self, start: usize, out: &mut [u32]) {
