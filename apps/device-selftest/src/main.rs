@@ -137,9 +137,7 @@ fn main() -> ! {
         }
     };
     // Wait until the system is up (our services registered, sysctl holds their control slots)
-    // before using any service: by yielding, with no timer requests and no blocking lookups
-    // while the system boots (docs/selftest.md: on the simulated device the ticktimer went down
-    // when this client slept or blocked during the boot).
+    // before using any service, by yielding (no timer requests while the system boots).
     let booted = wait_for_system();
     let tt = xous_api_ticktimer::Ticktimer::new().expect("ticktimer");
     log::info!("device-selftest: expecting backend {}, ISA {}", opts.backend.name(), opts.isa.map(|i| i.to_string()).unwrap_or("(probe)".into()));
