@@ -304,7 +304,32 @@ class HostedSource:
 # device transport (USB debug bridge)
 
 
-class UsbBridge:
+class Bridge:
+    """Bus access to the device: what the device transport needs from a bridge. Subclasses
+    provide `burst` (bytes per read request the tool plans with), `read_into(addr, view)`,
+    `write32(addr, value)` and `close()`; everything else (mailbox, frames, checks) is shared."""
+
+    burst: int
+
+    def read_into(self, addr: int, view: memoryview) -> None:
+        raise NotImplementedError
+
+    def write32(self, addr: int, value: int) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def read(self, addr: int, n: int) -> bytes:
+        buf = bytearray(n)
+        self.read_into(addr, memoryview(buf))
+        return bytes(buf)
+
+    def read32(self, addr: int) -> int:
+        return struct.unpack("<I", self.read(addr, 4))[0]
+
+
+class UsbBridge(Bridge):
     """Word-addressed SoC bus access through vendor control transfers."""
 
     def __init__(self, dev, spec: Spec, timeout_ms: int):
@@ -325,29 +350,18 @@ class UsbBridge:
             view[off:off + k] = bytes(data) if not isinstance(data, (bytes, bytearray)) else data
             off += k
 
-    def read(self, addr: int, n: int) -> bytes:
-        buf = bytearray(n)
-        self.read_into(addr, memoryview(buf))
-        return bytes(buf)
-
-    def read32(self, addr: int) -> int:
-        return struct.unpack("<I", self.read(addr, 4))[0]
-
     def write32(self, addr: int, value: int) -> None:
         data = struct.pack("<I", value & 0xFFFFFFFF)
         k = self.dev.ctrl_transfer(self.wr, 0, addr & 0xFFFF, (addr >> 16) & 0xFFFF, data, self.timeout_ms)
         if k != 4:
             raise TesterError(f"short USB write at {addr:#010x}: {k} of 4 bytes")
 
-    def close(self) -> None:
-        pass
-
 
 class BridgeTimeout(TesterError):
     """The bus bridge did not answer within the timeout."""
 
 
-class UartboneBridge:
+class UartboneBridge(Bridge):
     """The simulated Precursor's bus through LiteX's UART Wishbone bridge (uartbone) on a TCP
     port (litex_sim's serial2tcp module): word-addressed reads and writes of the SoC bus, the
     stand-in for the USB debug bridge's physical reads of device RAM.
@@ -438,14 +452,6 @@ class UartboneBridge:
             # big-endian words on the wire -> the little-endian bytes of memory
             vals = struct.unpack(f">{words}I", rv[:4 * words])
             view[off:off + 4 * words] = struct.pack(f"<{words}I", *vals)
-
-    def read(self, addr: int, n: int) -> bytes:
-        buf = bytearray(n)
-        self.read_into(addr, memoryview(buf))
-        return bytes(buf)
-
-    def read32(self, addr: int) -> int:
-        return struct.unpack("<I", self.read(addr, 4))[0]
 
     def write32(self, addr: int, value: int) -> None:
         self._check(addr, 4)
