@@ -149,6 +149,29 @@ def run(rom: bytes, ram: bytes | None = None, timeout: float = 60.0, expect=(), 
             shutil.rmtree(runs, ignore_errors=True)
 
 
+def memory_init_files(gw: Path) -> list[str]:
+    """Every file the simulator's Verilog reads with $readmemh/$readmemb (relative to its cwd)."""
+    return sorted(set(re.findall(r'\$readmem[hb]\("([^"]+)"', (gw / "sim.v").read_text())))
+
+
+def link_build_inits(gw: Path, runs: Path) -> None:
+    """Give the run directory every memory-initialisation file of the build that the run does not
+    write itself (ROM and RAM are the run's own): e.g. the engine's register file, whose
+    read-only rows hold the constant ROM. The simulator runs in `runs` and Verilator's
+    $readmemh leaves a memory zero when its file is missing there, so a missing one is an error."""
+    own = {soc.ROM_INIT, soc.RAM_INIT}
+    for name in memory_init_files(gw):
+        if name in own:
+            continue
+        src = gw / name
+        if not src.is_file():
+            raise SystemExit(f"the SoC build {gw} reads {name} with $readmemh but has no such file")
+        dst = runs / name
+        if dst.is_symlink() or dst.exists():
+            dst.unlink()
+        dst.symlink_to(src)
+
+
 def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port=None) -> Result:
     runs.mkdir(parents=True, exist_ok=True)
     for name in ("modules", "sim_config.js"):
@@ -160,6 +183,7 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
     (runs / "sim_config.js").write_text(tester.sim_config(gw / "sim_config.js", bridge_port))
     (runs / soc.ROM_INIT).write_text(rom_hex)
     (runs / soc.RAM_INIT).write_text(ram_hex)
+    link_build_inits(gw, runs)
     for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH, soc.PROGRESS):
         (runs / f).unlink(missing_ok=True)
 

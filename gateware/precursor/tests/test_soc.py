@@ -238,3 +238,27 @@ def test_run_parses_cycle_stamped_lines(tmp_path):
     t = prun._Tail(f, "console")
     assert t.poll() == [("console", 469671, "LOG: starting up..."), ("console", 471293, "LOG: Server listening")]
     assert t.flush() == [("console", 480000, "partial")]
+
+
+def test_run_dir_gets_every_memory_init_of_the_build(built, tmp_path):
+    """The simulator runs in a fresh directory: besides the run's ROM and RAM images it needs every
+    other $readmemh file of the build there, e.g. the engine register file's constant rows (a
+    missing file leaves that memory zero: the engine then computes with zero constants)."""
+    names = prun.memory_init_files(built)
+    assert psoc.ROM_INIT in names and psoc.RAM_INIT in names
+    others = [n for n in names if n not in (psoc.ROM_INIT, psoc.RAM_INIT)]
+    assert any("rf" in n for n in others), f"no register-file init among {names}"
+    runs = tmp_path / "run"
+    runs.mkdir()
+    prun.link_build_inits(built, runs)
+    for n in others:
+        assert (runs / n).read_bytes() == (built / n).read_bytes(), n
+        assert any(int(w, 16) for w in (runs / n).read_text().split()), f"{n} is all zero"
+
+
+def test_run_refuses_a_build_missing_a_memory_init(built, tmp_path):
+    gw = tmp_path / "gw"
+    gw.mkdir()
+    (gw / "sim.v").write_text((built / "sim.v").read_text())
+    with pytest.raises(SystemExit, match=r"reads \S+\.init with \$readmemh but has no such file"):
+        prun.link_build_inits(gw, tmp_path)
