@@ -213,6 +213,11 @@ impl SmokeResult {
 /// must end by the system powering itself off (phase `shutdown`). `timeout`: wall seconds of
 /// simulation (a hung system fails here).
 pub fn smoke_run(extra: &[PathBuf], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool) -> Result<SmokeResult> {
+    smoke_run_with(extra, phases, boot_only, timeout, verbose, FAIL_LINES)
+}
+
+/// `smoke_run` with other failure lines (a run that must show an error line).
+pub fn smoke_run_with(extra: &[PathBuf], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, fail_lines: &[&str]) -> Result<SmokeResult> {
     let dir = crate::sim_layout::sim_dir().join("smoke");
     crate::sim_layout::build(&dir, extra, verbose).context("the boot files (cargo xtask sim-layout)")?;
     let json = dir.join("smoke.json");
@@ -227,7 +232,7 @@ pub fn smoke_run(extra: &[PathBuf], phases: &[Phase], boot_only: bool, timeout: 
     } else {
         cmd.args(["--end", "powerdown"]);
     }
-    for f in FAIL_LINES {
+    for f in fail_lines {
         cmd.args(["--fail", f]);
     }
     cmd.arg("--json").arg(&json);
@@ -289,12 +294,21 @@ pub fn smoke(a: SimSmokeArgs, verbose: bool) -> Result<()> {
 }
 
 /// Step `sim:boot`: the device image boots on the simulated Precursor until every service
-/// has registered (sysctl READY), with no failure line, within 15 minutes of simulation.
+/// has registered (sysctl READY), with no failure line, within 15 minutes of simulation. Then
+/// the device's fail-closed path: a second sysctl laid out after the image finds a control
+/// slot taken, says `SYSCTL ERROR`, and powers the SoC off (xous-susres `PowerOff`).
 fn boot_step(ctx: &Ctx) -> Result<()> {
     let r = smoke_run(&[], &boot_phases(), true, 900, ctx.verbose)?;
     report(&r);
     if !r.ok {
         bail!("the device image did not boot to every service: end {}", r.reason);
+    }
+    let sysctl = crate::device_xous::our_programs().into_iter().find(|p| p.file_name().is_some_and(|n| n == "sysctl")).context("sysctl is not in the device image")?;
+    let phases = [Phase::new("sysctl-refused", r"^SYSCTL ERROR .*slots are already taken"), Phase::new("sysctl-poweroff", r"^SYSCTL POWEROFF$")];
+    let r = smoke_run_with(&[sysctl], &phases, false, 900, ctx.verbose, &FAIL_LINES[..1].iter().copied().chain([r"PROGRAM HALT|PANIC|panicked at|CPU Exception"]).collect::<Vec<_>>())?;
+    report(&r);
+    if !r.ok {
+        bail!("a second sysctl did not make the system fail closed and power off: end {}", r.reason);
     }
     Ok(())
 }

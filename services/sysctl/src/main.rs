@@ -7,7 +7,8 @@
 //! 2. checks `trusted_init_done()`: every connection-limited server has all its slots taken
 //!    (a service with a control server sysctl does not know about would leave it false);
 //! 3. prints `SYSCTL READY claimed=...`, or `SYSCTL ERROR <why>` and shuts the system down
-//!    (fail closed: the system never runs with a control slot in unknown hands);
+//!    (fail closed: the system never runs with a control slot in unknown hands; on the device
+//!    it powers the SoC off through xous-susres);
 //! 4. runs the privileged checks named in `SYSCTL_CHECK` (comma-separated; tests), printing
 //!    `SYSCTL CHECK <name> ok|FAILED <why>`;
 //! 5. keeps the connections for the life of the system (they are never released, so the slots
@@ -42,9 +43,35 @@ fn fail_closed(why: &str) -> ! {
     log::error!("sysctl: {}", why);
     say(&format!("SYSCTL ERROR {why}"));
     // the system must not run with a control slot in unknown hands
+    power_off();
     let _ = xous::rsyscall(xous::SysCall::Shutdown);
     std::process::exit(1);
 }
+
+/// The device: power the SoC off through xous-susres (`PowerOff`: it writes its POWERDOWN
+/// register), as a user's power-off does on Precursor. The kernel's Shutdown alone would stop
+/// every process and leave the device powered and idle. Hosted there is no susres server:
+/// the kernel's Shutdown ends the system.
+fn power_off() {
+    #[cfg(target_os = "xous")]
+    {
+        say("SYSCTL POWEROFF");
+        let r = xous_api_names::XousNames::new()
+            .and_then(|xns| xous_api_susres::Susres::new_without_hook(&xns))
+            .and_then(|s| s.immediate_poweroff());
+        match r {
+            // the power goes off as soon as susres handles the request; the kernel's Shutdown
+            // (the fallback below) would end susres before it does
+            Ok(()) => std::thread::sleep(POWEROFF_WAIT),
+            Err(e) => say(&format!("SYSCTL POWEROFF FAILED {e:?}")),
+        }
+    }
+}
+
+/// How long fail_closed waits for the power to go off before it falls back to the kernel's
+/// Shutdown (device time; susres acts within a scheduling quantum or two).
+#[cfg(target_os = "xous")]
+const POWEROFF_WAIT: Duration = Duration::from_millis(200);
 
 /// Privileged check: suspend and resume the engine through its control server (a second
 /// Suspend is refused BadState, public opcodes are refused UnknownOpcode there), and show that
