@@ -10,7 +10,8 @@
 //! * `sim_extras()`: the client and its phases for `cargo xtask sim-smoke` (the hook
 //!   `sim::smoke_extras`): one phase per check's PASS line, then the client's own PASS; the
 //!   client then powers the SoC off through xous-susres (sim-smoke's last phase);
-//! * bench provider `sim-selftest`: that run, judged (v1 and v2 engine SoCs); the bench key
+//! * step `sim:selftest` and bench provider `sim-selftest`: that run, judged (the bench on v1
+//!   and v2 engine SoCs); the bench key
 //!   `sim_x25519_hw_us_at_100mhz` is one X25519 through the service's `hw` backend on the
 //!   engine RTL, end to end, in device time at the SoC's declared 100 MHz: the cycles between
 //!   the client's timing-start line and its result line (stamped by the simulator with the CPU
@@ -67,11 +68,19 @@ pub const SIM_CLK_HZ: f64 = 100e6;
 /// Wall-clock limit of the simulated run (boot + client + power-off).
 const SIM_TIMEOUT_S: u64 = 2400;
 
-/// The simulated run (`sim_run`) is not a test step yet: on the simulated Precursor the engine's
-/// results are wrong (docs/selftest.md, "Where it stands"), so it would fail every CI run.
-/// `cargo xtask sim-smoke` runs it (the hook `sim::smoke_extras`).
 pub fn test_steps() -> Vec<TestStep> {
-    vec![TestStep { name: "selftest:hosted", timeout: Duration::from_secs(300), run: hosted }]
+    vec![
+        TestStep { name: "selftest:hosted", timeout: Duration::from_secs(300), run: hosted },
+        TestStep { name: "sim:selftest", timeout: Duration::from_secs(SIM_TIMEOUT_S + 30 * 60), run: sim_step },
+    ]
+}
+
+/// Step `sim:selftest`: the device image plus the client on the simulated Precursor (v1
+/// engine): every boot phase, every check, the client's PASS, then its power-off.
+fn sim_step(ctx: &Ctx) -> Result<()> {
+    let r = sim_run(ctx.verbose, "v1")?;
+    eprintln!("sim:selftest: one X25519 through the hw backend, end to end: {:.1} us at 100 MHz ({DEVICE_CALLS} calls)", us_per_call(&r)?);
+    Ok(())
 }
 
 pub fn bench_providers() -> Vec<BenchProvider> {
