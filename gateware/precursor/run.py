@@ -181,12 +181,6 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
     (runs / "modules").symlink_to(gw / "modules")
     # the run's simulator modules: the build's, with the bridge on this run's port (or none)
     (runs / "sim_config.js").write_text(tester.sim_config(gw / "sim_config.js", bridge_port))
-    # every other memory the build initialises from a file (the engine's register file,
-    # sim_rf.init: its constant rows p, 121665, ...), read by the simulator from its cwd
-    for f in gw.glob("*.init"):
-        if f.name not in (soc.ROM_INIT, soc.RAM_INIT):
-            (runs / f.name).unlink(missing_ok=True)
-            (runs / f.name).symlink_to(f)
     (runs / soc.ROM_INIT).write_text(rom_hex)
     (runs / soc.RAM_INIT).write_text(ram_hex)
     link_build_inits(gw, runs)
