@@ -6,8 +6,10 @@
 //!   paging, a user ecall);
 //! * `cargo xtask sim-run`: the device kernel and services (boot files from `sim-layout`) on
 //!   it, their UART and log lines on the terminal; `--rom/--ram` runs any program instead;
-//! * `cargo xtask sim-smoke`: the same boot, judged phase by phase, until the system powers
-//!   itself off (docs/sim.md); step `sim:boot` runs it to the last service's registration;
+//! * `cargo xtask sim-smoke`: the same boot plus the programs of `smoke_extras` (the device test
+//!   client), judged phase by phase, until the system powers itself off (docs/sim.md); the
+//!   step `sim:selftest` (selftest.rs) runs it; step `sim:fail-closed` shows sysctl's
+//!   fail-closed power-off;
 //! * bench provider `sim-boot`: sim_boot_cycles, sim_boot_to_services_s.
 
 use crate::ctx::Ctx;
@@ -26,7 +28,7 @@ pub const APT: &[&str] = &["libevent-dev", "libjson-c-dev", "zlib1g-dev", "binut
 pub fn test_steps() -> Vec<TestStep> {
     vec![
         TestStep { name: "sim:soc", timeout: Duration::from_secs(25 * 60), run: soc_test },
-        TestStep { name: "sim:boot", timeout: Duration::from_secs(60 * 60), run: boot_step },
+        TestStep { name: "sim:fail-closed", timeout: Duration::from_secs(60 * 60), run: fail_closed_step },
     ]
 }
 
@@ -177,7 +179,7 @@ pub const SHUTDOWN: &str = "shutdown";
 pub const FAIL_LINES: &[&str] = &[r"VERDICT \S+ FAIL", r"PROGRAM HALT|PANIC|panicked at|CPU Exception|ERROR"];
 
 /// The hook for programs beyond the device image: the device-built programs sim-smoke (and
-/// the step `sim:smoke`) lays out after the image's, and the phases their output proves
+/// the step `sim:selftest`) lays out after the image's, and the phases their output proves
 /// (judged after the boot phases, before the shutdown). A test client goes here.
 pub fn smoke_extras(verbose: bool) -> Result<(Vec<PathBuf>, Vec<Phase>)> {
     crate::selftest::sim_extras(verbose)
@@ -293,19 +295,14 @@ pub fn smoke(a: SimSmokeArgs, verbose: bool) -> Result<()> {
     Ok(())
 }
 
-/// Step `sim:boot`: the device image boots on the simulated Precursor until every service
-/// has registered (sysctl READY), with no failure line, within 15 minutes of simulation. Then
-/// the device's fail-closed path: a second sysctl laid out after the image finds a control
-/// slot taken, says `SYSCTL ERROR`, and powers the SoC off (xous-susres `PowerOff`).
-fn boot_step(ctx: &Ctx) -> Result<()> {
-    let r = smoke_run(&[], &boot_phases(), true, 900, ctx.verbose)?;
-    report(&r);
-    if !r.ok {
-        bail!("the device image did not boot to every service: end {}", r.reason);
-    }
+/// Step `sim:fail-closed`: the device's fail-closed path. A second sysctl laid out after the
+/// image finds a control slot taken, says `SYSCTL ERROR`, and powers the SoC off (xous-susres
+/// `PowerOff`); every service still boots first.
+fn fail_closed_step(ctx: &Ctx) -> Result<()> {
     let sysctl = crate::device_xous::our_programs().into_iter().find(|p| p.file_name().is_some_and(|n| n == "sysctl")).context("sysctl is not in the device image")?;
     let phases = [Phase::new("sysctl-refused", r"^SYSCTL ERROR .*slots are already taken"), Phase::new("sysctl-poweroff", r"^SYSCTL POWEROFF$")];
-    let r = smoke_run_with(&[sysctl], &phases, false, 900, ctx.verbose, &FAIL_LINES[..1].iter().copied().chain([r"PROGRAM HALT|PANIC|panicked at|CPU Exception"]).collect::<Vec<_>>())?;
+    let fail: Vec<&str> = [FAIL_LINES[0], r"PROGRAM HALT|PANIC|panicked at|CPU Exception"].into();
+    let r = smoke_run_with(&[sysctl], &phases, false, 900, ctx.verbose, &fail)?;
     report(&r);
     if !r.ok {
         bail!("a second sysctl did not make the system fail closed and power off: end {}", r.reason);
