@@ -129,7 +129,8 @@ fn semver_string(b: &[u8]) -> String {
     let h = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
     let commit = word(b, 8);
     if word(b, 12) == 1 {
-        format!("v{}.{}.{}-{}-g{:x}", h(0), h(2), h(4), h(6), commit)
+        // the tag's hash is 8 hex digits (semver_tag: rev-parse --short=8), leading zeros included
+        format!("v{}.{}.{}-{}-g{:08x}", h(0), h(2), h(4), h(6), commit)
     } else {
         format!("v{}.{}.{}-{}", h(0), h(2), h(4), h(6))
     }
@@ -636,5 +637,18 @@ mod tests {
         assert!(err(&signed(&img, &seed), KERNEL_IMAGE_MAX).contains("does not start with an XArg"));
         // wrong program count
         assert!(format!("{:#}", check_signed_image(&good, &pk, KERNEL_IMAGE_MAX, 2).unwrap_err()).contains("holds 1 programs, expected 2"));
+    }
+
+    /// A commit hash with a leading zero reads back as the tag wrote it (git's "042547fe", not
+    /// "42547fe": every 16th commit failed device:image before).
+    #[test]
+    fn semver_keeps_a_leading_zero_of_the_commit() {
+        let mut b = [0u8; 16];
+        b[0] = 0; // 0.1.0-240
+        b[2] = 1;
+        b[6..8].copy_from_slice(&240u16.to_le_bytes());
+        b[8..12].copy_from_slice(&0x0425_47feu32.to_le_bytes());
+        b[12..16].copy_from_slice(&1u32.to_le_bytes());
+        assert_eq!(semver_string(&b), "v0.1.0-240-g042547fe");
     }
 }
