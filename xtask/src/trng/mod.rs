@@ -20,10 +20,9 @@
 //! * `ci`        — the trng:* test steps;
 //! * `privilege` — the trng-service:privilege step (docs/security.md);
 //! * `bench`     — the trng-stream and trng-ipc bench providers;
-//! * `sim_tester` — `cargo xtask trng-sim-tester`: the device tester on the simulated Precursor
-//!                 through its UART Wishbone bridge (not yet a test step: the booted image's
-//!                 ticktimer panics before a frame is filled, docs/trng-tester-protocol.md
-//!                 section 5).
+//! * `sim_tester` — `cargo xtask trng-sim-tester` and step `trng:sim-tester`: the device tester
+//!                 on the simulated Precursor through its UART Wishbone bridge
+//!                 (docs/trng-tester-protocol.md section 5).
 
 mod bench;
 mod ci;
@@ -47,6 +46,7 @@ pub fn test_steps() -> Vec<TestStep> {
         TestStep { name: "trng:raw-models", timeout: Duration::from_secs(15 * 60), run: ci::raw_models },
         TestStep { name: "trng:hosted-scenarios", timeout: Duration::from_secs(10 * 60), run: ci::scenarios },
         TestStep { name: "trng-service:privilege", timeout: Duration::from_secs(180), run: privilege::privilege },
+        TestStep { name: "trng:sim-tester", timeout: Duration::from_secs(40 * 60), run: sim_tester::step },
     ]
 }
 
