@@ -796,19 +796,31 @@ mod tests {
         let (spin, _) = ex.load_program(&spin_program()).unwrap();
         let (ill, _) = ex.load_program(&[UDF_WORD]).unwrap();
         let regs = [[0u8; 32]; NUM_REGS];
-        let (r1, spin_rx) = chan();
+        // each reply is stamped with its place in the order of completion (the executor's own
+        // order: a check of the runaway's receiver at some later wall-clock time would race
+        // with the runaway finishing while this thread is descheduled)
+        let order = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let stamped = || {
+            let (tx, rx) = mpsc::channel();
+            let order = order.clone();
+            let f: ReplyFn = Box::new(move |o| {
+                let _ = tx.send((order.fetch_add(1, std::sync::atomic::Ordering::SeqCst), o));
+            });
+            (f, rx)
+        };
+        let (r1, spin_rx) = stamped();
         ex.submit_job(1, spin, WindowReq::Any, &regs, 3_000_000, r1).unwrap();
-        let (r2, ill_rx) = chan();
+        let (r2, ill_rx) = stamped();
         ex.submit_job(2, ill, WindowReq::Fixed(9), &regs, 0, r2).unwrap();
-        let (r3, x_rx) = chan();
+        let (r3, x_rx) = stamped();
         ex.submit_x25519(3, &[1; 32], &[9; 32], r3).unwrap();
         // the X25519 and the illegal job finish while the runaway program is still spinning
-        let x = x_rx.recv_timeout(T).unwrap();
+        let (x_at, x) = x_rx.recv_timeout(T).unwrap();
         assert_eq!(x.result, x25519_dalek::x25519([1; 32], [9; 32]));
-        let i = ill_rx.recv_timeout(T).unwrap();
+        let (i_at, i) = ill_rx.recv_timeout(T).unwrap();
         assert_eq!((i.status, i.window), (Status::IllegalInstruction, 9));
-        assert!(spin_rx.try_recv().is_err(), "runaway job still running: no global lock-out");
-        let s = spin_rx.recv_timeout(T).unwrap();
+        let (s_at, s) = spin_rx.recv_timeout(T).unwrap();
+        assert!(x_at < s_at && i_at < s_at, "runaway job finished last: no global lock-out ({x_at}, {i_at}, {s_at})");
         assert_eq!(s.status, Status::Runaway);
         assert!(s.cycles >= 3_000_000);
         let st = ex.stats();
