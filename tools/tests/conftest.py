@@ -36,24 +36,18 @@ def frame(seq: int, mode: int = 0, payload: bytes | None = None, status: int = 0
                     zlib.crc32(payload) if crc is None else crc, status) + payload
 
 
-class FakeTester:
-    """TCP server; connection i runs script[i] (a list of byte strings to send, or a callable).
+class LoopbackServer:
+    """A TCP server on 127.0.0.1 (ephemeral port) that hands each accepted connection to
+    `self.accepted(conn, i)` (i = 0, 1, ...) on its own daemon thread; `close()` stops it."""
 
-    Each script entry is either bytes (sent), or the string "close" (close now). After the
-    script ends the connection is closed. Connections beyond the scripts are closed at once.
-    Received requests are recorded.
-    """
-
-    def __init__(self, scripts):
-        self.scripts = list(scripts)
-        self.requests: list[bytes] = []
+    def __init__(self, backlog: int = 8):
         self.sock = socket.socket()
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
+        self.sock.listen(backlog)
         self.port = self.sock.getsockname()[1]
         self.stop = threading.Event()
-        self.handlers = []
+        self.handlers: list[threading.Thread] = []
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -67,11 +61,35 @@ class FakeTester:
                 continue
             except OSError:
                 return
-            script = self.scripts[i] if i < len(self.scripts) else []
+            t = threading.Thread(target=self.accepted, args=(conn, i), daemon=True)
             i += 1
-            t = threading.Thread(target=self._handle, args=(conn, script), daemon=True)
             t.start()
             self.handlers.append(t)
+
+    def accepted(self, conn, i: int):
+        raise NotImplementedError
+
+    def close(self):
+        self.stop.set()
+        self.sock.close()
+        self.thread.join(5)
+
+
+class FakeTester(LoopbackServer):
+    """TCP server; connection i runs script[i] (a list of byte strings to send, or a callable).
+
+    Each script entry is either bytes (sent), or the string "close" (close now). After the
+    script ends the connection is closed. Connections beyond the scripts are closed at once.
+    Received requests are recorded.
+    """
+
+    def __init__(self, scripts):
+        self.scripts = list(scripts)
+        self.requests: list[bytes] = []
+        super().__init__(backlog=8)
+
+    def accepted(self, conn, i):
+        self._handle(conn, self.scripts[i] if i < len(self.scripts) else [])
 
     def _handle(self, conn, script):
         with conn:
@@ -96,11 +114,6 @@ class FakeTester:
                         conn.sendall(item)
             except OSError:
                 pass
-
-    def close(self):
-        self.stop.set()
-        self.sock.close()
-        self.thread.join(5)
 
 
 @pytest.fixture

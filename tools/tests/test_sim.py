@@ -8,14 +8,14 @@ import struct
 import threading
 
 import pytest
-from conftest import BUF, MB, SPEC, FakeDevice, payload_for, run_tool
+from conftest import BUF, MB, SPEC, FakeDevice, LoopbackServer, payload_for, run_tool
 
 import trng_test
 
 RD, WR = SPEC.usb["read_request_type"], SPEC.usb["write_request_type"]
 
 
-class FakeUartbone:
+class FakeUartbone(LoopbackServer):
     """TCP server: uartbone commands (cmd, length in words, big-endian word address, big-endian
     data words) turned into bus accesses of `dev` (FakeDevice.ctrl_transfer, so its fault
     injection and protocol checks apply). `silent`: accept, read, never answer."""
@@ -23,24 +23,10 @@ class FakeUartbone:
     def __init__(self, dev, silent=False):
         self.dev, self.silent = dev, silent
         self.commands = []
-        self.sock = socket.socket()
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.port = self.sock.getsockname()[1]
-        self.stop = threading.Event()
-        threading.Thread(target=self._serve, daemon=True).start()
+        super().__init__(backlog=4)
 
-    def _serve(self):
-        self.sock.settimeout(0.1)
-        while not self.stop.is_set():
-            try:
-                conn, _ = self.sock.accept()
-            except socket.timeout:
-                continue
-            except OSError:
-                return
-            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+    def accepted(self, conn, _i):
+        self._handle(conn)
 
     @staticmethod
     def _exact(conn, n):
@@ -74,9 +60,6 @@ class FakeUartbone:
             except (EOFError, OSError, socket.timeout):
                 return
 
-    def close(self):
-        self.stop.set()
-        self.sock.close()
 
 
 @pytest.fixture
