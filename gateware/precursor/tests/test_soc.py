@@ -228,6 +228,12 @@ def test_run_refuses_oversized_images(tmp_path):
     rom.write_bytes(b"\0" * 4)
     for flag in ("--expect", "--fail", "--until"):
         assert prun.main(["--rom", str(rom), "--quiet", flag, "(unclosed"]) == 2
+    for port in ("0", "65536", "-1"):
+        assert prun.main(["--rom", str(rom), "--quiet", "--bridge-port", port]) == 2, port
+    for bad in (["--bridge-port", "http"], ["--end", "finish"]):
+        with pytest.raises(SystemExit) as e:
+            prun.main(["--rom", str(rom), "--quiet", *bad])
+        assert e.value.code == 2, bad
 
 
 def test_run_parses_cycle_stamped_lines(tmp_path):
