@@ -74,9 +74,7 @@ fn hosted_startup(ctx: &Ctx) -> Result<BenchResults> {
     for _ in 0..ROUNDS {
         for (i, flavor) in [Flavor::Patched, Flavor::Stock].into_iter().enumerate() {
             let mut l = Launch::new(&bins, flavor).echo(ctx.verbose);
-            for p in ctx.server_programs()? {
-                l = l.program(p);
-            }
+            l = ctx.add_servers(l)?;
             let mut sys = l.program(probe.clone()).start()?;
             let line = sys.wait_line(Duration::from_secs(30), "HOSTED-READY", |t| t.contains("HOSTED-READY"))?;
             if line.text.contains("FAILED") {
@@ -106,7 +104,7 @@ fn hosted_ipc(ctx: &Ctx) -> Result<BenchResults> {
             }
             let mut sys = Launch::new(&bins, flavor)
                 .program(shell_quote(&ctx.program("echo-server")?))
-                .program(bench)
+                .system_program(bench)
                 .echo(ctx.verbose)
                 .start()?;
             let r = hosted_bench_json(&mut sys, 1, Duration::from_secs(120))?;

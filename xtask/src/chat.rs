@@ -105,9 +105,7 @@ pub fn launch(ctx: &Ctx, o: &ChatOpts, flavor: Flavor, extra: &[String], echo: b
     for (k, v) in o.engine.env(o.pace) {
         l = l.env(k, v);
     }
-    for p in ctx.server_programs()? {
-        l = l.program(p);
-    }
+    l = ctx.add_servers(l)?;
     let q = |s: &str| shell_quote(Path::new(s));
     let relay_args: Vec<String> = o.relay_args.iter().map(|a| q(a)).collect();
     l = l.program(format!("{} {}", shell_quote(&ctx.program("chat-relay")?), relay_args.join(" ")));
@@ -124,7 +122,9 @@ pub fn launch(ctx: &Ctx, o: &ChatOpts, flavor: Flavor, extra: &[String], echo: b
         alice.push(' ');
         alice.push_str(&o.alice_redirect);
     }
-    l = l.program(alice);
+    // Alice is the session's front end: scripts and benches end the run with her `--shutdown`,
+    // and quitting the interactive chat ends the hosted session; she may shut the system down
+    l = l.system_program(alice);
     for p in extra {
         l = l.program(p.clone());
     }
@@ -407,11 +407,10 @@ pub fn test_steps() -> Vec<TestStep> {
 fn relay_bad_input(ctx: &Ctx) -> Result<()> {
     let bins = ctx.xous()?.clone();
     let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
-    for p in ctx.server_programs()? {
-        l = l.program(p);
-    }
+    l = ctx.add_servers(l)?;
     l = l.program(shell_quote(&ctx.program("chat-relay")?));
-    l = l.program(format!("{} --shutdown", shell_quote(&ctx.program("chat-relay-check")?)));
+    // the check is this run's harness: it ends the run
+    l = l.system_program(format!("{} --shutdown", shell_quote(&ctx.program("chat-relay-check")?)));
     let mut sys = l.start()?;
     let v = match sys.wait_verdict(Duration::from_secs(120), "the chat-relay-check verdict", |s| s == "chat-relay-check") {
         Ok(v) => v,

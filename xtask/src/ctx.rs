@@ -1,6 +1,7 @@
 //! The context every test step and bench provider receives: verbosity and the builds shared by
 //! a whole xtask run (Xous kernels and base services, our release programs), each built once.
 
+use crate::hosted::Launch;
 use crate::{util, xous};
 use anyhow::{bail, Result};
 use std::path::PathBuf;
@@ -20,6 +21,12 @@ pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sy
 /// Our servers, started in every hosted system (binary names in target/release), then sysctl,
 /// the system controller that claims their control connections (docs/security.md).
 pub const SERVER_BINS: &[&str] = &["engine25519", "trng", "sysctl"];
+
+/// The system's own processes among [`SERVER_BINS`]: the only programs of a system, besides the
+/// harness that ends a test run, allowed to shut it down (hosted: the kernel's Shutdown,
+/// kernel-patches/0006; device: xous-susres's power operations and the kernel's Shutdown,
+/// kernel-patches/device/). docs/security.md, "Power-off and shutdown".
+pub const SYSTEM_BINS: &[&str] = &["sysctl"];
 
 impl Ctx {
     pub fn new(verbose: bool) -> Self {
@@ -53,8 +60,18 @@ impl Ctx {
         Ok(p)
     }
 
-    /// Shell command lines starting our servers.
-    pub fn server_programs(&self) -> Result<Vec<String>> {
-        SERVER_BINS.iter().map(|b| Ok(util::shell_quote(&self.program(b)?))).collect()
+    /// Shell command line starting one of our servers.
+    pub fn server_program(&self, bin: &str) -> Result<String> {
+        Ok(util::shell_quote(&self.program(bin)?))
+    }
+
+    /// Add our servers to a hosted system, in [`SERVER_BINS`] order, the ones in
+    /// [`SYSTEM_BINS`] as programs that may shut the system down.
+    pub fn add_servers(&self, mut l: Launch) -> Result<Launch> {
+        for b in SERVER_BINS {
+            let cmd = self.server_program(b)?;
+            l = if SYSTEM_BINS.contains(b) { l.system_program(cmd) } else { l.program(cmd) };
+        }
+        Ok(l)
     }
 }

@@ -115,13 +115,12 @@ fn privilege(ctx: &Ctx) -> Result<()> {
     // the system shuts down instead of running with the slot in the app's hands
     let bins = ctx.xous()?.clone();
     let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
-    let (servers, sysctl): (Vec<String>, Vec<String>) = ctx.server_programs()?.into_iter().partition(|p| !p.ends_with("sysctl"));
-    for p in servers {
-        l = l.program(p);
+    for b in crate::ctx::SERVER_BINS.iter().filter(|b| **b != "sysctl") {
+        l = l.program(ctx.server_program(b)?);
     }
     l = l.program(format!("{} --steal", shell_quote(&ctx.program("engine-privilege")?)));
     // sysctl late (the kernel runs each command line through sh -c)
-    l = l.program(format!("sleep 1; exec {}", sysctl.first().context("sysctl not in the server programs")?));
+    l = l.system_program(format!("sleep 1; exec {}", ctx.server_program("sysctl")?));
     let mut sys = l.start()?;
     let r = (|| -> Result<()> {
         let stole = sys.wait_verdict(Duration::from_secs(60), "the engine-privilege/steal verdict", |s| s == "engine-privilege/steal")?;

@@ -55,7 +55,15 @@ pub struct Launch {
     pub echo: bool,
     /// Fixed kernel address (XOUS_LISTEN_ADDR); default: a random free port.
     pub listen_addr: Option<String>,
+    /// 1-based positions in `programs` of the programs that may shut the system down (the
+    /// system's own processes and a run's harness; `system_program`). The patched kernel
+    /// refuses Shutdown to every other process (kernel-patches/0006, docs/security.md).
+    pub may_shut_down: Vec<usize>,
 }
+
+/// The patched hosted kernel's environment variable: the command-line positions of the
+/// programs allowed to shut the system down (kernel-patches/0006-hosted-shutdown-privilege).
+pub const SHUTDOWN_ALLOWED_ENV: &str = "XOUS_SHUTDOWN_ALLOWED";
 
 impl Launch {
     /// The given kernel flavour plus the base services (xous-log, xous-names, xous-ticktimer).
@@ -69,12 +77,20 @@ impl Launch {
 
     /// Only the kernel, no base services.
     pub fn bare(kernel: &Path) -> Self {
-        Launch { kernel: kernel.to_path_buf(), programs: vec![], env: vec![], echo: false, listen_addr: None }
+        Launch { kernel: kernel.to_path_buf(), programs: vec![], env: vec![], echo: false, listen_addr: None, may_shut_down: vec![] }
     }
 
-    /// Add a program (a shell command line).
+    /// Add a program (a shell command line): an ordinary process, refused Shutdown.
     pub fn program(mut self, cmdline: impl Into<String>) -> Self {
         self.programs.push(cmdline.into());
+        self
+    }
+
+    /// Add a program that may shut the system down: one of the system's own processes
+    /// (`ctx::SYSTEM_BINS`) or the harness program that ends a test run.
+    pub fn system_program(mut self, cmdline: impl Into<String>) -> Self {
+        self.programs.push(cmdline.into());
+        self.may_shut_down.push(self.programs.len());
         self
     }
 
@@ -103,6 +119,9 @@ impl Launch {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
+        // set last: the program list decides, never an inherited or caller-given value
+        let allowed: Vec<String> = self.may_shut_down.iter().map(|p| p.to_string()).collect();
+        cmd.env(SHUTDOWN_ALLOWED_ENV, allowed.join(","));
         let started = Instant::now();
         let mut child = supervisor::spawn_grouped(&mut cmd)?;
         let pgid = child.id() as i32;
@@ -329,9 +348,7 @@ pub fn system_env(ctx: &Ctx, clients: &[String], env: &[(&str, &str)]) -> Result
     for (k, v) in env {
         l = l.env(*k, *v);
     }
-    for p in ctx.server_programs()? {
-        l = l.program(p);
-    }
+    l = ctx.add_servers(l)?;
     for c in clients {
         l = l.program(c.clone());
     }

@@ -12,6 +12,7 @@ pub fn all(ctx: &Ctx) -> Result<()> {
     let mut failed = Vec::new();
     for (name, f) in [
         ("shutdown", shutdown as fn(&Ctx) -> Result<()>),
+        ("shutdown-privilege", shutdown_privilege),
         ("randomness", randomness),
         ("startup", startup),
         ("process-exit", process_exit),
@@ -39,7 +40,7 @@ fn shutdown_case(ctx: &Ctx, flavor: Flavor) -> Result<()> {
     let bins = ctx.xous()?;
     let mut sys = Launch::new(bins, flavor)
         .program(probe(ctx, "idle")?)
-        .program(probe(ctx, "shutdown")?)
+        .system_program(probe(ctx, "shutdown")?)
         .echo(ctx.verbose)
         .start()?;
     sys.wait_marker("PROBE-IDLE", Duration::from_secs(10))?;
@@ -55,6 +56,41 @@ fn shutdown(ctx: &Ctx) -> Result<()> {
         bail!("the stock kernel already shuts down cleanly: this test cannot detect a missing patch");
     }
     shutdown_case(ctx, Flavor::Patched).map_err(|e| e.context("patched kernel: Shutdown"))
+}
+
+/// Shutdown is a privilege (kernel-patches/0006): an ordinary process asking for it is answered
+/// AccessDenied and the system keeps serving; a program the command line allows then shuts the
+/// system down cleanly.
+fn shutdown_privilege_case(ctx: &Ctx, flavor: Flavor) -> Result<()> {
+    let bins = ctx.xous()?;
+    let mut sys = Launch::new(bins, flavor)
+        .program(probe(ctx, "slow-server")?)
+        .program(probe(ctx, "shutdown-refused")?)
+        .system_program(probe(ctx, "shutdown-last")?)
+        .echo(ctx.verbose)
+        .start()?;
+    let r = (|| -> Result<()> {
+        let v = sys.wait_verdict(Duration::from_secs(15), "the kernel-probe/shutdown-refused verdict", |s| s == "kernel-probe/shutdown-refused")?;
+        if !v.passed() {
+            bail!("{v}");
+        }
+        let st = sys.wait_exit(Duration::from_secs(8))?;
+        if !st.success() || !sys.lines().iter().any(|l| l.contains("PROBE-SHUTDOWN-OK")) {
+            bail!("the allowed program's Shutdown did not end the system cleanly ({st})");
+        }
+        Ok(())
+    })();
+    if r.is_err() {
+        sys.stop();
+    }
+    r.map_err(|e| anyhow!("{e:#}; last lines:\n{}", sys.tail(12)))
+}
+
+fn shutdown_privilege(ctx: &Ctx) -> Result<()> {
+    if shutdown_privilege_case(ctx, Flavor::Stock).is_ok() {
+        bail!("the stock kernel already refuses an ordinary process's Shutdown: this test cannot detect a missing patch");
+    }
+    shutdown_privilege_case(ctx, Flavor::Patched).map_err(|e| e.context("patched kernel: Shutdown privilege"))
 }
 
 /// Server IDs of one run (two servers created by the probe).
@@ -148,7 +184,7 @@ fn process_exit_case(ctx: &Ctx, flavor: Flavor) -> Result<()> {
     let mut sys = Launch::new(bins, flavor)
         .program(probe(ctx, "slow-server")?)
         .program(probe(ctx, "exit-with-threads")?)
-        .program(probe(ctx, "after-exit")?)
+        .system_program(probe(ctx, "after-exit")?)
         .echo(ctx.verbose)
         .start()?;
     sys.wait_marker("PROBE-EXITING", Duration::from_secs(15))?;

@@ -168,11 +168,10 @@ fn hosted(ctx: &Ctx) -> Result<()> {
     let client = shell_quote(&ctx.program(PACKAGE)?);
     let bins = ctx.xous()?.clone();
     let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
-    for p in ctx.server_programs()? {
-        l = l.program(p);
-    }
-    // the hosted engine server runs the model on ISA v2 (its default): the probe must find it
-    let mut sys = l.program(format!("{client} --isa v2 --shutdown")).start()?;
+    l = ctx.add_servers(l)?;
+    // the hosted engine server runs the model on ISA v2 (its default): the probe must find it;
+    // the client is this run's harness: it ends the run through the kernel's Shutdown
+    let mut sys = l.system_program(format!("{client} --isa v2 --shutdown")).start()?;
     let r = (|| -> Result<()> {
         let mut passed = Vec::new();
         loop {

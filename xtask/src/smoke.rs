@@ -26,14 +26,13 @@ pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
     std::fs::create_dir_all(gate.parent().unwrap())?;
     let _ = std::fs::remove_file(&gate);
     let mut launch = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
-    for p in ctx.server_programs()? {
-        launch = launch.program(p);
-    }
+    launch = ctx.add_servers(launch)?;
     let load = shell_quote(&ctx.program("engine-load")?);
     for i in 1..=LOAD_CLIENTS {
         launch = launch.program(format!("{load} --id {i} --calls {LOAD_CALLS}"));
     }
-    launch = launch.program(format!("{} --shutdown-after {}", shell_quote(&ctx.program("smoke")?), shell_quote(&gate)));
+    // the smoke client is the run's harness: it ends the run through the kernel's Shutdown
+    launch = launch.system_program(format!("{} --shutdown-after {}", shell_quote(&ctx.program("smoke")?), shell_quote(&gate)));
     let deadline = Instant::now() + limit;
     let mut sys = launch.start()?;
     let mut current: Option<String> = None;

@@ -77,6 +77,23 @@ pub fn privileged_opcodes_refused(conn: CID, ops: &[(usize, &str)], not_permitte
     (refused, tried)
 }
 
+/// Ask the kernel to shut the whole system down, as an ordinary app: it must be refused
+/// (`AccessDenied`, kernel-patches/0006; docs/security.md "Power-off and shutdown"); the caller
+/// then checks that its service still serves. Returns `refused` or what happened instead.
+pub fn shutdown_refused(bad: &mut Findings) -> &'static str {
+    match crate::shutdown_system() {
+        Err(xous::Error::AccessDenied) => "refused",
+        Err(other) => {
+            bad.push(format!("Shutdown failed for the wrong reason: {other:?}"));
+            "wrong-reason"
+        }
+        Ok(()) => {
+            bad.push("Shutdown granted to an ordinary app".into());
+            "GRANTED"
+        }
+    }
+}
+
 /// What one privilege program found, judged: PASS only if nothing went wrong, every privileged
 /// attempt was refused and every one of the `of_valid` ordinary requests afterwards was served.
 pub struct Outcome<'a> {
@@ -86,6 +103,8 @@ pub struct Outcome<'a> {
     pub claim: &'a str,
     pub served: usize,
     pub of_valid: usize,
+    /// What the kernel answered this ordinary process's Shutdown ([`shutdown_refused`]).
+    pub shutdown: &'a str,
 }
 
 impl Outcome<'_> {
@@ -96,6 +115,7 @@ impl Outcome<'_> {
             .with("refused", self.refused)
             .with("of", self.tried)
             .with("lookup", self.lookup)
+            .with("shutdown", self.shutdown)
             .with("claim", self.claim)
             .with("served_after", self.served)
             .with("of_valid", self.of_valid)

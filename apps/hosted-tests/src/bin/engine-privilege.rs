@@ -46,6 +46,8 @@ fn main() {
     // 3. privileged opcodes on the public server, every message kind
     let ops: Vec<(usize, &str)> = [(Opcode::Suspend, "Suspend"), (Opcode::Resume, "Resume"), (Opcode::Quit, "Quit")].iter().map(|(o, n)| (*o as usize, *n)).collect();
     let (refused, tried) = privilege::privileged_opcodes_refused(e.conn(), &ops, Status::NotPermitted as usize, &mut bad);
+    // the kernel's Shutdown: the system's own processes only
+    let shutdown = privilege::shutdown_refused(&mut bad);
 
     // 4. no effect, and the service still serves
     const VALID: usize = 20;
@@ -68,6 +70,6 @@ fn main() {
     if suspended != 0 {
         bad.push(format!("engine reports suspended={suspended}"));
     }
-    let outcome = privilege::Outcome { refused, tried, lookup, claim, served, of_valid: VALID };
+    let outcome = privilege::Outcome { refused, tried, lookup, claim, served, of_valid: VALID, shutdown };
     hosted_tests::report(&outcome.verdict("engine-privilege", &bad).with("suspended", suspended));
 }

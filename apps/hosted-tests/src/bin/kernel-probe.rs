@@ -19,9 +19,16 @@
 //!   process is gone by then), then check that the system still serves: a scalar to the slow
 //!   server, a ticktimer call and a xous-names lookup; print `VERDICT kernel-probe/after-exit
 //!   PASS` (or FAIL with what broke) and call Shutdown.
+//! - `shutdown-refused` (started as an ordinary program, kernel-patches/0006): connect to the
+//!   slow server, call Shutdown, which must be answered `AccessDenied`; then check that the
+//!   system still serves (a scalar round trip to the slow server, a ticktimer call); print
+//!   `VERDICT kernel-probe/shutdown-refused PASS|FAIL`, register a name and serve forever.
+//! - `shutdown-last` (started as a program allowed to shut down): wait for that name, then call
+//!   Shutdown (printing `PROBE-SHUTDOWN-OK` or `PROBE-SHUTDOWN-ERR <error>`).
 
 const IDLE_NAME: &str = "_kernel-probe idle_";
 const SLOW_NAME: &str = "_kernel-probe slow_";
+const REFUSED_NAME: &str = "_kernel-probe refused_";
 
 /// slow-server opcodes.
 const SLOW_DELAYED_SCALAR: usize = 1; // blocking scalar: reply arg2 + 1 after arg1 ms
@@ -78,9 +85,19 @@ fn main() {
         "slow-server" => slow_server(),
         "exit-with-threads" => exit_with_threads(),
         "after-exit" => after_exit(),
+        "shutdown-refused" => shutdown_refused(),
+        "shutdown-last" => {
+            let xns = xous_api_names::XousNames::new().expect("xous-names");
+            xns.request_connection_blocking(REFUSED_NAME).expect("wait for the refused probe");
+            match hosted_tests::shutdown_system() {
+                Ok(()) => hosted_tests::marker("PROBE-SHUTDOWN-OK"),
+                Err(e) => hosted_tests::marker(&format!("PROBE-SHUTDOWN-ERR {e:?}")),
+            }
+            std::thread::sleep(std::time::Duration::from_secs(30));
+        }
         other => {
             eprintln!(
-                "kernel-probe: unknown mode {other:?} (sid|ready|shutdown|idle|slow-server|exit-with-threads|after-exit)"
+                "kernel-probe: unknown mode {other:?} (sid|ready|shutdown|idle|slow-server|exit-with-threads|after-exit|shutdown-refused|shutdown-last)"
             );
             std::process::exit(2);
         }
@@ -249,4 +266,34 @@ fn after_exit() {
         Err(e) => hosted_tests::marker(&format!("PROBE-SHUTDOWN-ERR {e:?}")),
     }
     std::thread::sleep(Duration::from_secs(30));
+}
+
+const SHUTDOWN_REFUSED: &str = "kernel-probe/shutdown-refused";
+
+/// An ordinary process asks for Shutdown: it must be refused and the system keep serving.
+fn shutdown_refused() {
+    use std::time::Duration;
+    let xns = xous_api_names::XousNames::new().expect("xous-names");
+    let cid = xns.request_connection_blocking(SLOW_NAME).expect("connect to the slow server");
+    let mut bad = Vec::new();
+    let answer = hosted_tests::shutdown_system();
+    if answer != Err(xous::Error::AccessDenied) {
+        bad.push(format!("Shutdown answered {answer:?} (want AccessDenied)"));
+    }
+    // still serving: a round trip to another process's server, and the ticktimer
+    std::thread::sleep(Duration::from_millis(200));
+    match xous::send_message(cid, xous::Message::new_blocking_scalar(SLOW_NOW_SCALAR, 41, 0, 0, 0)) {
+        Ok(xous::Result::Scalar1(42)) => {}
+        other => bad.push(format!("slow server after the refusal: {other:?}")),
+    }
+    let t = xous_api_ticktimer::Ticktimer::new().map(|tt| tt.elapsed_ms());
+    if t.is_err() {
+        bad.push(format!("ticktimer after the refusal: {t:?}"));
+    }
+    let v = hosted_tests::Verdict::judged(SHUTDOWN_REFUSED, bad.is_empty()).with("answer", format!("{answer:?}").replace(' ', ""));
+    hosted_tests::report(&if bad.is_empty() { v } else { v.detail(bad.join("; ")) });
+    let sid = xns.register_name(REFUSED_NAME, None).expect("register the refused probe's name");
+    loop {
+        let _ = xous::receive_message(sid);
+    }
 }

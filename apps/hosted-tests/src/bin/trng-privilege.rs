@@ -35,6 +35,8 @@ fn main() {
     .map(|(o, n)| (*o as usize, *n))
     .collect();
     let (refused, tried) = privilege::privileged_opcodes_refused(t.conn(), &ops, TrngError::NotPermitted as usize, &mut bad);
+    // the kernel's Shutdown: the system's own processes only
+    let shutdown = privilege::shutdown_refused(&mut bad);
 
     // no effect, and the service still serves
     const VALID: usize = 20;
@@ -59,6 +61,6 @@ fn main() {
         Ok(s) if s.clears == clears_before && !s.latched => {}
         other => bad.push(format!("error stats changed: {other:?} (clears before {clears_before})")),
     }
-    let outcome = privilege::Outcome { refused, tried, lookup, claim, served, of_valid: VALID };
+    let outcome = privilege::Outcome { refused, tried, lookup, claim, served, of_valid: VALID, shutdown };
     hosted_tests::report(&outcome.verdict("trng-privilege", &bad));
 }
