@@ -390,12 +390,84 @@ pub fn make_image(tools: &device_xous::XousTools, kernel: &Path, programs: &[Pat
     Ok(BuiltImage { path: out.to_path_buf(), report })
 }
 
-/// Every device ELF of the image, in PID order after the kernel: base services, then ours.
-pub fn image_programs(verbose: bool) -> Result<Vec<PathBuf>> {
-    let services = device_xous::ensure_services(verbose)?;
-    // PID order of xous-core: ticktimer, log, names, susres
+/// The base services in the image's PID order (xous-core's): PIDs 2, 3, 4, 5.
+pub const BASE_SERVICES: [&str; 4] = ["xous-ticktimer", "xous-log", "xous-names", "xous-susres"];
+
+/// A program laid out after the image's own (PID 9, 10, ...; only on the simulated Precursor):
+/// an ordinary app, unless the system builder lets it power off (`system`): a run's harness,
+/// or another copy of a system process.
+#[derive(Clone, Debug)]
+pub struct Extra {
+    pub elf: PathBuf,
+    pub may_power_off: bool,
+}
+
+impl Extra {
+    pub fn app(elf: PathBuf) -> Extra {
+        Extra { elf, may_power_off: false }
+    }
+    pub fn system(elf: PathBuf) -> Extra {
+        Extra { elf, may_power_off: true }
+    }
+}
+
+/// The PIDs of a device image allowed to power it off, suspend or reboot it (xous-susres) and
+/// to call the kernel's Shutdown: the one list both are built with (`XOUS_POWER_PIDS`,
+/// kernel-patches/device/0004 and xous-susres/0001; docs/security.md "Power-off and shutdown").
+/// Computed from the program list, never written by hand.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PowerPids(pub Vec<u32>);
+
+impl PowerPids {
+    /// PID 1 is the kernel; the programs follow in image order: [`BASE_SERVICES`], ours
+    /// (`device::IMAGE_PROGRAMS`, those in `ctx::SYSTEM_BINS` allowed), then `extras`.
+    pub fn of_image(extras: &[Extra]) -> PowerPids {
+        let first_ours = 2 + BASE_SERVICES.len();
+        let ours = crate::device::IMAGE_PROGRAMS.iter().enumerate().filter(|(_, (_, bin))| crate::ctx::SYSTEM_BINS.contains(bin)).map(|(i, _)| first_ours + i);
+        let first_extra = first_ours + crate::device::IMAGE_PROGRAMS.len();
+        let extra = extras.iter().enumerate().filter(|(_, e)| e.may_power_off).map(|(i, _)| first_extra + i);
+        PowerPids(ours.chain(extra).map(|p| p as u32).collect())
+    }
+
+    /// The value of `XOUS_POWER_PIDS`: "8,9".
+    pub fn env_value(&self) -> String {
+        self.0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(",")
+    }
+
+    /// The name of the builds made for this list: "power-8-9".
+    pub fn tag(&self) -> String {
+        if self.0.is_empty() {
+            return "power-none".into();
+        }
+        format!("power-{}", self.0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join("-"))
+    }
+
+    /// Check the list against the PIDs and names the image really has (its PNam tag, or the
+    /// layout): every allowed PID names a system program or an extra allowed to power off,
+    /// and nothing else is allowed.
+    pub fn check(&self, names: &[(u32, String)], extras: &[Extra]) -> Result<()> {
+        let extra_names: Vec<String> = extras.iter().filter(|e| e.may_power_off).map(|e| e.elf.file_name().unwrap_or_default().to_string_lossy().into_owned()).collect();
+        for p in &self.0 {
+            let name = names.iter().find(|(q, _)| q == p).map(|(_, n)| n.as_str()).with_context(|| format!("power PID {p} is not in the image ({names:?})"))?;
+            if !crate::ctx::SYSTEM_BINS.contains(&name) && !extra_names.iter().any(|n| n == name) {
+                bail!("power PID {p} is {name}, which is neither a system program nor an extra allowed to power off");
+            }
+        }
+        for (p, name) in names {
+            if crate::ctx::SYSTEM_BINS.contains(&name.as_str()) && !self.0.contains(p) {
+                bail!("{name} (PID {p}) is a system program but not allowed to power off ({:?})", self.0);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Every device ELF of the image, in PID order after the kernel: base services (xous-susres
+/// built for `power`), then ours.
+pub fn image_programs(power: &PowerPids, verbose: bool) -> Result<Vec<PathBuf>> {
+    let services = device_xous::ensure_services(power, verbose)?;
     let by = |n: &str| services.iter().find(|p| p.file_name().unwrap() == n).cloned().unwrap();
-    let mut v = vec![by("xous-ticktimer"), by("xous-log"), by("xous-names"), by("xous-susres")];
+    let mut v: Vec<PathBuf> = BASE_SERVICES.iter().map(|n| by(n)).collect();
     crate::device::build_default()?;
     v.extend(device_xous::our_programs());
     Ok(v)
@@ -424,10 +496,16 @@ pub fn run(a: DeviceImageArgs, verbose: bool) -> Result<()> {
     Ok(())
 }
 
+/// The flashed image: no extras, only the system's own processes may power off.
 pub fn build(out: &Path, key: &Option<PathBuf>, verbose: bool) -> Result<BuiltImage> {
+    build_for(out, key, &PowerPids::of_image(&[]), verbose)
+}
+
+/// The image's programs with the kernel and xous-susres built for `power`.
+pub fn build_for(out: &Path, key: &Option<PathBuf>, power: &PowerPids, verbose: bool) -> Result<BuiltImage> {
     let tools = device_xous::ensure_tools(verbose)?;
-    let kernel = device_xous::ensure_kernel(verbose)?;
-    let programs = image_programs(verbose)?;
+    let kernel = device_xous::ensure_kernel(power, verbose)?;
+    let programs = image_programs(power, verbose)?;
     // the simulated SoC's CPU has no C extension: every ELF must be free of compressed code
     crate::setup::require_apt(&["binutils-riscv64-unknown-elf"])?;
     for p in std::iter::once(&kernel).chain(programs.iter()) {
@@ -437,7 +515,12 @@ pub fn build(out: &Path, key: &Option<PathBuf>, verbose: bool) -> Result<BuiltIm
         }
     }
     let svd = device_xous::precursor_svd()?;
-    make_image(&tools, &kernel, &programs, &svd, out, key)
+    let built = make_image(&tools, &kernel, &programs, &svd, out, key)?;
+    // the image builder's PIDs (PNam) against the list the kernel and susres were built with
+    // (a list for a simulated system also names its extras, which this image does not hold)
+    let names = &built.report.names;
+    PowerPids(power.0.iter().copied().filter(|p| names.iter().any(|(q, _)| q == p)).collect()).check(names, &[])?;
+    Ok(built)
 }
 
 pub fn test_step(_ctx: &crate::Ctx) -> Result<()> {
@@ -460,6 +543,31 @@ pub fn test_step(_ctx: &crate::Ctx) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn power_pids_come_from_the_program_list() {
+        // sysctl is the last of our programs: PID 2 + 4 base services + 2
+        let flashed = PowerPids::of_image(&[]);
+        assert_eq!(flashed.0, vec![8]);
+        assert_eq!((flashed.env_value().as_str(), flashed.tag().as_str()), ("8", "power-8"));
+        let extras = [Extra::system(PathBuf::from("/x/device-selftest")), Extra::app(PathBuf::from("/x/power-probe"))];
+        let p = PowerPids::of_image(&extras);
+        assert_eq!((p.env_value().as_str(), p.tag().as_str()), ("8,9", "power-8-9"));
+        assert_eq!(PowerPids(vec![]).tag(), "power-none");
+        let names: Vec<(u32, String)> = ["kernel", "xous-ticktimer", "xous-log", "xous-names", "xous-susres", "engine25519", "trng", "sysctl", "device-selftest", "power-probe"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (i as u32 + 1, n.to_string()))
+            .collect();
+        p.check(&names, &extras).unwrap();
+        // a list that names an app, or leaves out a system program, is refused
+        let e = PowerPids(vec![8, 10]).check(&names, &extras).unwrap_err().to_string();
+        assert!(e.contains("PID 10 is power-probe"), "{e}");
+        let e = PowerPids(vec![9]).check(&names, &extras).unwrap_err().to_string();
+        assert!(e.contains("sysctl (PID 8) is a system program"), "{e}");
+        let e = PowerPids(vec![8, 11]).check(&names, &extras).unwrap_err().to_string();
+        assert!(e.contains("not in the image"), "{e}");
+    }
 
     /// A minimal ELF32 with the given machine/class and PT_LOAD segments (vaddr, memsz, filesz),
     /// read + execute, entry at the first segment.

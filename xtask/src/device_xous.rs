@@ -8,7 +8,8 @@
 //! - the base services xous-log, xous-names, xous-ticktimer at the hosted set's versions, and
 //!   xous-susres 0.1.35 (the release built against the same xous 0.9.35 / xous-api-susres 0.9.30;
 //!   the hosted system does not run it), same features and flags, plus
-//!   kernel-patches/device/<crate>/*.patch (xous-ticktimer: its alarm interrupt's argument) (lock files holding proc-macro2 1.0.5x are updated to 1.0.86, the oldest
+//!   kernel-patches/device/<crate>/*.patch (xous-ticktimer: its alarm interrupt's argument;
+//!   xous-susres: the power privilege and its suspend interrupt's argument) (lock files holding proc-macro2 1.0.5x are updated to 1.0.86, the oldest
 //!   that builds on the current nightly);
 //! - xous-tools 0.1.2 (host binaries: xous-create-image, xous-sign-image, xous-read-tags) and
 //!   utralib 0.1.15's Precursor SVD (the memory map the image creator reads).
@@ -17,10 +18,13 @@
 //!   download/*.crate            pristine crates (sha256 pinned)
 //!   src/<crate>-<version>/      unpacked (+ patched) sources
 //!   build/<crate>/              cargo target dirs
-//!   bin/                        xous-kernel, xous-log, xous-names, xous-ticktimer, xous-susres (device ELFs)
+//!   bin/                        xous-log, xous-names, xous-ticktimer (device ELFs)
+//!   bin/power-<pids>/           xous-kernel, xous-susres built for one list of power PIDs
+//!                               (`XOUS_POWER_PIDS`, device_image::PowerPids)
 //!   tools/bin/                  xous-tools binaries
 //!   stamps/*.stamp
 
+use crate::device_image::PowerPids;
 use crate::util;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
@@ -189,11 +193,17 @@ fn kernel_key() -> Result<String> {
     Ok(util::sha256_hex(text.as_bytes()))
 }
 
-/// The device kernel ELF (built once, then cached).
-pub fn ensure_kernel(verbose: bool) -> Result<PathBuf> {
-    let bin = bin_dir().join("xous-kernel");
-    let key = kernel_key()?;
-    if crate::xous::stamp_ok(&device_dir(), "kernel", &key, &[&bin]) {
+/// The variable the device kernel and xous-susres read at build time: the PIDs that may power
+/// off / shut down (kernel-patches/device/0004, kernel-patches/device/xous-susres/0001).
+pub const POWER_PIDS_ENV: &str = "XOUS_POWER_PIDS";
+
+/// The device kernel ELF built for `power` (built once per list, then cached in
+/// bin/<power tag>/).
+pub fn ensure_kernel(power: &PowerPids, verbose: bool) -> Result<PathBuf> {
+    let bin = bin_dir().join(power.tag()).join("xous-kernel");
+    let key = util::sha256_hex(format!("{} {POWER_PIDS_ENV}={}", kernel_key()?, power.env_value()).as_bytes());
+    let stamp = format!("kernel-{}", power.tag());
+    if crate::xous::stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
         return Ok(bin);
     }
     crate::device::ensure_toolchain()?;
@@ -210,6 +220,7 @@ pub fn ensure_kernel(verbose: bool) -> Result<PathBuf> {
     // vendor/xous-riscv is a path dependency now, so cargo no longer caps its lints (it denies
     // warnings that today's compiler raises about its own cfgs)
     cmd.env("RUSTFLAGS", format!("{DEVICE_RUSTFLAGS} --cap-lints warn"));
+    cmd.env(POWER_PIDS_ENV, power.env_value());
     crate::supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, "device build of xous-kernel", verbose)?;
     let built = device_dir().join("build/kernel").join(TARGET).join("release").join(KERNEL.name);
     let n = compressed_instructions(&built)?;
@@ -217,7 +228,7 @@ pub fn ensure_kernel(verbose: bool) -> Result<PathBuf> {
         bail!("the device kernel still has {n} compressed instructions ({})", built.display());
     }
     install(&built, &bin)?;
-    crate::xous::write_stamp(&device_dir(), "kernel", &key)?;
+    crate::xous::write_stamp(&device_dir(), &stamp, &key)?;
     Ok(bin)
 }
 
@@ -291,17 +302,25 @@ pub fn reassemble(asm: &Path, archive: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The device base services, in SERVICES order.
-pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
+/// Base services built per power list (they read `XOUS_POWER_PIDS`).
+pub const POWER_SERVICES: &[&str] = &["xous-susres"];
+
+/// The device base services, in SERVICES order; those in [`POWER_SERVICES`] built for `power`
+/// (cached in bin/<power tag>/, the others in bin/).
+pub fn ensure_services(power: &PowerPids, verbose: bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for s in SERVICES {
-        let bin = bin_dir().join(s.name);
+        let per_power = POWER_SERVICES.contains(&s.name);
+        let bin = if per_power { bin_dir().join(power.tag()).join(s.name) } else { bin_dir().join(s.name) };
         let patches = service_patch_files(s.name)?;
         let mut key = format!("{RECIPE} {}@{} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS}", s.name, s.version, s.sha256);
         for p in &patches {
             key.push_str(&format!(" {} {}", p.file_name().unwrap().to_string_lossy(), util::sha256_hex(&std::fs::read(p)?)));
         }
-        let stamp = format!("service-{}", s.name);
+        if per_power {
+            key.push_str(&format!(" {POWER_PIDS_ENV}={}", power.env_value()));
+        }
+        let stamp = if per_power { format!("service-{}-{}", s.name, power.tag()) } else { format!("service-{}", s.name) };
         if !crate::xous::stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
             crate::device::ensure_toolchain()?;
             let src = unpack_crate(s)?;
@@ -317,6 +336,9 @@ pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
             eprintln!("xtask: building {} {} for the device", s.name, s.version);
             // one target dir for the three: std is built once
             let mut cmd = device_cargo(&src, "std,panic_abort", "services");
+            if per_power {
+                cmd.env(POWER_PIDS_ENV, power.env_value());
+            }
             crate::supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("device build of {}", s.name), verbose)?;
             install(&device_dir().join("build/services").join(TARGET).join("release").join(s.name), &bin)?;
             crate::xous::write_stamp(&device_dir(), &stamp, &key)?;

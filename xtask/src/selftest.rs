@@ -9,7 +9,9 @@
 //!   for compressed instructions (the simulated CPU has none);
 //! * `sim_extras()`: the client and its phases for `cargo xtask sim-smoke` (the hook
 //!   `sim::smoke_extras`): one phase per check's PASS line, then the client's own PASS; the
-//!   client then powers the SoC off through xous-susres (sim-smoke's last phase);
+//!   client (allowed to: `Extra::system`) then powers the SoC off through xous-susres
+//!   (sim-smoke's last phase); beside it `power-probe`, an ordinary app, whose power-off,
+//!   suspend and Shutdown must be refused (docs/security.md);
 //! * step `sim:selftest` and bench provider `sim-selftest`: that run, judged (the bench on v1
 //!   and v2 engine SoCs); the bench key
 //!   `sim_x25519_hw_us_at_100mhz` is one X25519 through the service's `hw` backend on the
@@ -18,6 +20,7 @@
 //!   cycle at which each was written) over the number of calls.
 
 use crate::ctx::Ctx;
+use crate::device_image::{Extra, PowerPids};
 use crate::hosted::{failed_verdicts, is_panic, Launch, Report};
 use crate::sim::Phase;
 use crate::steps::{BenchProvider, BenchResults, TestStep};
@@ -107,9 +110,29 @@ fn regex_escape(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == ' ' { c.to_string() } else { format!("\\{c}") }).collect()
 }
 
-/// The hook of `cargo xtask sim-smoke` (sim::smoke_extras): the device client and its phases.
-pub fn sim_extras(verbose: bool) -> Result<(Vec<PathBuf>, Vec<Phase>)> {
-    Ok((vec![device_elf(verbose)?], sim_phases()))
+/// The ordinary app that asks to stop the system and must be refused (docs/security.md).
+pub const POWER_PROBE: &str = "power-probe";
+
+/// The hook of `cargo xtask sim-smoke` (sim::smoke_extras): the device client, this run's
+/// harness (it powers the SoC off at the end: the image builder allows it), then
+/// `power-probe`, an ordinary app, with their phases: the client's checks, susres's list of
+/// allowed PIDs (the one the image was built with), and every power request of the probe
+/// refused while the system keeps serving it.
+pub fn sim_extras(verbose: bool) -> Result<(Vec<Extra>, Vec<Phase>)> {
+    let client = device_elf(verbose)?;
+    let probe = client.with_file_name(POWER_PROBE);
+    check_device_elf(&probe)?;
+    let extras = vec![Extra::system(client), Extra::app(probe)];
+    let allowed = PowerPids::of_image(&extras).0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+    let mut phases = sim_phases();
+    phases.extend([
+        Phase::new("power-pids", &format!(r"xous_susres: power operations allowed to PID\(s\) \[{allowed}\]")),
+        Phase::new("poweroff-refused", r"xous_susres: PowerOff refused to PID \d+: not a system process"),
+        Phase::new("suspend-refused", r"xous_susres: SuspendRequest refused to PID \d+: not a system process"),
+        Phase::new("shutdown-refused", r"KERNEL: Shutdown refused to PID \d+: not a system process"),
+        Phase::new(POWER_PROBE, &format!(r"^VERDICT {POWER_PROBE} PASS")),
+    ]);
+    Ok((extras, phases))
 }
 
 /// The SoC's engine build: gateware/precursor reads it from this variable (default v1,
@@ -255,11 +278,17 @@ pub fn device_elf(verbose: bool) -> Result<PathBuf> {
     let _ = verbose;
     crate::device::build_packages(&[PACKAGE.to_string()])?;
     let elf = crate::util::target_dir().join(crate::device::TARGET).join("release").join(PACKAGE);
-    let n = crate::device_xous::compressed_instructions(&elf)?;
+    check_device_elf(&elf)?;
+    Ok(elf)
+}
+
+/// A device ELF of this package (built by [`device_elf`]) without compressed instructions.
+fn check_device_elf(elf: &std::path::Path) -> Result<()> {
+    let n = crate::device_xous::compressed_instructions(elf)?;
     if n != 0 {
         bail!("{}: {n} compressed instructions (the simulated CPU has no C extension)", elf.display());
     }
-    Ok(elf)
+    Ok(())
 }
 
 #[cfg(test)]

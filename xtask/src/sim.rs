@@ -13,6 +13,7 @@
 //! * bench provider `sim-boot`: sim_boot_cycles, sim_boot_to_services_s.
 
 use crate::ctx::Ctx;
+use crate::device_image::Extra;
 use crate::steps::TestStep;
 use crate::{gateware, setup, supervisor};
 use anyhow::{bail, Context, Result};
@@ -120,7 +121,8 @@ pub struct SimSmokeArgs {
     #[arg(long, default_value_t = 900)]
     pub timeout: u64,
     /// A further device program laid out after the image's (PID 9, ...), e.g. a test client
-    /// (repeatable; the step adds the ones `smoke_extras` names).
+    /// (repeatable; the step adds the ones `smoke_extras` names). An ordinary app: it may not
+    /// power the device off.
     #[arg(long)]
     pub extra: Vec<PathBuf>,
     /// A further phase, NAME=REGEX: an output line matching REGEX (Python `re`; the runner
@@ -181,7 +183,7 @@ pub const FAIL_LINES: &[&str] = &[r"VERDICT \S+ FAIL", r"PROGRAM HALT|PANIC|pani
 /// The hook for programs beyond the device image: the device-built programs sim-smoke (and
 /// the step `sim:selftest`) lays out after the image's, and the phases their output proves
 /// (judged after the boot phases, before the shutdown). A test client goes here.
-pub fn smoke_extras(verbose: bool) -> Result<(Vec<PathBuf>, Vec<Phase>)> {
+pub fn smoke_extras(verbose: bool) -> Result<(Vec<Extra>, Vec<Phase>)> {
     crate::selftest::sim_extras(verbose)
 }
 
@@ -214,12 +216,12 @@ impl SmokeResult {
 /// `phases` from its output. `boot_only`: end at the last phase's line; otherwise the run
 /// must end by the system powering itself off (phase `shutdown`). `timeout`: wall seconds of
 /// simulation (a hung system fails here).
-pub fn smoke_run(extra: &[PathBuf], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool) -> Result<SmokeResult> {
+pub fn smoke_run(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool) -> Result<SmokeResult> {
     smoke_run_with(extra, phases, boot_only, timeout, verbose, FAIL_LINES)
 }
 
 /// `smoke_run` with other failure lines (a run that must show an error line).
-pub fn smoke_run_with(extra: &[PathBuf], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, fail_lines: &[&str]) -> Result<SmokeResult> {
+pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, fail_lines: &[&str]) -> Result<SmokeResult> {
     let dir = crate::sim_layout::sim_dir().join("smoke");
     crate::sim_layout::build(&dir, extra, verbose).context("the boot files (cargo xtask sim-layout)")?;
     let json = dir.join("smoke.json");
@@ -282,7 +284,7 @@ pub fn report(r: &SmokeResult) {
 /// programs' phases), nothing failed, and the system powered itself off, within the time limit.
 pub fn smoke(a: SimSmokeArgs, verbose: bool) -> Result<()> {
     let (mut extra, extra_phases) = smoke_extras(verbose)?;
-    extra.extend(a.extra.iter().cloned());
+    extra.extend(a.extra.iter().cloned().map(Extra::app));
     let mut phases = boot_phases();
     phases.extend(extra_phases);
     phases.extend(a.phases.iter().cloned());
@@ -302,7 +304,8 @@ fn fail_closed_step(ctx: &Ctx) -> Result<()> {
     let sysctl = crate::device_xous::our_programs().into_iter().find(|p| p.file_name().is_some_and(|n| n == "sysctl")).context("sysctl is not in the device image")?;
     let phases = [Phase::new("sysctl-refused", r"^SYSCTL ERROR .*slots are already taken"), Phase::new("sysctl-poweroff", r"^SYSCTL POWEROFF$")];
     let fail: Vec<&str> = [FAIL_LINES[0], r"PROGRAM HALT|PANIC|panicked at|CPU Exception"].into();
-    let r = smoke_run_with(&[sysctl], &phases, false, 900, ctx.verbose, &fail)?;
+    // a second copy of the system process: the image builder lets it power off like the first
+    let r = smoke_run_with(&[Extra::system(sysctl)], &phases, false, 900, ctx.verbose, &fail)?;
     report(&r);
     if !r.ok {
         bail!("a second sysctl did not make the system fail closed and power off: end {}", r.reason);

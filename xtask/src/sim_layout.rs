@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use crate::device_image::{Extra, PowerPids};
 use crate::{device_xous, util};
 use xous_layout::{elf, layout, tags, Params, Program};
 
@@ -33,7 +34,7 @@ pub struct SimLayoutArgs {
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// A further program ELF after the image's programs (PID 9, 10, ...), e.g. a device-built
-    /// test client (repeatable).
+    /// test client (repeatable). An ordinary app: it may not power the device off.
     #[arg(long = "extra")]
     pub extra: Vec<PathBuf>,
 }
@@ -52,14 +53,16 @@ fn program_name(p: &Path) -> String {
     p.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
-/// Lay out the device image's programs, then `extra` (PIDs after them), into `out`.
-pub fn build(out: &Path, extra: &[PathBuf], verbose: bool) -> Result<Built> {
+/// Lay out the device image's programs, then `extra` (PIDs after them), into `out`. The kernel
+/// and xous-susres are built for this program list's power PIDs (`PowerPids::of_image`).
+pub fn build(out: &Path, extra: &[Extra], verbose: bool) -> Result<Built> {
+    let power = PowerPids::of_image(extra);
     let image_path = sim_dir().join("reference").join("xous.img");
-    let image = crate::device_image::build(&image_path, &None, verbose)?;
+    let image = crate::device_image::build_for(&image_path, &None, &power, verbose)?;
     let presign = image.path.with_extension("presign.img");
-    let kernel_path = device_xous::ensure_kernel(verbose)?;
-    let mut program_paths = crate::device_image::image_programs(verbose)?;
-    program_paths.extend(extra.iter().cloned());
+    let kernel_path = device_xous::ensure_kernel(&power, verbose)?;
+    let mut program_paths = crate::device_image::image_programs(&power, verbose)?;
+    program_paths.extend(extra.iter().map(|e| e.elf.clone()));
     let reference = std::fs::read(&presign).with_context(|| format!("reading {}", presign.display()))?;
     let (ram_name, regions) = tags::regions_from_image(&reference).with_context(|| presign.display().to_string())?;
     let params = Params { ram_base: RAM_BASE, ram_size: RAM_SIZE, ram_name, regions };
@@ -69,6 +72,8 @@ pub fn build(out: &Path, extra: &[PathBuf], verbose: bool) -> Result<Built> {
         programs.push(Program { name: program_name(p), elf: elf::load(p)? });
     }
     let l = layout::build(&params, &kernel, &programs)?;
+    let names: Vec<(u32, String)> = l.processes.iter().map(|p| (p.pid, p.name.clone())).collect();
+    power.check(&names, extra).context("the power PIDs against the layout")?;
     let w = xous_layout::write(&l, ROM_BASE, out, true)?;
     cross_check(&l.tags, &reference)?;
     read_tags_check(&device_xous::ensure_tools(verbose)?.read_tags, &w.args, l.tags.len())?;
@@ -139,7 +144,8 @@ fn print(b: &Built) {
 
 pub fn run(a: SimLayoutArgs, verbose: bool) -> Result<()> {
     let out = a.out.unwrap_or_else(sim_dir);
-    let b = build(&out, &a.extra, verbose)?;
+    let extra: Vec<Extra> = a.extra.iter().cloned().map(Extra::app).collect();
+    let b = build(&out, &extra, verbose)?;
     print(&b);
     Ok(())
 }
@@ -247,7 +253,7 @@ fn run_probe(rom: &Path, ram: &Path, expect: &str, json: &Path) -> Result<serde_
 pub fn test_step(_ctx: &crate::Ctx) -> Result<()> {
     crate::setup::require_apt(&["binutils-riscv64-unknown-elf"])?;
     let verbose = false;
-    let kernel = device_xous::ensure_kernel(verbose)?;
+    let kernel = device_xous::ensure_kernel(&PowerPids::of_image(&[]), verbose)?;
     // unit tests, with the kernel's own argument parser compiled in
     let src = device_xous::device_dir().join("src").join(format!("{}-{}", device_xous::KERNEL.name, device_xous::KERNEL.version));
     let mut c = util::cargo();

@@ -152,6 +152,34 @@ pub fn us_per_call(ms: u64, calls: u64) -> f64 {
     ms as f64 * 1000.0 / calls as f64
 }
 
+/// Wait, yielding (at most BOOT_SPINS rounds), until both services' public names resolve and
+/// then xous-names reports trusted_init_done. In that order: a service registers its control
+/// name before its public name, so once the public names resolve the control servers exist,
+/// and trusted_init_done (every connection-limited server has all its slots taken) then means
+/// the system's controller has claimed them (before any limited server exists it is trivially
+/// true). Returns the rounds waited.
+pub fn wait_for_system() -> Result<u64, String> {
+    const BOOT_SPINS: u64 = 1_000_000;
+    let xns = xous_api_names::XousNames::new().map_err(|e| format!("xous-names: {e:?}"))?;
+    let mut resolved = [false; 2];
+    for i in 0..BOOT_SPINS {
+        for (done, name) in resolved.iter_mut().zip([engine25519::api::SERVER_NAME, trng::api::SERVER_NAME]) {
+            if !*done {
+                *done = xns.request_connection(name).is_ok();
+            }
+        }
+        if resolved == [true, true] {
+            match xns.trusted_init_done() {
+                Ok(true) => return Ok(i),
+                Ok(false) => {}
+                Err(e) => return Err(format!("trusted_init_done: {e:?}")),
+            }
+        }
+        xous::yield_slice();
+    }
+    Err(format!("after {BOOT_SPINS} rounds: public names resolved {resolved:?}, trusted_init_done false (a control slot is unclaimed)"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
