@@ -223,6 +223,24 @@ impl<B: Bus> ServerPage<B> {
         (0..polls).find_map(|_| self.raw())
     }
 
+    /// Discard the words the server raw FIFO holds now (after a source change: words assembled
+    /// under the previous selection) and return how many were popped. Bounded: the level is read
+    /// once and at most that many words are popped, each only while STATUS.avail says the FIFO
+    /// is not empty (no underrun is provoked). Words written after the level was read stay: the
+    /// FIFO is in order, so once the level is read after the CONTROL write, every older word is
+    /// among those popped. Draining "until empty" instead never ends when the sources refill the
+    /// FIFO faster than the CPU reads it (the simulated noise source, one sample per cycle,
+    /// assembles an AV word every 32 cycles), and a reader then never gets its first word.
+    pub fn discard_raw(&self) -> u32 {
+        let n = self.raw_level();
+        let mut popped = 0;
+        while popped < n && sr::status::AVAIL.get(self.bus.read(sr::STATUS)) != 0 {
+            let _ = self.bus.read(sr::DATA);
+            popped += 1;
+        }
+        popped
+    }
+
     pub fn health(&self) -> Health {
         let b = &self.bus;
         Health {
@@ -304,6 +322,12 @@ mod tests {
         port: RefCell<Option<u32>>,
         last: RefCell<bool>,
         fifo: RefCell<Vec<u32>>,
+        /// words popped from `fifo` (STATUS.rdcount, modulo the depth)
+        popped: RefCell<u32>,
+        /// a source faster than the reader: every STATUS read first appends this many words
+        /// (numbered from `next_new`)
+        refill: RefCell<u32>,
+        next_new: RefCell<u32>,
         under: RefCell<u32>,
         nist: RefCell<u32>,
         flush_on_data: RefCell<bool>,
@@ -322,7 +346,16 @@ mod tests {
                     sr::urandom_valid::VALID.val(self.port.borrow().is_some() as u32)
                         | sr::urandom_valid::LAST.val(*self.last.borrow() as u32)
                 }
-                o if o == sr::STATUS => sr::status::AVAIL.val(!self.fifo.borrow().is_empty() as u32),
+                o if o == sr::STATUS => {
+                    for _ in 0..*self.refill.borrow() {
+                        let w = *self.next_new.borrow();
+                        *self.next_new.borrow_mut() += 1;
+                        self.fifo.borrow_mut().push(w);
+                    }
+                    let (n, rd) = (self.fifo.borrow().len() as u32, *self.popped.borrow());
+                    let m = sr::status::WRCOUNT.max();
+                    sr::status::AVAIL.val((n != 0) as u32) | sr::status::RDCOUNT.val(rd & m) | sr::status::WRCOUNT.val((rd + n) & m)
+                }
                 o if o == sr::DATA => {
                     if *self.flush_on_data.borrow() {
                         self.fifo.borrow_mut().clear();
@@ -332,6 +365,7 @@ mod tests {
                         *self.under.borrow_mut() += 1;
                         POISON
                     } else {
+                        *self.popped.borrow_mut() += 1;
                         self.fifo.borrow_mut().remove(0)
                     }
                 }
@@ -381,6 +415,40 @@ mod tests {
         assert_eq!(p.raw(), Some(1));
         *f.flush_on_data.borrow_mut() = true;
         assert_eq!(p.raw(), None, "a word read while a failure flushed the FIFO is refused");
+    }
+
+    #[test]
+    fn discard_raw_pops_the_words_present_and_ends_under_a_fast_source() {
+        // 700 words from the previous source selection; then the source refills faster than
+        // the reader (3 words per STATUS read, as the simulated noise source outpaces the CPU):
+        // "read until empty" would never end, discard_raw pops exactly the 700
+        let f = Fake::default();
+        f.fifo.borrow_mut().extend(0..700);
+        *f.next_new.borrow_mut() = 10_000;
+        let p = ServerPage::new(&f);
+        assert_eq!(p.raw_level(), 700);
+        *f.refill.borrow_mut() = 3;
+        let n = p.discard_raw();
+        // the level read itself saw the first 3 new words: those are discarded too, never older ones kept
+        assert_eq!(n, 703);
+        assert_eq!(*f.under.borrow(), 0, "no DATA read of an empty FIFO");
+        let w = p.raw().unwrap();
+        assert!(w >= 10_000, "the first word after the discard is a new one, got {w}");
+        assert!(f.fifo.borrow().iter().all(|&w| w >= 10_000), "no word of the previous selection is left");
+
+        // an empty FIFO: nothing read from DATA
+        let f = Fake::default();
+        let p = ServerPage::new(&f);
+        assert_eq!(p.discard_raw(), 0);
+        assert!(f.log.borrow().iter().all(|e| e.1 != sr::DATA));
+
+        // a failure flushes the FIFO while it is being discarded: the loop stops at avail = 0
+        let f = Fake::default();
+        f.fifo.borrow_mut().extend(0..10);
+        *f.flush_on_data.borrow_mut() = true;
+        let p = ServerPage::new(&f);
+        assert_eq!(p.discard_raw(), 1);
+        assert!(f.fifo.borrow().is_empty());
     }
 
     #[test]

@@ -121,10 +121,10 @@ impl HwBackend {
             RawMode::Ro => Sources::RoOnly,
             RawMode::Both => Sources::Both,
         });
-        // drain words produced under the previous configuration
-        while d.raw_level() != 0 {
-            let _ = d.raw();
-        }
+        // discard the words assembled under the previous selection (bounded: the simulated
+        // noise source refills the FIFO faster than the CPU reads it, so "until empty" never
+        // ended; trng_driver::ServerPage::discard_raw)
+        d.discard_raw();
         self.raw_mode = Some(mode);
     }
 }
