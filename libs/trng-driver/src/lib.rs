@@ -213,7 +213,7 @@ impl<B: Bus> ServerPage<B> {
         }
         let w = b.read(sr::DATA);
         let u1 = sr::underruns::SERVER_UNDERRUN.get(b.read(sr::UNDERRUNS));
-        if u1 != u0 || self.health().failing() {
+        if u1 != u0 || self.failing() {
             return None;
         }
         Some(w)
@@ -239,6 +239,13 @@ impl<B: Bus> ServerPage<B> {
             popped += 1;
         }
         popped
+    }
+
+    /// A latched health failure now: `Health::failing` from its two registers only (NIST_ERRORS,
+    /// then STATUS.av_excursion unless NIST_ERRORS already fails), without READY: the check
+    /// `raw` makes after every DATA read and the `hw` backend before every word.
+    pub fn failing(&self) -> bool {
+        self.bus.read(sr::NIST_ERRORS) != 0 || sr::status::AV_EXCURSION.get(self.bus.read(sr::STATUS)) != 0
     }
 
     pub fn health(&self) -> Health {
@@ -330,6 +337,8 @@ mod tests {
         next_new: RefCell<u32>,
         under: RefCell<u32>,
         nist: RefCell<u32>,
+        /// STATUS.av_excursion
+        exc: RefCell<u32>,
         flush_on_data: RefCell<bool>,
         log: RefCell<Vec<(char, usize, u32)>>,
     }
@@ -354,7 +363,10 @@ mod tests {
                     }
                     let (n, rd) = (self.fifo.borrow().len() as u32, *self.popped.borrow());
                     let m = sr::status::WRCOUNT.max();
-                    sr::status::AVAIL.val((n != 0) as u32) | sr::status::RDCOUNT.val(rd & m) | sr::status::WRCOUNT.val((rd + n) & m)
+                    sr::status::AVAIL.val((n != 0) as u32)
+                        | sr::status::RDCOUNT.val(rd & m)
+                        | sr::status::WRCOUNT.val((rd + n) & m)
+                        | sr::status::AV_EXCURSION.val(*self.exc.borrow())
                 }
                 o if o == sr::DATA => {
                     if *self.flush_on_data.borrow() {
@@ -449,6 +461,24 @@ mod tests {
         let p = ServerPage::new(&f);
         assert_eq!(p.discard_raw(), 1);
         assert!(f.fifo.borrow().is_empty());
+    }
+
+    #[test]
+    fn failing_agrees_with_health_and_gates_raw_words() {
+        let f = Fake::default();
+        let p = ServerPage::new(&f);
+        f.fifo.borrow_mut().extend([1, 2, 3]);
+        assert!(!p.failing() && !p.health().failing());
+        assert_eq!(p.raw(), Some(1));
+        for (nist, exc) in [(1u32 << 4, 0u32), (0, 2), (1, 1)] {
+            *f.nist.borrow_mut() = nist;
+            *f.exc.borrow_mut() = exc;
+            assert!(p.failing() && p.health().failing(), "nist {nist:#x} excursion {exc:#x}");
+            assert_eq!(p.raw(), None, "no raw word while a failure is latched (nist {nist:#x} excursion {exc:#x})");
+        }
+        *f.nist.borrow_mut() = 0;
+        *f.exc.borrow_mut() = 0;
+        assert!(!p.failing());
     }
 
     #[test]

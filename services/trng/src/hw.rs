@@ -67,7 +67,7 @@ impl HwRegs {
     }
     /// A hardware health failure is latched (RCT/APT or excursion).
     pub fn hw_error(&self) -> bool {
-        self.driver().health().failing()
+        self.driver().failing()
     }
     /// One conditioned word from the server port: only a word the port vouched for
     /// (URANDOM_VALID.last after the read); an empty port's poison word is never used.
@@ -148,10 +148,12 @@ impl Backend for HwBackend {
     }
     fn fill_raw(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), TrngError> {
         self.select_raw(mode);
+        // `raw` takes a word only if no failure is latched after its DATA read (and the FIFO
+        // did not underrun around it): no second health check per word here
         for c in out.chunks_mut(4) {
             match self.regs.raw() {
-                Some(w) if !self.regs.hw_error() => c.copy_from_slice(&w.to_le_bytes()[..c.len()]),
-                _ => {
+                Some(w) => c.copy_from_slice(&w.to_le_bytes()[..c.len()]),
+                None => {
                     out.fill(0);
                     return Err(TrngError::HealthFailure);
                 }
