@@ -167,6 +167,35 @@ impl<B: Bus> ServerPage<B> {
         self.bus.write(sr::CONTROL, sr::control::CLR_ERR.set(ctl, 0));
     }
 
+    /// Select the sources for raw-source testing without ever holding the conditioner.
+    ///
+    /// The gateware holds (and wipes) the conditioner while CONTROL.av_dis and
+    /// AV_CONFIG.required are both set: no conditioned word from the ring oscillator alone.
+    /// With `set_sources(RoOnly)` alone the kernel's `urandom` port therefore runs dry, and the
+    /// device kernel, which polls that port for every random number it hands out (server IDs),
+    /// spins with every process stopped and panics after its poll limit (seen on the simulated
+    /// Precursor: a raw RO tester frame ended in that panic at 120.8 M cycles). Here, for
+    /// `RoOnly`, AV_CONFIG.required is cleared *before* the AV channels are disabled, and for
+    /// `Both` / `AvOnly` it is set again *after* they are enabled, so `hold` never rises: the
+    /// conditioner keeps the state it was seeded with (from both families) and folds in RO
+    /// words only while RO-only. The caller makes sure the conditioner was seeded before it
+    /// selects `RoOnly` (a valid conditioned word), and selects `Both` again before it clears
+    /// errors (a cleared conditioner reseeds from scratch: never from RO words alone).
+    pub fn select_sources(&self, sources: Sources) {
+        let b = &self.bus;
+        let required = |on: bool| {
+            let v = b.read(sr::AV_CONFIG);
+            b.write(sr::AV_CONFIG, sr::av_config::REQUIRED.set(v, on as u32));
+        };
+        if sources == Sources::RoOnly {
+            required(false);
+            self.set_sources(sources);
+        } else {
+            self.set_sources(sources);
+            required(true);
+        }
+    }
+
     /// One conditioned word from the server port, or None if the word read was not valid.
     pub fn urandom(&self) -> Option<u32> {
         urandom_read(&self.bus, sr::URANDOM, sr::URANDOM_VALID, sr::urandom_valid::LAST)
@@ -339,6 +368,8 @@ mod tests {
         nist: RefCell<u32>,
         /// STATUS.av_excursion
         exc: RefCell<u32>,
+        /// every other register: what was last written (0 before)
+        mem: RefCell<std::collections::BTreeMap<usize, u32>>,
         flush_on_data: RefCell<bool>,
         log: RefCell<Vec<(char, usize, u32)>>,
     }
@@ -383,12 +414,13 @@ mod tests {
                 }
                 o if o == sr::UNDERRUNS => sr::underruns::SERVER_UNDERRUN.val(*self.under.borrow()),
                 o if o == sr::NIST_ERRORS => *self.nist.borrow(),
-                _ => 0,
+                o => self.mem.borrow().get(&o).copied().unwrap_or(0),
             };
             self.log.borrow_mut().push(('r', off, v));
             v
         }
         fn write(&self, off: usize, v: u32) {
+            self.mem.borrow_mut().insert(off, v);
             self.log.borrow_mut().push(('w', off, v));
         }
     }
@@ -479,6 +511,41 @@ mod tests {
         *f.nist.borrow_mut() = 0;
         *f.exc.borrow_mut() = 0;
         assert!(!p.failing());
+    }
+
+    #[test]
+    fn select_sources_never_holds_the_conditioner() {
+        // the gateware's hold = av_dis & required: it must never be 1 between two writes
+        let f = Fake::default();
+        let p = ServerPage::new(&f);
+        // the reset state: sources off, AV_CONFIG.required set, 32 pairs per word
+        let mut regs = (0u32, sr::av_config::REQUIRED.val(1) | sr::av_config::SAMPLES.val(32)); // CONTROL, AV_CONFIG
+        f.mem.borrow_mut().insert(sr::AV_CONFIG, regs.1);
+        for sel in [Sources::Both, Sources::RoOnly, Sources::AvOnly, Sources::RoOnly, Sources::RoOnly, Sources::Both] {
+            f.log.borrow_mut().clear();
+            p.select_sources(sel);
+            for &(op, off, v) in f.log.borrow().iter().filter(|e| e.0 == 'w') {
+                assert_eq!(op, 'w');
+                if off == sr::CONTROL {
+                    regs.0 = v;
+                } else if off == sr::AV_CONFIG {
+                    regs.1 = v;
+                }
+                let held = sr::control::AV_DIS.get(regs.0) == 1 && sr::av_config::REQUIRED.get(regs.1) == 1;
+                assert!(!held, "{sel:?}: the conditioner would be held after writing {off:#x} = {v:#x}");
+            }
+            let (av_dis, ro_dis) = (sr::control::AV_DIS.get(regs.0), sr::control::RO_DIS.get(regs.0));
+            let want = match sel {
+                Sources::Both => (0, 0),
+                Sources::AvOnly => (0, 1),
+                Sources::RoOnly => (1, 0),
+            };
+            assert_eq!((av_dis, ro_dis), want, "{sel:?}");
+            assert_eq!(sr::control::ENABLE.get(regs.0), 1);
+            // the default (required) is back whenever the AV channels run
+            assert_eq!(sr::av_config::REQUIRED.get(regs.1), (sel != Sources::RoOnly) as u32, "{sel:?}");
+            assert_eq!(sr::av_config::SAMPLES.get(regs.1), 32, "the other AV_CONFIG fields are kept");
+        }
     }
 
     #[test]

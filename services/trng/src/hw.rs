@@ -111,12 +111,20 @@ impl HwBackend {
         Ok(HwBackend { regs, pipeline, raw_mode: None })
     }
 
-    fn select_raw(&mut self, mode: RawMode) {
+    /// Select the sources of a raw mode (trng_driver::ServerPage::select_sources: the
+    /// conditioner is never held, so the kernel's port keeps serving during a raw RO read).
+    /// Before the AV channels are switched off, one valid conditioned word proves the
+    /// conditioner was seeded with the AV channels running: it then never holds output
+    /// seeded from the ring oscillator alone.
+    fn select_raw(&mut self, mode: RawMode) -> Result<(), TrngError> {
         if self.raw_mode == Some(mode) {
-            return;
+            return Ok(());
         }
         let d = self.regs.driver();
-        d.set_sources(match mode {
+        if mode == RawMode::Ro && self.regs.urandom().is_none() {
+            return Err(TrngError::HealthFailure);
+        }
+        d.select_sources(match mode {
             RawMode::Av => Sources::AvOnly,
             RawMode::Ro => Sources::RoOnly,
             RawMode::Both => Sources::Both,
@@ -126,6 +134,15 @@ impl HwBackend {
         // ended; trng_driver::ServerPage::discard_raw)
         d.discard_raw();
         self.raw_mode = Some(mode);
+        Ok(())
+    }
+
+    /// Back to both source families (conditioned output, clearing errors).
+    fn select_both(&mut self) {
+        if self.raw_mode.is_some_and(|m| m != RawMode::Both) {
+            self.regs.driver().select_sources(Sources::Both);
+        }
+        self.raw_mode = None;
     }
 }
 
@@ -134,12 +151,9 @@ impl Backend for HwBackend {
         "hw"
     }
     fn fill_conditioned(&mut self, out: &mut [u8]) -> Result<(), TrngError> {
-        // a raw-mode request may have disabled a source family (and AV_CONFIG.required then
-        // holds the conditioner): conditioned words come from both families again
-        if self.raw_mode.is_some_and(|m| m != RawMode::Both) {
-            self.regs.driver().set_sources(Sources::Both);
-            self.raw_mode = None;
-        }
+        // a raw-mode request may have disabled a source family: conditioned words come from
+        // both families again
+        self.select_both();
         if self.regs.hw_error() {
             out.fill(0);
             return Err(TrngError::HealthFailure);
@@ -147,7 +161,10 @@ impl Backend for HwBackend {
         self.pipeline.fill_conditioned(out).map_err(|_| TrngError::HealthFailure)
     }
     fn fill_raw(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), TrngError> {
-        self.select_raw(mode);
+        if let Err(e) = self.select_raw(mode) {
+            out.fill(0);
+            return Err(e);
+        }
         // `raw` takes a word only if no failure is latched after its DATA read (and the FIFO
         // did not underrun around it): no second health check per word here
         for c in out.chunks_mut(4) {
@@ -162,6 +179,9 @@ impl Backend for HwBackend {
         Ok(())
     }
     fn clear_errors(&mut self) {
+        // clearing restarts the start-up tests and the conditioner reseeds from scratch: with
+        // both families running, never from the ring oscillator alone
+        self.select_both();
         self.regs.driver().clear_errors();
         self.pipeline.clear_errors();
     }
