@@ -7,7 +7,6 @@ the source directories they are built from (part of the build cache key).
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from . import map as pmap
@@ -16,35 +15,15 @@ GATEWARE = Path(__file__).resolve().parents[1]
 
 
 
-def health_cutoffs() -> dict:
-    """The SP 800-90B cutoffs the software uses for each source family ({"av": (rct, apt),
-    "ro": ...}), from trng-core itself (its `trng_health_replay` example prints the parameters
-    it runs with; $TRNG_HEALTH_REPLAY names it, else it is built with cargo)."""
-    exe = os.environ.get("TRNG_HEALTH_REPLAY")
-    if not exe:
-        subprocess.run(["cargo", "build", "-q", "--release", "-p", "trng-core", "--example", "trng_health_replay"],
-                       cwd=GATEWARE.parent, check=True, timeout=900)
-        target = os.environ.get("CARGO_TARGET_DIR") or str(GATEWARE.parent / "target")
-        exe = str(Path(target) / "release" / "examples" / "trng_health_replay")
-    out = {}
-    for fam in ("av", "ro"):
-        r = subprocess.run([exe, fam], input="", capture_output=True, text=True, timeout=120, check=True)
-        for line in r.stdout.splitlines():
-            p = line.split()
-            if p and p[0] == "params":
-                kv = dict(t.split("=") for t in p[1:])
-                out[fam] = (int(kv["rct_cutoff"]), int(kv["apt_cutoff"]))
-        if fam not in out:
-            raise RuntimeError(f"{exe} {fam}: no 'params' line in its output")
-    return out
-
-
 # The engine build on the bus: Precursor's engine is ISA v1 (the `hw` backend drives v1 only).
 ENGINE_ISA = os.environ.get("PRECURSOR_ENGINE_ISA", "v1")
 
 
 def config() -> dict:
-    """Everything besides source files that the blocks are built from (part of the cache key)."""
+    """Everything besides source files that the blocks are built from (part of the cache key);
+    the TRNG's health-test cutoffs are the software's own, from trng-core (trng.cutoffs)."""
+    from trng.cutoffs import health_cutoffs
+
     return {"trng_cutoffs": health_cutoffs(), "engine_isa": ENGINE_ISA}
 
 

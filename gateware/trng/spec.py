@@ -1,7 +1,8 @@
 """spec/trng.toml for the TRNG gateware: register maps, health parameters, conditioner defaults.
 
 The TOML file is the single source of truth (libs/trng-core/build.rs generates the Rust constants
-from the same file); this module keeps no copy of any number in it.
+from the same file); this module keeps no copy of any number in it. The health-test cutoffs
+derived from it are computed by one formula, in Rust: trng.cutoffs reads them from trng-core.
 
     from trng.spec import load
     s = load()
@@ -12,7 +13,6 @@ from the same file); this module keeps no copy of any number in it.
 
 from __future__ import annotations
 
-import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,11 +72,6 @@ class Spec:
     constants: dict[str, int]
     health: dict
     conditioner: dict = field(default_factory=dict)
-
-    def rct_cutoff(self, source: str) -> int:
-        """SP 800-90B RCT cutoff C = 1 + ceil(alpha_log2 / H), as trng_core::health::rct_cutoff."""
-        h = self.health[source]["min_entropy"]
-        return 1 + math.ceil(self.health["alpha_log2"] / h - 1e-9)
 
 
 def _page(name: str, t: dict) -> Page:

@@ -17,6 +17,7 @@ sys.path.insert(0, str(ROOT / "gateware"))
 from common.csr import check_bindings  # noqa: E402
 from common.verilator import build  # noqa: E402
 from trng import spec as trng_spec  # noqa: E402
+from trng.cutoffs import health_cutoffs  # noqa: E402
 from trng.csr import TrngBus  # noqa: E402
 from trng.harness import PageBus  # noqa: E402
 
@@ -26,7 +27,7 @@ POISON = S.constants["urandom_invalid"]
 AV, RO = S.health["av"], S.health["ro"]
 N_AV, N_RO = AV["channels"], RO["cores"]
 SRC = [f"av_{i}" for i in range(N_AV)] + [f"ro_{i}" for i in range(N_RO)]
-RCT = {k: S.rct_cutoff(k) for k in ("av", "ro")}
+RCT = {k: health_cutoffs()[k][0] for k in ("av", "ro")}
 
 
 def test_every_spec_field_is_bound_once():

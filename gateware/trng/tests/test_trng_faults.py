@@ -6,7 +6,6 @@ by the `trng_health_replay` example) first fires, with the same test; from then 
 URANDOM port nor either raw FIFO delivers a word; back-to-back CSR reads of a port never return a
 word twice."""
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +17,7 @@ sys.path.insert(0, str(ROOT / "gateware"))
 
 from common.verilator import build  # noqa: E402
 from trng import spec as trng_spec  # noqa: E402
+from trng.cutoffs import health_cutoffs, replay_exe  # noqa: E402
 from trng.harness import PageBus  # noqa: E402
 from trng.simsource import BIAS, BURST, STUCK, SimTrng  # noqa: E402
 
@@ -26,16 +26,11 @@ SR, KR = S.server.registers, S.kernel.registers
 POISON = S.constants["urandom_invalid"]
 AV, RO = S.health["av"], S.health["ro"]
 N_AV, N_RO = AV["channels"], RO["cores"]
-TARGET = os.environ.get("CARGO_TARGET_DIR", str(ROOT / "target"))
 
 
 @pytest.fixture(scope="module")
 def replay():
-    exe = os.environ.get("TRNG_HEALTH_REPLAY")
-    if not exe:
-        subprocess.run(["cargo", "build", "-q", "--release", "-p", "trng-core", "--example", "trng_health_replay"],
-                       cwd=ROOT, check=True, timeout=900)
-        exe = str(Path(TARGET) / "release" / "examples" / "trng_health_replay")
+    exe = replay_exe()
 
     def run(src, samples):
         r = subprocess.run([exe, src], input=" ".join(f"{s:x}" for s in samples), capture_output=True,
@@ -155,8 +150,8 @@ def test_back_to_back_reads_through_the_csr_port():
     the other, no idle cycle); every valid word is new, every empty read is the poison word with
     last = 0, and no word appears on both ports."""
     b = Bench()
-    b.w("AV_NIST", repcount_cutoff=S.rct_cutoff("av"), adaptive_cutoff=(1 << 10) - 1)
-    b.w("RO_NIST", repcount_cutoff=S.rct_cutoff("ro"), adaptive_cutoff=(1 << 10) - 1)
+    b.w("AV_NIST", repcount_cutoff=health_cutoffs()["av"][0], adaptive_cutoff=(1 << 10) - 1)
+    b.w("RO_NIST", repcount_cutoff=health_cutoffs()["ro"][0], adaptive_cutoff=(1 << 10) - 1)
     b.w("CONTROL", enable=1)
     b.run(S.health["startup_samples"] + 40 * AV["pairs_per_word"])
     seen = []

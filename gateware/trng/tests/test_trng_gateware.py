@@ -18,6 +18,7 @@ from migen import run_simulation  # noqa: E402
 
 from trng import spec as trng_spec  # noqa: E402
 from trng.conditioner import Conditioner  # noqa: E402
+from trng.cutoffs import health_cutoffs  # noqa: E402
 from trng.core import TrngCore  # noqa: E402
 from trng.harness import ConditionerBench, merge_matches  # noqa: E402
 from trng.health import HealthTests  # noqa: E402
@@ -202,7 +203,7 @@ def test_no_output_while_failing_and_recovery():
 
     def proc():
         for h, src in zip(dut.health, ("av", "ro")):
-            yield h.rct_cutoff.eq(SPEC.rct_cutoff(src))
+            yield h.rct_cutoff.eq(health_cutoffs()[src][0])
             yield h.apt_cutoff.eq(1000)
             yield h.apt_window.eq(SPEC.health[src]["apt_window"])
             yield h.startup.eq(64)
