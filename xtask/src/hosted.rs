@@ -59,6 +59,9 @@ pub struct Launch {
     /// system's own processes and a run's harness; `system_program`). The patched kernel
     /// refuses Shutdown to every other process (kernel-patches/0006, docs/security.md).
     pub may_shut_down: Vec<usize>,
+    /// The raw `XOUS_SHUTDOWN_ALLOWED` text instead of the one `may_shut_down` gives: only for
+    /// the kernel test of its parsing of malformed values.
+    pub shutdown_allowed_raw: Option<String>,
 }
 
 /// The patched hosted kernel's environment variable: the command-line positions of the
@@ -77,7 +80,7 @@ impl Launch {
 
     /// Only the kernel, no base services.
     pub fn bare(kernel: &Path) -> Self {
-        Launch { kernel: kernel.to_path_buf(), programs: vec![], env: vec![], echo: false, listen_addr: None, may_shut_down: vec![] }
+        Launch { kernel: kernel.to_path_buf(), programs: vec![], env: vec![], echo: false, listen_addr: None, may_shut_down: vec![], shutdown_allowed_raw: None }
     }
 
     /// Add a program (a shell command line): an ordinary process, refused Shutdown.
@@ -121,7 +124,7 @@ impl Launch {
         }
         // set last: the program list decides, never an inherited or caller-given value
         let allowed: Vec<String> = self.may_shut_down.iter().map(|p| p.to_string()).collect();
-        cmd.env(SHUTDOWN_ALLOWED_ENV, allowed.join(","));
+        cmd.env(SHUTDOWN_ALLOWED_ENV, self.shutdown_allowed_raw.clone().unwrap_or_else(|| allowed.join(",")));
         let started = Instant::now();
         let mut child = supervisor::spawn_grouped(&mut cmd)?;
         let pgid = child.id() as i32;
@@ -391,6 +394,20 @@ pub fn failed_verdicts(lines: &[String]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn system_programs_are_passed_by_command_line_position() {
+        // "kernel" = sh: its arguments are the program list; the script prints what it got
+        let mut sys = Launch::bare(Path::new("/bin/sh"))
+            .env(SHUTDOWN_ALLOWED_ENV, "1,2,3")
+            .program("-c")
+            .system_program("echo allowed=$XOUS_SHUTDOWN_ALLOWED")
+            .start()
+            .unwrap();
+        // position 2 (the script), never the caller's wider value
+        sys.wait_marker("allowed=2", Duration::from_secs(10)).unwrap();
+        sys.stop();
+    }
 
     #[test]
     fn shell_quote_leaves_plain_paths_and_quotes_the_rest() {

@@ -62,13 +62,21 @@ fn shutdown(ctx: &Ctx) -> Result<()> {
 /// AccessDenied and the system keeps serving; a program the command line allows then shuts the
 /// system down cleanly.
 fn shutdown_privilege_case(ctx: &Ctx, flavor: Flavor) -> Result<()> {
+    shutdown_privilege_run(ctx, flavor, None)
+}
+
+/// One run: `raw` replaces the computed `XOUS_SHUTDOWN_ALLOWED` (the malformed-value case).
+fn shutdown_privilege_run(ctx: &Ctx, flavor: Flavor, raw: Option<&dyn Fn(usize) -> String>) -> Result<()> {
     let bins = ctx.xous()?;
-    let mut sys = Launch::new(bins, flavor)
+    let mut l = Launch::new(bins, flavor)
         .program(probe(ctx, "slow-server")?)
         .program(probe(ctx, "shutdown-refused")?)
         .system_program(probe(ctx, "shutdown-last")?)
-        .echo(ctx.verbose)
-        .start()?;
+        .echo(ctx.verbose);
+    if let Some(raw) = raw {
+        l.shutdown_allowed_raw = Some(raw(*l.may_shut_down.last().unwrap()));
+    }
+    let mut sys = l.start()?;
     let r = (|| -> Result<()> {
         let v = sys.wait_verdict(Duration::from_secs(15), "the kernel-probe/shutdown-refused verdict", |s| s == "kernel-probe/shutdown-refused")?;
         if !v.passed() {
@@ -77,6 +85,13 @@ fn shutdown_privilege_case(ctx: &Ctx, flavor: Flavor) -> Result<()> {
         let st = sys.wait_exit(Duration::from_secs(8))?;
         if !st.success() || !sys.lines().iter().any(|l| l.contains("PROBE-SHUTDOWN-OK")) {
             bail!("the allowed program's Shutdown did not end the system cleanly ({st})");
+        }
+        if raw.is_some() {
+            // "0", "x", "-1" and the overlong number, each named on stderr
+            let n = sys.lines().iter().filter(|l| l.contains("is not a command-line position")).count();
+            if n != 4 {
+                bail!("the kernel reported {n} malformed XOUS_SHUTDOWN_ALLOWED entries, expected 4");
+            }
         }
         Ok(())
     })();
@@ -90,7 +105,11 @@ fn shutdown_privilege(ctx: &Ctx) -> Result<()> {
     if shutdown_privilege_case(ctx, Flavor::Stock).is_ok() {
         bail!("the stock kernel already refuses an ordinary process's Shutdown: this test cannot detect a missing patch");
     }
-    shutdown_privilege_case(ctx, Flavor::Patched).map_err(|e| e.context("patched kernel: Shutdown privilege"))
+    shutdown_privilege_case(ctx, Flavor::Patched).map_err(|e| e.context("patched kernel: Shutdown privilege"))?;
+    // malformed entries grant nothing, are reported, and leave the valid one working (the
+    // refused probe, at last - 1, stays refused)
+    let malformed = |last: usize| format!("0, x,-1,, 99999999999999999999 ,{last}");
+    shutdown_privilege_run(ctx, Flavor::Patched, Some(&malformed)).map_err(|e| e.context("patched kernel: malformed XOUS_SHUTDOWN_ALLOWED"))
 }
 
 /// Server IDs of one run (two servers created by the probe).
