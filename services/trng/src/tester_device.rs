@@ -14,7 +14,7 @@ use std::time::Duration;
 use trng_core::spec::tester as T;
 
 use crate::server::TrngServer;
-use crate::tester_mailbox::{fill, Mailbox, MailboxTester, Step, SLOT_BYTES};
+use crate::tester_mailbox::{fill_until, Mailbox, MailboxTester, Step, SLOT_BYTES};
 
 const PAGE: usize = 4096;
 /// A slot rounded up to whole pages (129 pages).
@@ -72,9 +72,9 @@ pub fn start(srv: Arc<Mutex<TrngServer>>, notify: Sender<()>) -> Result<(), Stri
             println!("{} at {:#x}, slots {p0:#x} {p1:#x}", T::DEVICE_MARKER, T::mailbox::BASE);
             // one line as a fill starts and one as its frame is published: the simulation
             // stamps each with its cycle (device time per frame, docs/sim.md)
-            let mut f = |mode: u32, out: &mut [u8]| {
+            let mut f = |mode: u32, out: &mut [u8], keep: &mut dyn FnMut() -> bool| {
                 println!("{} fill mode={mode}", T::DEVICE_MARKER);
-                fill(&srv, mode, out)
+                fill_until(&srv, mode, out, keep)
             };
             loop {
                 match t.step(&mut f) {
@@ -84,6 +84,8 @@ pub fn start(srv: Arc<Mutex<TrngServer>>, notify: Sender<()>) -> Result<(), Stri
                             let _ = notify.send(());
                         }
                     }
+                    // the host changed CONTROL: the next round fills with the new value
+                    Step::Abandoned { mode } => println!("{} abandoned mode={mode} (CONTROL changed)", T::DEVICE_MARKER),
                     Step::Idle | Step::WaitingForAck => std::thread::sleep(POLL),
                 }
             }

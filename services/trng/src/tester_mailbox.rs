@@ -49,24 +49,34 @@ pub fn raw_mode(mode: u32) -> Result<Option<RawMode>, TrngError> {
 /// other request), in chunks, the server locked per chunk. On any error the whole buffer is
 /// zeroed: no raw or stale byte survives a failed fill.
 pub fn fill(server: &Mutex<TrngServer>, mode: u32, buf: &mut [u8]) -> Result<(), TrngError> {
+    fill_until(server, mode, buf, &mut || true).unwrap_or(Err(TrngError::Internal))
+}
+
+/// [`fill`], asking `keep()` before every chunk after the first whether the fill is still
+/// wanted (the device tester: CONTROL unchanged). `None`: abandoned, the buffer zeroed.
+pub fn fill_until(server: &Mutex<TrngServer>, mode: u32, buf: &mut [u8], keep: &mut dyn FnMut() -> bool) -> Option<Result<(), TrngError>> {
     let raw = match raw_mode(mode) {
         Ok(r) => r,
         Err(e) => {
             buf.fill(0);
-            return Err(e);
+            return Some(Err(e));
         }
     };
-    for chunk in buf.chunks_mut(FILL_CHUNK) {
+    for (i, chunk) in buf.chunks_mut(FILL_CHUNK).enumerate() {
+        if i > 0 && !keep() {
+            buf.fill(0);
+            return None;
+        }
         let r = match server.lock() {
             Ok(mut s) => s.tester_fill(raw, chunk),
             Err(_) => Err(TrngError::Internal),
         };
         if let Err(e) = r {
             buf.fill(0);
-            return Err(e);
+            return Some(Err(e));
         }
     }
-    Ok(())
+    Some(Ok(()))
 }
 
 /// Frame status of a fill result.
@@ -93,7 +103,14 @@ pub enum Step {
     WaitingForAck,
     /// Frame `seq` was filled and published (PHASE = seq) with this status.
     Published { seq: u64, status: u32 },
+    /// CONTROL changed while a frame of `mode` was being filled (the host asked for another
+    /// mode, or cleared run): the fill was abandoned, nothing published, seq unchanged.
+    Abandoned { mode: u32 },
 }
+
+/// What a frame fill gets: the mode, the payload, and `keep()`, which says whether the frame is
+/// still wanted (ask it between chunks); it returns `None` when it abandoned the frame.
+pub type FillFn<'f> = dyn FnMut(u32, &mut [u8], &mut dyn FnMut() -> bool) -> Option<Result<(), TrngError>> + 'f;
 
 /// The device side of section 3.2 over a mailbox and two frame slots (`slots[i]` at physical
 /// address `phys[i]`, each at least [`SLOT_BYTES`]).
@@ -122,9 +139,12 @@ impl<'a, M: Mailbox> MailboxTester<'a, M> {
     }
 
     /// One round: if the host asked for frames and the next slot is free (ACK >= P-1 for the
-    /// next seq P+1), fill frame P+1 with `fill(mode, payload)`, write its header, publish it.
-    /// A failed fill publishes an error frame (len 0, crc 0, payload zeroed).
-    pub fn step(&mut self, fill: &mut dyn FnMut(u32, &mut [u8]) -> Result<(), TrngError>) -> Step {
+    /// next seq P+1), fill frame P+1 with `fill(mode, payload, keep)`, write its header,
+    /// publish it. A failed fill publishes an error frame (len 0, crc 0, payload zeroed). `keep`
+    /// re-reads CONTROL: once it differs from the value the fill started with, the frame is
+    /// abandoned (payload zeroed, nothing published), so a new request does not wait for a
+    /// whole frame of the old mode (a 512 KiB fill takes 0.4-0.6 s of device time).
+    pub fn step(&mut self, fill: &mut FillFn<'_>) -> Step {
         let ctl = self.mb.read(T::mailbox::CONTROL);
         if ctl & T::mailbox::RUN_BIT as u32 == 0 {
             return Step::Idle;
@@ -140,7 +160,12 @@ impl<'a, M: Mailbox> MailboxTester<'a, M> {
         let (head, rest) = slot.split_at_mut(HEADER_BYTES);
         let payload = &mut rest[..T::BUFFER_BYTES];
         // the payload first, then the header, then PHASE: a published frame is complete
-        let r = fill(mode, payload);
+        let mb = &mut self.mb;
+        let mut keep = || mb.read(T::mailbox::CONTROL) == ctl;
+        let Some(r) = fill(mode, payload, &mut keep) else {
+            payload.fill(0);
+            return Step::Abandoned { mode };
+        };
         let status = status_of(&r);
         let h = if r.is_ok() {
             header(next, mode, payload.len() as u32, crc32fast::hash(payload), status)
@@ -187,14 +212,105 @@ mod tests {
         (u64::from_le_bytes(slot[8..16].try_into().unwrap()), u(16), u(20), u(24), u(28))
     }
 
-    fn counting(n: &mut u32) -> impl FnMut(u32, &mut [u8]) -> Result<(), TrngError> + '_ {
-        move |mode, out| {
+    fn counting(n: &mut u32) -> impl FnMut(u32, &mut [u8], &mut dyn FnMut() -> bool) -> Option<Result<(), TrngError>> + '_ {
+        move |mode, out, _keep| {
             *n += 1;
             for (i, b) in out.iter_mut().enumerate() {
                 *b = (i as u32).wrapping_mul(31).wrapping_add(*n * 7 + mode) as u8;
             }
-            Ok(())
+            Some(Ok(()))
         }
+    }
+
+    /// A TRNG server on the software models (the hosted build's `model` feed).
+    fn model_server() -> Mutex<TrngServer> {
+        struct NoSubscribers;
+        impl crate::server::Notifier for NoSubscribers {
+            fn connect(&mut self, _sid: [u32; 4]) -> Option<u32> {
+                None
+            }
+            fn notify(&mut self, _c: u32, _o: u32, _b: u32, _t: u32) -> crate::server::Delivery {
+                crate::server::Delivery::Gone
+            }
+        }
+        let be = crate::backend::SoftBackend::new(trng_core::pipeline::Feed::Models, None, trng::api::SOURCE_NONE, [7; 32], "model");
+        let mut s = TrngServer::new(Box::new(be), Box::new(NoSubscribers));
+        s.startup().unwrap();
+        Mutex::new(s)
+    }
+
+    #[test]
+    fn fill_until_asks_between_chunks_and_zeroes_an_abandoned_buffer() {
+        let srv = model_server();
+        let mut buf = vec![0u8; 3 * FILL_CHUNK];
+        let mut asked = 0;
+        let r = fill_until(&srv, T::modes::AV as u32, &mut buf, &mut || {
+            asked += 1;
+            true
+        });
+        assert_eq!(r, Some(Ok(())));
+        assert_eq!(asked, 2, "asked before the second and the third chunk, not before the first");
+        assert!(buf.iter().any(|&b| b != 0));
+        // abandoned before the third chunk: nothing of the first two stays
+        let mut asked = 0;
+        let r = fill_until(&srv, T::modes::RO as u32, &mut buf, &mut || {
+            asked += 1;
+            asked < 2
+        });
+        assert_eq!(r, None);
+        assert!(buf.iter().all(|&b| b == 0), "an abandoned buffer is zeroed");
+        // an unknown mode is refused before anything is asked or filled
+        let r = fill_until(&srv, 7, &mut buf, &mut || panic!("not asked"));
+        assert_eq!(r, Some(Err(TrngError::UnknownMode)));
+        assert_eq!(fill(&srv, T::modes::CPRNG as u32, &mut buf), Ok(()));
+    }
+
+    #[test]
+    fn a_control_change_during_a_fill_abandons_the_frame() {
+        let regs = Rc::new(RefCell::new([0u32; 6]));
+        let (mut a, mut b) = (vec![0u8; SLOT_BYTES], vec![0u8; SLOT_BYTES]);
+        let mut t = MailboxTester::new(Regs(regs.clone()), [&mut a, &mut b], [1, 2]);
+        let run = T::mailbox::RUN_BIT as u32;
+        regs.borrow_mut()[T::mailbox::CONTROL / 4] = run | T::modes::AV as u32;
+        // the host asks for RO while the AV frame is half filled
+        let host = regs.clone();
+        let mut switching = |mode: u32, out: &mut [u8], keep: &mut dyn FnMut() -> bool| {
+            let (first, second) = out.split_at_mut(out.len() / 2);
+            first.fill(0xA5);
+            if mode == T::modes::AV as u32 {
+                host.borrow_mut()[T::mailbox::CONTROL / 4] = run | T::modes::RO as u32;
+            }
+            if !keep() {
+                out.fill(0);
+                return None;
+            }
+            second.fill(mode as u8);
+            Some(Ok(()))
+        };
+        assert_eq!(t.step(&mut switching), Step::Abandoned { mode: T::modes::AV as u32 });
+        assert_eq!(regs.borrow()[T::mailbox::PHASE / 4], 0, "nothing published");
+        assert_eq!(t.seq, 0, "seq unchanged");
+        // the next round fills seq 1 with the new mode
+        assert_eq!(t.step(&mut switching), Step::Published { seq: 1, status: 0 });
+        // clearing run abandons too
+        let host = regs.clone();
+        let mut stopping = |_m: u32, out: &mut [u8], keep: &mut dyn FnMut() -> bool| {
+            out.fill(0x5A);
+            host.borrow_mut()[T::mailbox::CONTROL / 4] = 0;
+            if keep() {
+                Some(Ok(()))
+            } else {
+                None
+            }
+        };
+        assert_eq!(t.step(&mut stopping), Step::Abandoned { mode: T::modes::RO as u32 });
+        assert_eq!(t.step(&mut stopping), Step::Idle);
+        assert_eq!(regs.borrow()[T::mailbox::PHASE / 4], 1);
+        drop(t);
+        let (seq, mode, len, crc, status) = parse(&b);
+        assert_eq!((seq, mode, len as usize, status), (1, T::modes::RO as u32, T::BUFFER_BYTES, 0));
+        assert_eq!(crc, crc32fast::hash(&b[HEADER_BYTES..SLOT_BYTES]));
+        assert!(a.iter().all(|&x| x == 0), "the abandoned seq-2 frame left nothing in its slot");
     }
 
     #[test]
@@ -246,12 +362,12 @@ mod tests {
         let mut t = MailboxTester::new(Regs(regs.clone()), [&mut a, &mut b], [1, 2]);
         regs.borrow_mut()[T::mailbox::CONTROL / 4] = T::mailbox::RUN_BIT as u32 | T::modes::AV as u32;
         // a fill that wrote raw bytes, then failed its health tests
-        let mut bad = |_m: u32, out: &mut [u8]| {
+        let mut bad = |_m: u32, out: &mut [u8], _k: &mut dyn FnMut() -> bool| {
             out[..1000].fill(0x5A);
-            Err(TrngError::HealthFailure)
+            Some(Err(TrngError::HealthFailure))
         };
         assert_eq!(t.step(&mut bad), Step::Published { seq: 1, status: T::status::HEALTH as u32 });
-        let mut internal = |_m: u32, _o: &mut [u8]| Err(TrngError::Internal);
+        let mut internal = |_m: u32, _o: &mut [u8], _k: &mut dyn FnMut() -> bool| Some(Err(TrngError::Internal));
         assert_eq!(t.step(&mut internal), Step::Published { seq: 2, status: T::status::INTERNAL as u32 });
         drop(t);
         let (seq, mode, len, crc, status) = parse(&b);
