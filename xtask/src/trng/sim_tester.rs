@@ -1,14 +1,16 @@
 //! The TRNG tester on the simulated Precursor (docs/trng-tester-protocol.md section 3.4):
-//! `cargo xtask trng-sim-tester` (`step` becomes the test step `trng:sim-tester` once the booted
-//! image serves sleeps: docs/trng-tester-protocol.md section 5).
+//! `cargo xtask trng-sim-tester` and the test step `trng:sim-tester` (docs/trng-tester-protocol.md
+//! section 5).
 //!
 //! Boots the device image with the TRNG server built with its `tester` feature (the default
 //! image has none) on the simulated Precursor with the UART Wishbone bridge on a local TCP
 //! port, waits for the server's mailbox line, then streams frames of each requested source
 //! through `tools/trng_test.py --transport sim` (the device transport's mailbox, frame, seq and
 //! CRC checks). Reports, per source, the device's cycles per frame (from the cycle stamps of the
-//! server's `fill` / `published` lines) and the tool's wall time per frame. Timeouts: the boot
-//! (the runner's wall limit), each tool run (`supervisor::wait_timeout`), the whole step.
+//! server's `fill` / `published` lines) and the tool's wall time per frame, and checks the bytes
+//! of every source are near-uniform (the simulated noise source is xorshift-based, so a raw
+//! frame of zeros, of the poison word or of a repeated word fails). Timeouts: the boot (the
+//! runner's wall limit), each tool run (`supervisor::wait_timeout`), the whole step.
 
 use super::cli::Source;
 use super::tester::tool_path;
@@ -114,15 +116,34 @@ struct SourceResult {
     wall_s: f64,
     /// device cycles from a `fill` line to its `published` line, per frame of this source's mode
     fill_cycles: Vec<u64>,
+    bits_per_byte: f64,
 }
 
-/// Step `trng:sim-tester`: one conditioned frame through the bridge (about 58 M device cycles,
-/// 3 min of wall time). A raw frame is not streamed in CI: at the simulated noise source's rate
-/// one 512 KiB raw frame takes more than 405 M cycles (over 20 min); `cargo xtask
-/// trng-sim-tester` (default: cprng and av) streams it on request.
+/// The sources of step `trng:sim-tester`, in order: a raw AV frame, a raw RO frame (the AV
+/// channels off: the kernel must keep getting conditioned words), then a conditioned frame
+/// (both families back, the conditioner never held). About 34 M device cycles per raw frame
+/// and 58 M for the conditioned one, plus at most one 64 KiB chunk of the previous mode per
+/// switch (the device abandons a fill when CONTROL changes).
+pub const STEP_SOURCES: [Source; 3] = [Source::Av, Source::Ro, Source::Cprng];
+
+/// Step `trng:sim-tester`: one frame of each of [`STEP_SOURCES`] through the bridge.
 pub fn step(ctx: &crate::ctx::Ctx) -> Result<()> {
-    run(&SimTesterArgs { sources: vec![Source::Cprng], ..SimTesterArgs::default() }, ctx.verbose)
+    run(&SimTesterArgs { sources: STEP_SOURCES.to_vec(), ..SimTesterArgs::default() }, ctx.verbose)
 }
+
+/// Empirical entropy of `data` in bits per byte (Shannon, byte histogram).
+pub fn bits_per_byte(data: &[u8]) -> f64 {
+    let mut counts = [0u64; 256];
+    for &b in data {
+        counts[b as usize] += 1;
+    }
+    let n = data.len() as f64;
+    counts.iter().filter(|&&c| c > 0).map(|&c| c as f64 / n).map(|p| -p * p.log2()).sum()
+}
+
+/// The least empirical entropy a frame of the simulated sources may have (bits per byte). A
+/// uniform 512 KiB frame measures about 7.9996; a frame that is one repeated word has at most 2.
+pub const MIN_BITS_PER_BYTE: f64 = 7.99;
 
 pub fn run(a: &SimTesterArgs, verbose: bool) -> Result<()> {
     if a.frames == 0 || a.sources.is_empty() {
@@ -166,25 +187,30 @@ pub fn run(a: &SimTesterArgs, verbose: bool) -> Result<()> {
     let _ = supervisor::wait_timeout(&mut sim_child, Duration::from_secs(30), "the simulated Precursor");
     let _ = reader.join();
     let _ = lines.drain();
-    let (boot, results) = res.with_context(|| format!("trng-sim-tester (simulation log: {})", log_path.display()))?;
+    let (boot, results, abandoned) = res.with_context(|| format!("trng-sim-tester (simulation log: {})", log_path.display()))?;
     eprintln!("trng-sim-tester: mailbox up at cycle {boot} ({:.1} ms of device time at 100 MHz)", boot as f64 / 1e5);
     for r in &results {
         let c = &r.fill_cycles;
         let avg = if c.is_empty() { 0 } else { c.iter().sum::<u64>() / c.len() as u64 };
         eprintln!(
-            "trng-sim-tester: {:<5} {} frame(s) of {} bytes: device {avg} cycles per frame ({:.1} ms at 100 MHz; fills {c:?}), tool {:.1} s wall per frame",
+            "trng-sim-tester: {:<5} {} frame(s) of {} bytes: device {avg} cycles per frame ({:.1} ms at 100 MHz, {:.0} cycles per 32-bit word; fills {c:?}), tool {:.1} s wall per frame, {:.4} bits/byte",
             r.source.name(),
             r.frames,
             T::BUFFER_BYTES,
             avg as f64 / 1e5,
-            r.wall_s / r.frames.max(1) as f64
+            avg as f64 / (T::BUFFER_BYTES / 4) as f64,
+            r.wall_s / r.frames.max(1) as f64,
+            r.bits_per_byte
         );
+    }
+    if abandoned > 0 {
+        eprintln!("trng-sim-tester: {abandoned} fill(s) abandoned by the device when the next source's request changed CONTROL");
     }
     eprintln!("trng-sim-tester: PASS in {:.1} s", t_all.elapsed().as_secs_f64());
     Ok(())
 }
 
-fn stream(a: &SimTesterArgs, py: &Path, port: u16, dir: &Path, lines: &mut Lines, deadline: Instant) -> Result<(u64, Vec<SourceResult>)> {
+fn stream(a: &SimTesterArgs, py: &Path, port: u16, dir: &Path, lines: &mut Lines, deadline: Instant) -> Result<(u64, Vec<SourceResult>, usize)> {
     let marker = format!("{} at ", T::DEVICE_MARKER);
     let (boot, _) = lines.wait(|t| t.contains(&marker), deadline, "the TRNG server's tester mailbox line")?;
     let mut results = Vec::new();
@@ -230,15 +256,30 @@ fn stream(a: &SimTesterArgs, py: &Path, port: u16, dir: &Path, lines: &mut Lines
             bail!("trng_test.py --source {}: {got} bytes written, stats {v}", src.name());
         }
         lines.drain()?;
-        results.push(SourceResult { source: src, frames: a.frames as u64, wall_s: v["seconds"].as_f64().unwrap_or(0.0), fill_cycles: Vec::new() });
+        let h = bits_per_byte(&std::fs::read(&out)?);
+        if h < MIN_BITS_PER_BYTE {
+            bail!("trng_test.py --source {}: the frames' bytes have {h:.4} bits/byte of empirical entropy (< {MIN_BITS_PER_BYTE}): not the simulated source's output", src.name());
+        }
+        results.push(SourceResult {
+            source: src,
+            frames: a.frames as u64,
+            wall_s: v["seconds"].as_f64().unwrap_or(0.0),
+            fill_cycles: Vec::new(),
+            bits_per_byte: h,
+        });
     }
     // device cycles per frame: each `fill mode=M` line to the next `published` line
     let fill = format!("{} fill mode=", T::DEVICE_MARKER);
     let publ = format!("{} published", T::DEVICE_MARKER);
+    let aband = format!("{} abandoned", T::DEVICE_MARKER);
     let mut open: Option<(u64, u32)> = None;
+    let mut abandoned = 0;
     for (c, t) in &lines.seen {
         if let Some(m) = t.split_once(&fill).and_then(|(_, m)| m.trim().parse::<u32>().ok()) {
             open = Some((*c, m));
+        } else if t.contains(&aband) {
+            open = None;
+            abandoned += 1;
         } else if t.contains(&publ) {
             if let Some((c0, m)) = open.take() {
                 if let Some(r) = results.iter_mut().find(|r| mode_of(r.source) == m) {
@@ -247,5 +288,27 @@ fn stream(a: &SimTesterArgs, py: &Path, port: u16, dir: &Path, lines: &mut Lines
             }
         }
     }
-    Ok((boot, results))
+    Ok((boot, results, abandoned))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entropy_gate() {
+        // uniform bytes pass; zeros, the poison word, one repeated word do not
+        let uniform: Vec<u8> = (0..T::BUFFER_BYTES).map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_right(13) as u8).collect();
+        assert!(bits_per_byte(&uniform) > MIN_BITS_PER_BYTE, "{}", bits_per_byte(&uniform));
+        assert_eq!(bits_per_byte(&vec![0u8; 4096]), 0.0);
+        let poison: Vec<u8> = std::iter::repeat(0xDEAD_BEEFu32.to_le_bytes()).take(1024).flatten().collect();
+        assert!((bits_per_byte(&poison) - 2.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn device_lines() {
+        assert_eq!(parse_line("[   10302359 console] TRNG-TESTER mailbox fill mode=2"), Some((10_302_359, "TRNG-TESTER mailbox fill mode=2")));
+        assert_eq!(parse_line("no stamp"), None);
+        assert!(STEP_SOURCES.iter().any(|&s| mode_of(s) != T::modes::CPRNG as u32), "the step streams a raw frame");
+    }
 }
