@@ -357,3 +357,49 @@ def test_ro_only_fills_the_raw_fifos_and_required_holds_the_conditioner(lib):
     w = t.r("URANDOM", page="kernel")
     assert t.r("URANDOM_VALID", "last", page="kernel") == 1 and w != POISON
     t.s.close()
+
+
+def test_ro_only_selected_without_holding_the_conditioner(lib):
+    """The order of trng_driver::ServerPage::select_sources: with both families running and the
+    conditioner seeded, AV_CONFIG.required cleared *before* CONTROL.av_dis is set never holds the
+    conditioner: the kernel port keeps its word and keeps producing words from the seeded state
+    while only the ring oscillator runs (the device kernel polls that port for every random
+    number); back to both families, then required set again, likewise. The opposite order (the
+    AV channels disabled while required is set) wipes the port at once."""
+    keep = {"samples": AV["pairs_per_word"], "test": 1}
+
+    def seeded():
+        t = fresh_trng(lib)
+        start(t)
+        av, ro = rng_av(7), rng_ro(8)
+        t.feed(S.health["startup_samples"] + 3000, av, ro)
+        assert t.r("URANDOM_VALID", "valid", page="kernel") == 1, "the conditioner never produced a word"
+        return t, av, ro
+
+    t, av, ro = seeded()
+    t.w("AV_CONFIG", required=0, **keep)
+    t.w("CONTROL", enable=1, av_dis=1)
+    assert t.r("URANDOM_VALID", "valid", page="kernel") == 1, "the port lost its word: the conditioner was held"
+    words = []
+    for _ in range(20):
+        w = t.r("URANDOM", page="kernel")
+        assert t.r("URANDOM_VALID", "last", page="kernel") == 1, "no conditioned word while RO-only"
+        words.append(w)
+        t.feed(800, None, ro)
+    assert len(set(words)) == len(words) and POISON not in words
+    # the server raw FIFO holds RO words meanwhile
+    assert t.r("STATUS", "avail", page="server") == 1 and t.r("DATA", page="server") != POISON
+    # back: both families first, then required
+    t.w("CONTROL", enable=1)
+    t.w("AV_CONFIG", required=1, **keep)
+    assert t.r("URANDOM_VALID", "valid", page="kernel") == 1
+    t.feed(800, av, ro)
+    assert t.r("URANDOM", page="kernel") != POISON and t.r("URANDOM_VALID", "last", page="kernel") == 1
+    t.s.close()
+
+    # the opposite order: the hold rises with the CONTROL write and wipes the ports
+    t, av, ro = seeded()
+    t.w("CONTROL", enable=1, av_dis=1)
+    assert t.r("URANDOM_VALID", "valid", page="kernel") == 0
+    assert t.r("URANDOM", page="kernel") == POISON and t.r("URANDOM_VALID", "last", page="kernel") == 0
+    t.s.close()

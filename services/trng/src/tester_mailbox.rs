@@ -47,7 +47,9 @@ pub fn raw_mode(mode: u32) -> Result<Option<RawMode>, TrngError> {
 
 /// Fill `buf` with output of `mode` through `TrngServer::tester_fill` (the same gating as every
 /// other request), in chunks, the server locked per chunk. On any error the whole buffer is
-/// zeroed: no raw or stale byte survives a failed fill.
+/// zeroed: no raw or stale byte survives a failed fill. (The hosted tester's; the device
+/// tester uses [`fill_until`].)
+#[cfg_attr(target_os = "xous", allow(dead_code))]
 pub fn fill(server: &Mutex<TrngServer>, mode: u32, buf: &mut [u8]) -> Result<(), TrngError> {
     fill_until(server, mode, buf, &mut || true).unwrap_or(Err(TrngError::Internal))
 }
