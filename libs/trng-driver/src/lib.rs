@@ -9,7 +9,8 @@
 //!   never from an empty port (which reads the poison word), and a health failure between a
 //!   `valid` poll and the read cannot slip the poison word through;
 //! - a raw word (server page DATA, the raw FIFO) is taken only when the server underrun counter
-//!   did not move across the read and no health failure is latched after it.
+//!   did not move across the read (or across the whole burst it was read in) and no health
+//!   failure is latched after it (after the burst's last read).
 
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -250,6 +251,36 @@ impl<B: Bus> ServerPage<B> {
 
     pub fn raw_poll(&self, polls: u32) -> Option<u32> {
         (0..polls).find_map(|_| self.raw())
+    }
+
+    /// Up to `out.len()` raw words in one burst: at most the FIFO's level (read once), kept only
+    /// if the server underrun counter did not move across the whole burst and no failure is
+    /// latched after its last read. That is `raw`'s rule applied to the burst (a failure or a
+    /// flush anywhere in it refuses all of it), with about one register read per word instead
+    /// of six. Returns how many words of `out` are valid: 0 when the FIFO was empty, the
+    /// saturated counter was restarted, or the burst was refused (then `out` is zeroed;
+    /// `failing` tells a failure from an empty FIFO).
+    pub fn raw_burst(&self, out: &mut [u32]) -> usize {
+        let b = &self.bus;
+        let n = (self.raw_level() as usize).min(out.len());
+        if n == 0 {
+            return 0;
+        }
+        let u0 = sr::underruns::SERVER_UNDERRUN.get(b.read(sr::UNDERRUNS));
+        if u0 == sr::underruns::SERVER_UNDERRUN.max() {
+            let u = b.read(sr::UNDERRUNS);
+            b.write(sr::UNDERRUNS, sr::underruns::SERVER_UNDERRUN.set(u, 0));
+            return 0;
+        }
+        for w in out[..n].iter_mut() {
+            *w = b.read(sr::DATA);
+        }
+        let u1 = sr::underruns::SERVER_UNDERRUN.get(b.read(sr::UNDERRUNS));
+        if u1 != u0 || self.failing() {
+            out.fill(0);
+            return 0;
+        }
+        n
     }
 
     /// Discard the words the server raw FIFO holds now (after a source change: words assembled
@@ -493,6 +524,40 @@ mod tests {
         let p = ServerPage::new(&f);
         assert_eq!(p.discard_raw(), 1);
         assert!(f.fifo.borrow().is_empty());
+    }
+
+    #[test]
+    fn raw_burst_reads_the_level_and_refuses_a_burst_with_a_failure_or_underrun() {
+        let f = Fake::default();
+        let p = ServerPage::new(&f);
+        let mut out = [0u32; 8];
+        assert_eq!(p.raw_burst(&mut out), 0, "empty FIFO");
+        assert!(f.log.borrow().iter().all(|e| e.1 != sr::DATA), "no DATA read of an empty FIFO");
+        f.fifo.borrow_mut().extend(1..=5);
+        assert_eq!(p.raw_burst(&mut out), 5, "at most the level");
+        assert_eq!(out[..5], [1, 2, 3, 4, 5]);
+        f.fifo.borrow_mut().extend(10..=30);
+        assert_eq!(p.raw_burst(&mut out), 8, "at most out.len()");
+        assert_eq!(out, [10, 11, 12, 13, 14, 15, 16, 17]);
+        assert_eq!(*f.under.borrow(), 0);
+        // a failure latched during the burst (the FIFO flushed): every word of it is refused
+        *f.flush_on_data.borrow_mut() = true;
+        assert_eq!(p.raw_burst(&mut out), 0);
+        assert_eq!(out, [0; 8], "a refused burst leaves nothing behind");
+        assert!(p.failing());
+        // a latched excursion after the reads refuses the burst too
+        let f = Fake::default();
+        let p = ServerPage::new(&f);
+        f.fifo.borrow_mut().extend(1..=3);
+        *f.exc.borrow_mut() = 1;
+        assert_eq!(p.raw_burst(&mut out), 0);
+        // a saturated underrun counter is restarted, nothing is read this time
+        let f = Fake::default();
+        let p = ServerPage::new(&f);
+        f.fifo.borrow_mut().extend(1..=3);
+        *f.under.borrow_mut() = sr::underruns::SERVER_UNDERRUN.max();
+        assert_eq!(p.raw_burst(&mut out), 0);
+        assert!(f.log.borrow().iter().any(|e| e.0 == 'w' && e.1 == sr::UNDERRUNS));
     }
 
     #[test]

@@ -20,6 +20,8 @@ use crate::backend::Backend;
 
 /// Polls of a port or FIFO before giving up (the FIFOs refill in microseconds).
 const SPIN_LIMIT: u32 = 1_000_000;
+/// Raw words read per burst at most (`ServerPage::raw_burst`; the FIFO refills from half full).
+const RAW_BURST: usize = 64;
 
 /// The server page's base address, mapped once per process (the model seed and the backend
 /// share it).
@@ -80,10 +82,6 @@ impl HwRegs {
                 return w;
             }
         }
-    }
-    /// One raw word from the server raw FIFO (None: empty, or flushed by a failure).
-    pub fn raw(&self) -> Option<u32> {
-        self.driver().raw_poll(SPIN_LIMIT)
     }
 }
 
@@ -165,17 +163,34 @@ impl Backend for HwBackend {
             out.fill(0);
             return Err(e);
         }
-        // `raw` takes a word only if no failure is latched after its DATA read (and the FIFO
-        // did not underrun around it): no second health check per word here
-        for c in out.chunks_mut(4) {
-            match self.regs.raw() {
-                Some(w) => c.copy_from_slice(&w.to_le_bytes()[..c.len()]),
-                None => {
-                    out.fill(0);
-                    return Err(TrngError::HealthFailure);
+        // words in bursts (`raw_burst`: a burst is kept only if the FIFO did not underrun
+        // across it and no failure is latched after its last read); an empty FIFO is polled
+        // up to SPIN_LIMIT times, a latched failure ends the fill at once
+        let d = self.regs.driver();
+        let mut words = [0u32; RAW_BURST];
+        for block in out.chunks_mut(RAW_BURST * 4) {
+            let need = block.len().div_ceil(4);
+            let (mut got, mut idle) = (0, 0);
+            while got < need {
+                let n = d.raw_burst(&mut words[got..need]);
+                got += n;
+                if n == 0 {
+                    idle += 1;
+                    if idle >= SPIN_LIMIT || d.failing() {
+                        words.fill(0);
+                        out.fill(0);
+                        return Err(TrngError::HealthFailure);
+                    }
+                }
+            }
+            for (c, w) in block.chunks_mut(4).zip(&words) {
+                match <&mut [u8; 4]>::try_from(&mut *c) {
+                    Ok(c4) => *c4 = w.to_le_bytes(),
+                    Err(_) => c.copy_from_slice(&w.to_le_bytes()[..c.len()]),
                 }
             }
         }
+        words.fill(0);
         Ok(())
     }
     fn clear_errors(&mut self) {
