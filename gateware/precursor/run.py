@@ -17,6 +17,9 @@
   `--expect` pattern matched some line, and no line matched `--fail` (default: `VERDICT \\S+ FAIL`).
   `--json` writes a summary: end reason, code, cycles, wall seconds, the cycle and wall time
   at which each `--expect` first matched.
+* `--profile FILE` (`--profile-period P`, default 256 cycles): sample the CPU every P cycles
+  (PC of the instruction in write-back, privilege, satp ASID = Xous PID) and write the samples
+  to FILE, one per line: `<cycle> <pc hex> <priv> <asid>` (`cargo xtask sim-profile` reads them).
 * `--bridge-port PORT`: serve the SoC's UART Wishbone bridge (tester.py: the TRNG tester's host
   bridge, a bus master) on TCP PORT while the simulation runs; without it nothing listens.
 """
@@ -137,13 +140,13 @@ class _Tail:
 
 def run(rom: bytes, ram: bytes | None = None, timeout: float = 60.0, expect=(), until: str | None = None,
         fail=(DEFAULT_FAIL,), echo: bool = True, gw: Path | None = None, keep: Path | None = None,
-        on_line=None, bridge_port: int | None = None) -> Result:
+        on_line=None, bridge_port: int | None = None, profile: tuple[Path, int] | None = None) -> Result:
     rom_hex = words_hex(rom, pmap.ROM_SIZE, "the ROM image")
     ram_hex = words_hex(ram or b"", pmap.SRAM_EXT_SIZE, "the RAM image")
     gw = gw or soc.build()
     runs = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="precursor-run-"))
     try:
-        return _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port)
+        return _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port, profile)
     finally:
         if not keep:
             shutil.rmtree(runs, ignore_errors=True)
@@ -172,7 +175,7 @@ def link_build_inits(gw: Path, runs: Path) -> None:
         dst.symlink_to(src)
 
 
-def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port=None) -> Result:
+def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port=None, profile=None) -> Result:
     runs.mkdir(parents=True, exist_ok=True)
     for name in ("modules", "sim_config.js"):
         link = runs / name
@@ -184,7 +187,7 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
     (runs / soc.ROM_INIT).write_text(rom_hex)
     (runs / soc.RAM_INIT).write_text(ram_hex)
     link_build_inits(gw, runs)
-    for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH, soc.PROGRESS):
+    for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH, soc.PROGRESS, soc.PROFILE):
         (runs / f).unlink(missing_ok=True)
 
     expect_re = [(p, re.compile(p)) for p in expect]
@@ -197,7 +200,10 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
         # restore_signals=False: the simulator inherits Python's SIGPIPE = ignore, so the bridge
         # module's write to a client that has gone away fails with EPIPE instead of killing the
         # simulation (litex_sim's serial2tcp writes to its last client's socket unchecked)
-        proc = subprocess.Popen([str(gw / "obj_dir" / "Vsim")], cwd=runs, stdout=simout, stderr=subprocess.STDOUT,
+        argv = [str(gw / "obj_dir" / "Vsim")]
+        if profile:
+            argv.append(f"+profile={profile[1]}")
+        proc = subprocess.Popen(argv, cwd=runs, stdout=simout, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent,
                                 restore_signals=False)
 
@@ -240,6 +246,11 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
         if res.reason != "until":
             for t in tails:
                 handle(t.flush())
+    if profile:
+        samples = runs / soc.PROFILE
+        if not samples.is_file():
+            raise RuntimeError(f"the simulator wrote no profile ({samples}): is the SoC build older than the profiler?")
+        shutil.copyfile(samples, profile[0])
     fin = runs / soc.FINISH
     if fin.is_file():
         code, cycles = fin.read_text().split()
@@ -289,6 +300,9 @@ def main(argv=None) -> int:
                     "powered the SoC off through susres POWERDOWN)")
     ap.add_argument("--bridge-port", type=int, metavar="PORT",
                     help="serve the UART Wishbone bridge (the TRNG tester's host bridge) on this TCP port")
+    ap.add_argument("--profile", type=Path, metavar="FILE", help="write PC samples of the whole run to FILE")
+    ap.add_argument("--profile-period", type=int, default=256, metavar="CYCLES",
+                    help="cycles between two PC samples with --profile (default 256)")
     a = ap.parse_args(argv)
     for what, pats in (("--expect", a.expect), ("--fail", a.fail or []), ("--until", [a.until] if a.until else [])):
         for pat in pats:
@@ -304,11 +318,17 @@ def main(argv=None) -> int:
     if a.bridge_port is not None and not 1 <= a.bridge_port <= 65535:
         print(f"precursor.run: --bridge-port {a.bridge_port}: not a TCP port (1..65535)", file=sys.stderr)
         return 2
+    if not 1 <= a.profile_period <= 1 << 31:
+        print(f"precursor.run: --profile-period {a.profile_period}: not a period in cycles (1..2^31)", file=sys.stderr)
+        return 2
+    if a.profile is not None and not a.profile.parent.is_dir():
+        print(f"precursor.run: --profile {a.profile}: no such directory {a.profile.parent}", file=sys.stderr)
+        return 2
     try:
         rom = a.rom.read_bytes()
         ram = a.ram.read_bytes() if a.ram else None
         res = run(rom, ram, a.timeout, a.expect, a.until, a.fail or [DEFAULT_FAIL], not a.quiet, keep=a.keep,
-                  bridge_port=a.bridge_port)
+                  bridge_port=a.bridge_port, profile=(a.profile.resolve(), a.profile_period) if a.profile else None)
     except ValueError as e:
         print(f"precursor.run: {e}", file=sys.stderr)
         return 2

@@ -57,6 +57,7 @@ UART_LOG = "uart.log"
 CONSOLE_LOG = "console.log"
 FINISH = "finish.txt"
 PROGRESS = "progress.txt"      # the cycle count, rewritten every 2^22 cycles
+PROFILE = "profile.txt"        # PC samples with the plusarg +profile=<period> (sim_finish.v)
 
 
 class PrecursorSim(SoCCore):

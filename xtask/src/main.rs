@@ -21,6 +21,7 @@ mod runner;
 mod setup;
 mod selftest;
 mod sim;
+mod sim_profile;
 mod smoke;
 mod steps;
 mod supervisor;
@@ -130,6 +131,9 @@ enum Cmd {
     /// reached (kernel, log, names, ticktimer, our servers registered, sysctl READY) within
     /// the time limit; prints cycles and wall time per phase.
     SimSmoke(sim::SimSmokeArgs),
+    /// Profile the simulated Precursor (PC samples of kernel and processes) while the device
+    /// self-test times its X25519 calls: a table per process and function (docs/sim.md).
+    SimProfile(sim_profile::SimProfileArgs),
     /// Boot files for the simulated Precursor without the upstream loader: target/sim/ram.bin, rom.bin, layout.json (docs/sim-boot.md)
     SimLayout(sim_layout::SimLayoutArgs),
     #[command(flatten)]
@@ -166,6 +170,7 @@ fn main() {
         Cmd::DeviceImage(a) => device_image::run(a, ctx.verbose),
         Cmd::SimRun(a) => sim::run(a, ctx.verbose),
         Cmd::SimSmoke(a) => sim::smoke(a, ctx.verbose),
+        Cmd::SimProfile(a) => sim_profile::main(a, ctx.verbose),
         Cmd::SimLayout(a) => sim_layout::run(a, ctx.verbose),
         Cmd::Engine(c) => isa::run(c),
         Cmd::Trng(c) => trng::run(&ctx, c),

@@ -81,8 +81,32 @@ pub fn test_steps() -> Vec<TestStep> {
 /// Step `sim:selftest`: the device image plus the client on the simulated Precursor (v1
 /// engine): every boot phase, every check, the client's PASS, then its power-off.
 fn sim_step(ctx: &Ctx) -> Result<()> {
-    let r = sim_run(ctx.verbose, "v1")?;
+    // the run is profiled (sampling costs no device time): where the timed calls spend their
+    // cycles is printed, and the profiler's attribution is checked on a real system
+    let dir = crate::sim_profile::out_dir();
+    let (r, info) = crate::sim_profile::profiled_selftest("v1", 256, ctx.verbose, &dir)?;
     eprintln!("sim:selftest: one X25519 through the hw backend, end to end: {:.1} us at 100 MHz ({DEVICE_CALLS} calls)", us_per_call(&r)?);
+    let show = crate::sim_profile::Show { window: crate::sim_profile::Window::Timing, top: 12, trace: None };
+    let p = crate::sim_profile::report(&dir, &info, &show)?;
+    check_profile(&p)
+}
+
+/// The timed calls' profile must name what ran: every sample in a process of the layout, no
+/// more than 2% in code outside every symbol, and the two ends of the call (the client and the
+/// engine server) present.
+fn check_profile(p: &crate::sim_profile::Profile) -> Result<()> {
+    let unnamed: u64 = p.by_function.iter().filter(|((_, _, f), _)| f.starts_with('?')).map(|(_, n)| n).sum();
+    if p.other > 0 {
+        bail!("sim-profile: {} of {} samples in the timed calls ran in machine mode or under no process", p.other, p.samples);
+    }
+    if unnamed * 50 > p.samples {
+        bail!("sim-profile: {unnamed} of {} samples in the timed calls fall outside every symbol", p.samples);
+    }
+    for proc_ in [PACKAGE, "engine25519"] {
+        if !p.by_process.contains_key(proc_) {
+            bail!("sim-profile: no sample of {proc_} in the timed calls");
+        }
+    }
     Ok(())
 }
 
@@ -103,8 +127,8 @@ pub fn sim_phases() -> Vec<Phase> {
     v.push(Phase::new(PROGRAM, &format!(r"^VERDICT {PROGRAM} PASS")));
     v
 }
-const TIMING_START: &str = "timing-start";
-const TIMING_END: &str = "timing-end";
+pub const TIMING_START: &str = "timing-start";
+pub const TIMING_END: &str = "timing-end";
 
 fn regex_escape(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == ' ' { c.to_string() } else { format!("\\{c}") }).collect()
@@ -142,7 +166,7 @@ const ENGINE_ISA_VAR: &str = "PRECURSOR_ENGINE_ISA";
 /// Boot the device image plus the client on the simulated Precursor with the `engine_isa`
 /// engine on its bus; every phase, then the power-off the client asks for. The same device
 /// image serves both SoCs: the engine server probes the engine's ISA at start-up.
-fn sim_run(verbose: bool, engine_isa: &str) -> Result<crate::sim::SmokeResult> {
+pub fn sim_run(verbose: bool, engine_isa: &str, profile: Option<&crate::sim::ProfileReq>) -> Result<crate::sim::SmokeResult> {
     let (extra, mine) = sim_extras(verbose)?;
     // the runner (a child process) inherits it; restored afterwards
     let before = std::env::var_os(ENGINE_ISA_VAR);
@@ -153,7 +177,7 @@ fn sim_run(verbose: bool, engine_isa: &str) -> Result<crate::sim::SmokeResult> {
     };
     let mut phases = crate::sim::boot_phases();
     phases.extend(mine);
-    let r = crate::sim::smoke_run(&extra, &phases, false, SIM_TIMEOUT_S, verbose);
+    let r = crate::sim::smoke_run_with(&extra, &phases, false, SIM_TIMEOUT_S, verbose, crate::sim::FAIL_LINES, profile);
     restore();
     let r = r?;
     crate::sim::report(&r);
@@ -178,7 +202,7 @@ fn us_per_call(r: &crate::sim::SmokeResult) -> Result<f64> {
 fn sim_bench(ctx: &Ctx) -> Result<BenchResults> {
     let mut out = BenchResults::new();
     for (isa, key) in [("v1", "sim_x25519_hw_us_at_100mhz"), ("v2", "sim_x25519_hw_us_at_100mhz_v2")] {
-        let r = sim_run(ctx.verbose, isa)?;
+        let r = sim_run(ctx.verbose, isa, None)?;
         let us = us_per_call(&r)?;
         eprintln!("sim-selftest: engine {isa}: {us:.1} us per X25519 at 100 MHz");
         out.insert(key.into(), us);

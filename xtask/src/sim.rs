@@ -217,11 +217,19 @@ impl SmokeResult {
 /// must end by the system powering itself off (phase `shutdown`). `timeout`: wall seconds of
 /// simulation (a hung system fails here).
 pub fn smoke_run(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool) -> Result<SmokeResult> {
-    smoke_run_with(extra, phases, boot_only, timeout, verbose, FAIL_LINES)
+    smoke_run_with(extra, phases, boot_only, timeout, verbose, FAIL_LINES, None)
 }
 
-/// `smoke_run` with other failure lines (a run that must show an error line).
-pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, fail_lines: &[&str]) -> Result<SmokeResult> {
+/// PC samples of a run (`cargo xtask sim-profile`): written to `file`, one every `period` cycles.
+#[derive(Clone, Debug)]
+pub struct ProfileReq {
+    pub file: PathBuf,
+    pub period: u32,
+}
+
+/// `smoke_run` with other failure lines (a run that must show an error line) and, optionally,
+/// the CPU sampled into a profile.
+pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, fail_lines: &[&str], profile: Option<&ProfileReq>) -> Result<SmokeResult> {
     let dir = crate::sim_layout::sim_dir().join("smoke");
     crate::sim_layout::build(&dir, extra, verbose).context("the boot files (cargo xtask sim-layout)")?;
     let json = dir.join("smoke.json");
@@ -240,6 +248,9 @@ pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeou
         cmd.args(["--fail", f]);
     }
     cmd.arg("--json").arg(&json);
+    if let Some(p) = profile {
+        cmd.arg("--profile").arg(&p.file).args(["--profile-period", &p.period.to_string()]);
+    }
     // the runner enforces the wall limit itself; this one only catches a hung build
     let r = supervisor::run(&mut cmd, Duration::from_secs(timeout + 20 * 60), "the simulated Precursor");
     let text = std::fs::read_to_string(&json).with_context(|| format!("the runner wrote no summary ({}): {r:?}", json.display()))?;
@@ -305,7 +316,7 @@ fn fail_closed_step(ctx: &Ctx) -> Result<()> {
     let phases = [Phase::new("sysctl-refused", r"^SYSCTL ERROR .*slots are already taken"), Phase::new("sysctl-poweroff", r"^SYSCTL POWEROFF$")];
     let fail: Vec<&str> = [FAIL_LINES[0], r"PROGRAM HALT|PANIC|panicked at|CPU Exception"].into();
     // a second copy of the system process: the image builder lets it power off like the first
-    let r = smoke_run_with(&[Extra::system(sysctl)], &phases, false, 900, ctx.verbose, &fail)?;
+    let r = smoke_run_with(&[Extra::system(sysctl)], &phases, false, 900, ctx.verbose, &fail, None)?;
     report(&r);
     if !r.ok {
         bail!("a second sysctl did not make the system fail closed and power off: end {}", r.reason);

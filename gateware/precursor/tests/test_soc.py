@@ -202,6 +202,27 @@ def test_run_reports_a_failing_program(built, tmp_path):
     assert res.failed and not res.ok([])
 
 
+def test_run_profiles_the_cpu(built, tmp_path):
+    """--profile: one sample every P cycles, in order, of the program that runs (machine mode,
+    PCs inside its ROM code); without it no sample file is written."""
+    src = tmp_path / "p.S"
+    src.write_text(".option norvc\n_start:\n li t1, 2000\n1: addi t1, t1, -1\n bnez t1, 1b\n"
+                   " li a1, 0xF003F000\n sw zero, 8(a1)\n2: j 2b\n")
+    rom = assemble(src, tmp_path)
+    out = tmp_path / "samples.txt"
+    res = prun.run(rom, timeout=60, echo=False, gw=built, keep=tmp_path / "run", profile=(out, 16))
+    assert res.reason == "finish" and res.code == 0
+    rows = [l.split() for l in out.read_text().splitlines()]
+    assert len(rows) > 100, len(rows)
+    cycles = [int(r[0]) for r in rows]
+    assert all(b - a == 16 for a, b in zip(cycles, cycles[1:])), "one sample every 16 cycles"
+    assert all(r[2] == "3" for r in rows), "the ROM runs in machine mode"
+    pcs = {int(r[1], 16) for r in rows[10:]}
+    assert pcs and max(pcs) < len(rom), f"PCs outside the program: {sorted(pcs)[-3:]}"
+    res = prun.run(rom, timeout=60, echo=False, gw=built, keep=tmp_path / "run2")
+    assert res.reason == "finish" and not (tmp_path / "run2" / "profile.txt").exists()
+
+
 def test_run_reports_a_powerdown(built, tmp_path):
     """A write of susres POWERDOWN.powerdown = 1 powers the SoC off: the run ends with reason
     `powerdown` (code POWERDOWN_CODE), which passes only when the run must end that way."""
@@ -230,7 +251,10 @@ def test_run_refuses_oversized_images(tmp_path):
         assert prun.main(["--rom", str(rom), "--quiet", flag, "(unclosed"]) == 2
     for port in ("0", "65536", "-1"):
         assert prun.main(["--rom", str(rom), "--quiet", "--bridge-port", port]) == 2, port
-    for bad in (["--bridge-port", "http"], ["--end", "finish"]):
+    for period in ("0", "-5", str((1 << 31) + 1)):
+        assert prun.main(["--rom", str(rom), "--quiet", "--profile", str(tmp_path / "s.txt"), "--profile-period", period]) == 2, period
+    assert prun.main(["--rom", str(rom), "--quiet", "--profile", str(tmp_path / "no" / "such" / "s.txt")]) == 2
+    for bad in (["--bridge-port", "http"], ["--end", "finish"], ["--profile-period", "often"]):
         with pytest.raises(SystemExit) as e:
             prun.main(["--rom", str(rom), "--quiet", *bad])
         assert e.value.code == 2, bad
