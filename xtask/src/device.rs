@@ -75,10 +75,11 @@ pub fn build_command(packages: &[String]) -> Command {
     if !features.is_empty() {
         c.args(["--features", &features.join(",")]);
     }
-    // std for Xous is built from source; the device profile aborts on panic; no compressed
-    // instructions (the simulated SoC's CPU has none; Precursor's runs such code unchanged)
-    c.env("CARGO_PROFILE_RELEASE_PANIC", "abort")
-        .env("CARGO_TARGET_RISCV32IMAC_UNKNOWN_XOUS_ELF_RUSTFLAGS", crate::device_xous::DEVICE_RUSTFLAGS).env_remove("RUSTUP_TOOLCHAIN").env_remove("CARGO");
+    // std for Xous is built from source; the device profile (fat LTO, one codegen unit, panics
+    // abort: device_xous::DEVICE_PROFILE); no compressed instructions (the simulated SoC's CPU
+    // has none; Precursor's runs such code unchanged)
+    c.env("CARGO_TARGET_RISCV32IMAC_UNKNOWN_XOUS_ELF_RUSTFLAGS", crate::device_xous::DEVICE_RUSTFLAGS).env_remove("RUSTUP_TOOLCHAIN").env_remove("CARGO");
+    crate::device_xous::device_profile(&mut c);
     c
 }
 

@@ -35,6 +35,20 @@ use std::time::Duration;
 pub const TARGET: &str = crate::device::TARGET;
 /// rustflags of every device build: no compressed instructions (see the module doc).
 pub const DEVICE_RUSTFLAGS: &str = "-C target-feature=-c,-zca";
+/// The cargo profile of every device build (kernel, base services, our programs), set through
+/// cargo's environment: as xous-core builds its release images (its workspace Cargo.toml:
+/// `[profile.release] codegen-units = 1`, `lto = "fat"`), and panics abort. docs/device.md.
+pub const DEVICE_PROFILE: &[(&str, &str)] =
+    &[("CARGO_PROFILE_RELEASE_PANIC", "abort"), ("CARGO_PROFILE_RELEASE_LTO", "fat"), ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")];
+
+/// Apply [`DEVICE_PROFILE`] to a cargo command.
+pub fn device_profile(c: &mut Command) -> &mut Command {
+    for (k, v) in DEVICE_PROFILE {
+        c.env(k, v);
+    }
+    c
+}
+
 /// Cargo features that select Precursor's register map.
 pub const PRECURSOR_FEATURES: &str = "precursor,utralib/precursor-pvt";
 
@@ -168,8 +182,8 @@ fn device_cargo(src: &Path, build_std: &str, name: &str) -> Command {
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("RUSTUP_TOOLCHAIN")
         .env_remove("CARGO")
-        .env("CARGO_PROFILE_RELEASE_PANIC", "abort")
         .env("RUSTFLAGS", DEVICE_RUSTFLAGS);
+    device_profile(&mut c);
     c
 }
 
@@ -186,7 +200,7 @@ fn install(from: &Path, to: &Path) -> Result<()> {
 }
 
 fn kernel_key() -> Result<String> {
-    let mut text = format!("{RECIPE} {} {} {} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS}\n", KERNEL.name, KERNEL.version, KERNEL.sha256, XOUS_RISCV.sha256);
+    let mut text = format!("{RECIPE} {} {} {} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS} {DEVICE_PROFILE:?}\n", KERNEL.name, KERNEL.version, KERNEL.sha256, XOUS_RISCV.sha256);
     for p in device_patch_files()? {
         text.push_str(&format!("{} {}\n", p.file_name().unwrap().to_string_lossy(), util::sha256_hex(&std::fs::read(&p)?)));
     }
@@ -313,7 +327,7 @@ pub fn ensure_services(power: &PowerPids, verbose: bool) -> Result<Vec<PathBuf>>
         let per_power = POWER_SERVICES.contains(&s.name);
         let bin = if per_power { bin_dir().join(power.tag()).join(s.name) } else { bin_dir().join(s.name) };
         let patches = service_patch_files(s.name)?;
-        let mut key = format!("{RECIPE} {}@{} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS}", s.name, s.version, s.sha256);
+        let mut key = format!("{RECIPE} {}@{} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS} {DEVICE_PROFILE:?}", s.name, s.version, s.sha256);
         for p in &patches {
             key.push_str(&format!(" {} {}", p.file_name().unwrap().to_string_lossy(), util::sha256_hex(&std::fs::read(p)?)));
         }

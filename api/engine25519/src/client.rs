@@ -149,10 +149,9 @@ impl Engine25519 {
                 guard.as_mut().unwrap()
             }
         };
-        let r: Result<X25519Msg, Error> = lend_mut_typed(self.inner.conn, buf, Opcode::X25519);
-        // the page held our scalar: wipe it whatever happened
-        buf.volatile_clear();
-        let r = r?;
+        // the page holds our scalar, then the result: both archives' bytes are wiped after the
+        // call, whatever happened
+        let r: X25519Msg = service_ipc::client::lend_mut_wiping(self.inner.conn, buf, Opcode::X25519 as u32)?;
         status_result(r.status)?;
         Ok(X25519Reply { result: r.result, backend: BackendId::from_u32(r.backend), cycles: r.cycles, window: r.window })
     }
@@ -247,8 +246,7 @@ impl Engine25519 {
         for attempt in 0..2 {
             let msg = JobMsg { magic: MAGIC, status: 0, handle, window, max_cycles, cycles: 0, backend: 0, reserved: 0, regs: *regs };
             let mut buf = Buffer::into_buf(msg).map_err(|_| Error::Protocol("serialize"))?;
-            let r: Result<JobMsg, Error> = lend_mut_typed(self.inner.conn, &mut buf, Opcode::RunJob);
-            buf.volatile_clear();
+            let r: Result<JobMsg, Error> = service_ipc::client::lend_mut_wiping(self.inner.conn, &mut buf, Opcode::RunJob as u32).map_err(Error::from);
             match r {
                 Ok(r) => {
                     status_result(r.status)?;

@@ -50,6 +50,37 @@ pub fn decode(word: u32, isa: Isa) -> Decoded {
     }
 }
 
+/// Bit mask of the window registers `words` names in any register operand (destination or
+/// source; constants excluded). No instruction writes a register its operands do not name
+/// (spec/engine25519.toml: CSWAP writes Wd and Ra, every other writer only Wd), so a program
+/// started on an all-zero window leaves every register outside this mask zero. A word that
+/// does not decode to a legal instruction of `isa` names every register (the mask is then
+/// all ones): what it would do is not known.
+pub fn named_registers(words: &[u32], isa: Isa) -> u64 {
+    let all = if isa::REGS_PER_WINDOW >= 64 { u64::MAX } else { (1u64 << isa::REGS_PER_WINDOW) - 1 };
+    let mut mask = 0u64;
+    for &w in words {
+        let (op, f) = match decode(w, isa) {
+            Decoded::Insn { op, fields } | Decoded::NonCanonical { op, fields } => (op, fields),
+            Decoded::Udf | Decoded::Illegal { .. } => return all,
+        };
+        for k in op.operands {
+            let reg = match k {
+                OperandKind::Wd => Some(f.wd),
+                OperandKind::Ra => (!f.ca).then_some(f.ra),
+                OperandKind::RaReg => Some(f.ra),
+                OperandKind::Rb => (!f.cb).then_some(f.rb),
+                OperandKind::RbReg => Some(f.rb),
+                OperandKind::Target | OperandKind::Imm => None,
+            };
+            if let Some(r) = reg {
+                mask |= 1u64 << (r as usize % isa::REGS_PER_WINDOW);
+            }
+        }
+    }
+    mask & all
+}
+
 fn reg_or_const(n: u8, c: bool) -> String {
     if c {
         format!("#{n}")

@@ -179,6 +179,23 @@ impl Runner {
     }
 }
 
+/// The engine cycles of one X25519 on `isa`, checked: the model runs the ladder microcode on
+/// every RFC 7748 5.2/6.1 vector, each result must equal the RFC's and every run must take the
+/// same count (the ladder is constant time). For build scripts that bake the count into a
+/// device program (which cannot afford to run the model).
+pub fn x25519_cycles_checked(isa: Isa) -> u64 {
+    let mut cycles = None;
+    for (k, u, want) in crate::vectors::RFC7748 {
+        let (got, c) = x25519(isa, &crate::vectors::hex32(k), &crate::vectors::hex32(u));
+        assert_eq!(got, crate::vectors::hex32(want), "model X25519 ({isa}) disagrees with RFC 7748");
+        match cycles {
+            None => cycles = Some(c),
+            Some(prev) => assert_eq!(prev, c, "X25519 cycles depend on the input ({isa})"),
+        }
+    }
+    cycles.expect("RFC 7748 has vectors")
+}
+
 /// X25519(scalar, u) computed by running the real microcode of `isa` on the model.
 /// Returns the shared secret / public key bytes and the engine cycle count.
 pub fn x25519(isa: Isa, scalar: &[u8; 32], u: &[u8; 32]) -> ([u8; 32], u64) {

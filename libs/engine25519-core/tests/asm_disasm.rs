@@ -321,3 +321,26 @@ fn garbage_never_panics() {
         }
     }
 }
+
+/// The registers a program names (what the server wipes after an X25519): destinations and
+/// register sources, never constants; CSWAP's second register; every register for a word the
+/// ISA does not define.
+#[test]
+fn named_registers_are_the_register_operands() {
+    use engine25519_core::disasm::named_registers;
+    let words = |text: &str, isa: Isa| assemble(text, isa).unwrap_or_else(|e| panic!("{text}: {e}")).words;
+    let w = words("xor %3, %4, #5\nmul %6, #2, %7\nfin\n", Isa::V1);
+    assert_eq!(named_registers(&w, Isa::V1), 1 << 3 | 1 << 4 | 1 << 6 | 1 << 7);
+    let w = words("cswap %1, %2, %9\nfin\n", Isa::V2);
+    assert_eq!(named_registers(&w, Isa::V2), 1 << 1 | 1 << 2 | 1 << 9);
+    let all = (1u64 << isa::REGS_PER_WINDOW) - 1;
+    assert_eq!(named_registers(&[isa::UDF_WORD], Isa::V1), all);
+    let fadd = words("fadd %1, %2, %3\nfin\n", Isa::V2);
+    assert_eq!(named_registers(&fadd, Isa::V1), all, "fadd is not a v1 opcode");
+    assert_eq!(named_registers(&[], Isa::V1), 0);
+    // the ladder names fewer registers than a window has (else the narrow wipe saves nothing)
+    for isa in [Isa::V1, Isa::V2] {
+        let n = named_registers(engine25519_core::programs::x25519_program(isa).words(), isa);
+        assert!(n != all && n != 0, "{isa}: {n:#x}");
+    }
+}

@@ -82,6 +82,43 @@ where
     buf.to_original::<R, _>().map_err(|_| CallError::Protocol("reply archive"))
 }
 
+/// Bytes from the start of a page that a plain-data `T` archive written by `Buffer::into_buf`
+/// / `rewrite` can occupy: rkyv 0.4 serializes from position 0, the root at most one alignment
+/// step in.
+pub fn archive_span<T: rkyv::Archive>() -> usize {
+    core::mem::size_of::<rkyv::Archived<T>>() + core::mem::align_of::<rkyv::Archived<T>>()
+}
+
+/// [`lend_mut_in`] for a request and reply of one type `T` that may carry secrets (a private
+/// scalar out, a shared secret back): afterwards, whatever happened, the bytes either archive
+/// can occupy are wiped (the request's [`archive_span`], the reply's up to its end), not the
+/// whole page: the rest of the page was never written.
+pub fn lend_mut_wiping<T>(conn: CID, buf: &mut Buffer<'static>, opcode: u32) -> Result<T, CallError>
+where
+    T: rkyv::Archive,
+    rkyv::Archived<T>: rkyv::Deserialize<T, dyn rkyv::Fallible<Error = xous_ipc::XousUnreachable>>,
+{
+    let len = buf.len();
+    let r = buf.lend_mut(conn, opcode);
+    let (out, reply_end) = match r {
+        Err(e) => (Err(e.into()), 0),
+        Ok(r) => match memory_reply(r) {
+            Err(e) => (Err(e), 0),
+            Ok((pos, _)) => {
+                let pos = pos.unwrap_or(0);
+                if !archive_fits::<T>(len, pos) {
+                    (Err(CallError::Protocol("reply archive out of range")), 0)
+                } else {
+                    (buf.to_original::<T, _>().map_err(|_| CallError::Protocol("reply archive")), pos + core::mem::size_of::<rkyv::Archived<T>>())
+                }
+            }
+        },
+    };
+    let n = archive_span::<T>().max(reply_end).min(len);
+    crate::wipe_bytes(&mut buf[..n]);
+    out
+}
+
 /// Request/reply in one call: serialize `req` into a fresh page, lend it mutably and decode the
 /// reply archive (same type). The page is wiped before it is freed.
 pub fn call<T>(conn: CID, opcode: u32, req: T) -> Result<T, CallError>
@@ -91,7 +128,7 @@ where
 {
     let mut buf = Buffer::into_buf(req).map_err(|_| CallError::Protocol("serialize"))?;
     let r = lend_mut_in::<T>(conn, &mut buf, opcode);
-    buf.volatile_clear();
+    crate::wipe_bytes(&mut buf);
     r
 }
 

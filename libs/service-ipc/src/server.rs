@@ -67,10 +67,8 @@ pub fn scalar_args(env: &MessageEnvelope) -> Option<[usize; 4]> {
 
 /// Wipe a lent-mutable page (it may hold a secret) with volatile writes.
 pub fn wipe(mem: &mut xous::MemoryMessage) {
-    let p = mem.buf.as_mut_ptr();
-    for i in 0..mem.buf.len() {
-        unsafe { p.add(i).write_volatile(0) };
-    }
+    // Safety: the lent range is mapped writable into this process until the reply.
+    unsafe { crate::wipe_raw(mem.buf.as_mut_ptr(), mem.buf.len()) }
 }
 
 /// The error reply, for every message kind:
@@ -143,6 +141,31 @@ where
         }
     }
     reply_error(env, bad_message)
+}
+
+/// [`reply_archive`] for a request and reply of the same plain-data type `T` (e.g. the engine's
+/// X25519): instead of the whole page, only the bytes the request's archive can occupy are
+/// wiped ([0, its position + T's size): rkyv 0.4 writes a plain-data archive from the start of
+/// the buffer, and the server read nothing else), then the reply goes over them.
+pub fn reply_archive_in_place<T>(mut env: MessageEnvelope, msg: T, bad_message: impl ErrorCode)
+where
+    T: for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
+    T: rkyv::Archive,
+{
+    if let Message::MutableBorrow(mem) = &mut env.body {
+        let pos = mem.offset.map(|o| o.get()).unwrap_or(0);
+        if archive_fits::<T>(mem.buf.len(), 0) && archive_fits::<T>(mem.buf.len(), pos) {
+            let n = pos + core::mem::size_of::<rkyv::Archived<T>>();
+            // Safety: n <= the lent length (archive_fits), mapped writable until the reply.
+            unsafe { crate::wipe_raw(mem.buf.as_mut_ptr(), n) };
+            let mut buf = unsafe { Buffer::from_memory_message_mut(mem) };
+            let _ = buf.replace(msg);
+            drop(buf);
+            mem.valid = xous::MemorySize::new(mem.buf.len());
+            return;
+        }
+    }
+    reply_archive(env, msg, bad_message)
 }
 
 /// Success reply of a raw lend / lend_mut: the memory goes back with `valid = Some(n)` (n = the

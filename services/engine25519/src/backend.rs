@@ -103,6 +103,12 @@ pub trait EngineBackend: Send {
     fn clear_window(&mut self, window: usize) {
         self.write_window(window, &[[0u8; 32]; NUM_REGS]);
     }
+    /// Zero the registers of `window` whose bit is set in `mask`.
+    fn clear_regs(&mut self, window: usize, mask: u64) {
+        for r in (0..NUM_REGS).filter(|r| mask >> r & 1 != 0) {
+            self.write_reg(window, r, &[0u8; 32]);
+        }
+    }
     fn snapshot(&mut self) -> Snapshot {
         let mut ucode = vec![0u32; UCODE_WORDS];
         self.read_ucode(0, &mut ucode);

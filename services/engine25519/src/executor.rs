@@ -12,7 +12,6 @@
 //! so that a Suspend lands quickly. After `quantum` cycles a job is preempted at an instruction
 //! boundary if other clients are waiting and resumes later in its own window.
 
-use std::collections::HashSet;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -118,7 +117,8 @@ struct Counters {
     errors: u64,
     busy: u64,
     resumes: u64,
-    clients: HashSet<u32>,
+    /// distinct client PIDs (a BTreeSet: no hashing per request on the device)
+    clients: std::collections::BTreeSet<u32>,
 }
 
 struct State {
@@ -146,6 +146,10 @@ struct EngineCtx {
     saved: Option<Snapshot>,
     /// pacing: when the modelled engine becomes idle
     busy_until: Instant,
+    /// windows that may hold something other than zeros (bit per window): operands were
+    /// written and the job's end has not wiped it yet, or nothing is known (start-up, a parked
+    /// job that never finished). A job's operands go into a window only after it is wiped.
+    dirty: u32,
 }
 
 pub struct Executor {
@@ -158,7 +162,12 @@ pub struct Executor {
     backend: BackendId,
     unavailable: Option<String>,
     x25519: X25519Program,
+    /// where the pinned wipe program (`X25519Program::wipe`) sits in microcode RAM
+    wipe_at: Option<(usize, usize)>,
 }
+
+/// Engine cycles the wipe program may take (it takes a few dozen).
+const WIPE_BUDGET: u64 = 10_000;
 
 impl Executor {
     /// Create the executor for `engine` (whose availability is probed once) and, in
@@ -169,10 +178,15 @@ impl Executor {
         let mut ucode = Ucode::new();
         let mut pending = Vec::new();
         let mut x25519_handle = 0;
+        let mut wipe_at = None;
         if unavailable.is_none() {
             let l = ucode.load(&x25519.words, true).expect("X25519 program fits the microcode RAM");
             x25519_handle = l.handle;
             pending.push((l.start, x25519.words.clone()));
+            if let Ok(w) = ucode.load(&x25519.wipe, true) {
+                pending.push((w.start, x25519.wipe.clone()));
+                wipe_at = Some((w.start, x25519.wipe.len()));
+            }
         }
         let ex = Arc::new(Executor {
             st: Mutex::new(State {
@@ -189,11 +203,12 @@ impl Executor {
                 closed: false,
             }),
             cv: Condvar::new(),
-            engine: Mutex::new(EngineCtx { engine, saved: None, busy_until: Instant::now() }),
+            engine: Mutex::new(EngineCtx { engine, saved: None, busy_until: Instant::now(), dirty: u32::MAX }),
             cfg,
             backend,
             unavailable,
             x25519,
+            wipe_at,
         });
         if ex.unavailable.is_none() && ex.cfg.driver == Driver::Thread {
             let w = ex.clone();
@@ -234,19 +249,32 @@ impl Executor {
     /// Queue an X25519. `Ok(())`: `reply` will be called (maybe from the worker thread). `Err`:
     /// refused at once, `reply` was not called.
     pub fn submit_x25519(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], reply: ReplyFn) -> Result<(), Status> {
+        self.x25519_or_back(client, scalar, u, reply).map_err(|(s, _)| s)
+    }
+
+    /// Queue an X25519 whose every outcome, a refusal included, goes to `reply` (exactly once):
+    /// the server's path (no shared slot for the request needed to answer a refusal).
+    pub fn submit_x25519_answering(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], reply: ReplyFn) {
+        if let Err((s, reply)) = self.x25519_or_back(client, scalar, u, reply) {
+            reply(Outcome::error(s, self.backend));
+        }
+    }
+
+    /// [`Self::submit_x25519`] that hands `reply` back with a refusal.
+    fn x25519_or_back(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], reply: ReplyFn) -> Result<(), (Status, ReplyFn)> {
         // clamping and the reduction of u are done by the microcode (RFC 7748 semantics in
         // one place); the software fallback does the same inside x25519-dalek
         let k = Zeroizing::new(*scalar);
         let u = *u;
         if self.refuse_closed() {
-            return Err(Status::BadState);
+            return Err((Status::BadState, reply));
         }
         if self.unavailable.is_some() {
             let mut st = self.st.lock().unwrap();
             st.c.clients.insert(client);
             if !self.cfg.software_fallback {
                 st.c.errors += 1;
-                return Err(Status::EngineUnavailable);
+                return Err((Status::EngineUnavailable, reply));
             }
             st.c.fallbacks += 1;
             drop(st);
@@ -257,7 +285,9 @@ impl Executor {
         let mut st = self.st.lock().unwrap();
         st.c.clients.insert(client);
         let handle = st.x25519_handle;
-        let (start, len) = st.ucode.acquire(handle).ok_or(Status::Internal)?;
+        let Some((start, len)) = st.ucode.acquire(handle) else {
+            return Err((Status::Internal, reply));
+        };
         let job = Job {
             work: Work::X25519 { scalar: k, u },
             handle,
@@ -273,9 +303,10 @@ impl Executor {
                 Ok(())
             }
             Err((r, mut job)) => {
-                job.reply = None; // refused: the caller answers, the closure must not run
+                // refused: the caller answers, the queue never saw the closure
+                let reply = job.reply.take().expect("the job was built with its reply");
                 st.ucode.release(handle);
-                Err(self.refuse(&mut st, r))
+                Err((self.refuse(&mut st, r), reply))
             }
         }
     }
@@ -495,7 +526,7 @@ impl Executor {
             st.driving = true;
         }
         let mut ctx = self.engine.lock().unwrap();
-        let EngineCtx { engine, saved, busy_until } = &mut *ctx;
+        let EngineCtx { engine, saved, busy_until, dirty } = &mut *ctx;
         loop {
             // ---- pick work under the lock (engine idle: no job out) ----
             let mut st = self.st.lock().unwrap();
@@ -540,6 +571,10 @@ impl Executor {
             let job = &mut e.job;
             job.launch.window = window;
             if job.resume_at.is_none() {
+                if *dirty & (1 << window) != 0 {
+                    engine.clear_window(window);
+                }
+                *dirty |= 1 << window;
                 self.load_operands(&mut **engine, window, &job.work);
             }
             let mut turn = 0u64;
@@ -598,7 +633,22 @@ impl Executor {
                     Work::Custom { .. } => out.regs = Some(Box::new(engine.read_window(window))),
                 }
             }
-            engine.clear_window(window);
+            // wipe the window: after a finished X25519 only the registers its microcode names
+            // can be non-zero (the window was all zeros before its operands went in); the
+            // engine zeroes them itself (the wipe program), else the bus does
+            match (&job.work, status) {
+                (Work::X25519 { .. }, Status::Ok) => {
+                    let wiped = self.wipe_at.is_some_and(|(start, len)| {
+                        let l = Launch { window, mpstart: start, mplen: len };
+                        matches!(engine.run(l, None, WIPE_BUDGET, WIPE_BUDGET), RunEnd::Finished { .. })
+                    });
+                    if !wiped {
+                        engine.clear_regs(window, self.x25519.named);
+                    }
+                }
+                _ => engine.clear_window(window),
+            }
+            *dirty &= !(1 << window);
             let reply = job.reply.take().expect("reply once");
             let (handle, cycles) = (job.handle, job.cycles);
             {
@@ -621,7 +671,6 @@ impl Executor {
     fn load_operands(&self, engine: &mut dyn EngineBackend, window: usize, work: &Work) {
         match work {
             Work::X25519 { scalar, u } => {
-                engine.clear_window(window);
                 engine.write_reg(window, self.x25519.scalar_reg, scalar);
                 engine.write_reg(window, self.x25519.u_reg, u);
             }
@@ -643,11 +692,21 @@ impl Drop for Job {
 }
 
 #[cfg(test)]
+impl Executor {
+    /// Tests: the backend, with the engine token's lock held.
+    fn with_engine<R>(&self, f: impl FnOnce(&mut dyn EngineBackend) -> R) -> R {
+        let mut ctx = self.engine.lock().unwrap();
+        f(&mut *ctx.engine)
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::model_backend::ModelEngine;
     use crate::programs::x25519_program;
     use engine25519_core::isa::{Instr, Isa, UDF_WORD};
+    use std::collections::HashSet;
     use std::sync::mpsc;
 
     struct Rng(u64);
@@ -705,6 +764,51 @@ mod tests {
         assert_eq!(cycles.len(), 1, "X25519 cycle count must not depend on the inputs: {cycles:?}");
         let s = ex.stats();
         assert_eq!((s.jobs, s.errors, s.queue_depth), (6, 0, 0));
+    }
+
+    /// Every window is all zeros after X25519 jobs, although only the registers the microcode
+    /// names are wiped at a job's end: windows that held anything before (here: every register
+    /// of every window set before the executor starts) are wiped whole before operands go in.
+    #[test]
+    fn windows_are_zero_after_x25519_jobs_with_the_named_register_wipe() {
+        for isa in [Isa::V1, Isa::V2] {
+            let prog = x25519_program(isa);
+            let all = (1u64 << NUM_REGS) - 1;
+            assert!(prog.named != all && prog.named.count_ones() >= 3, "{isa}: the wipe must be narrower than the window to be tested here");
+            let mut engine = ModelEngine::new(isa);
+            for w in 0..crate::api::NUM_WINDOWS {
+                for r in 0..NUM_REGS {
+                    engine.write_reg(w, r, &[0xa5; 32]);
+                }
+            }
+            let ex = Executor::start(Box::new(engine), prog, Config::default());
+            let mut rng = Rng(0x5eed_0000 + isa as u64);
+            let mut used = HashSet::new();
+            for _ in 0..3 {
+                let rxs: Vec<_> = (0..4)
+                    .map(|c| {
+                        let (k, u) = (rng.bytes(), rng.bytes());
+                        let (reply, rx) = chan();
+                        ex.submit_x25519(c, &k, &u, reply).unwrap();
+                        (rx, x25519_dalek::x25519(k, u))
+                    })
+                    .collect();
+                for (rx, want) in rxs {
+                    let o = rx.recv_timeout(T).unwrap();
+                    assert_eq!((o.status, o.result), (Status::Ok, want));
+                    used.insert(o.window as usize);
+                }
+            }
+            // the windows the jobs ran in; the others still hold what they held (and are
+            // wiped whole before a job uses them)
+            let dirty: Vec<(usize, usize)> =
+                ex.with_engine(|e| used.iter().flat_map(|&w| (0..NUM_REGS).map(move |r| (w, r))).filter(|&(w, r)| e.read_reg(w, r) != [0u8; 32]).collect());
+            assert!(!used.is_empty() && dirty.is_empty(), "{isa}: non-zero (window, register) after the jobs: {dirty:?}");
+            let untouched = (0..crate::api::NUM_WINDOWS).find(|w| !used.contains(w));
+            if let Some(w) = untouched {
+                assert_eq!(ex.with_engine(|e| e.read_reg(w, 0)), [0xa5; 32], "the test's premise: window {w} was set before start");
+            }
+        }
     }
 
     /// Pause at random instruction boundaries, save the engine state, power-cycle it, restore and
@@ -906,6 +1010,32 @@ mod tests {
         let o = queued.recv_timeout(T).unwrap();
         assert_eq!((o.status, o.result), (Status::Ok, x25519_dalek::x25519([5; 32], [9; 32])));
         assert!(ex.close(), "queue drained");
+    }
+
+    /// The server's form answers every request exactly once through its closure: served ones
+    /// with the result, refused ones (queue full, service closed) with the refusal.
+    #[test]
+    fn answering_submission_delivers_refusals_through_the_reply() {
+        let ex = start(Config { global_cap: 1, ..Config::default() });
+        let (tx, rx) = mpsc::channel();
+        ex.suspend(Box::new(move |s, _| tx.send(s).unwrap()));
+        assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+        let (r1, first) = chan();
+        ex.submit_x25519_answering(1, &[5; 32], &[9; 32], r1);
+        let (r2, second) = chan();
+        ex.submit_x25519_answering(2, &[5; 32], &[9; 32], r2);
+        assert_eq!(second.recv_timeout(T).unwrap().status, Status::Busy, "the queue holds one job");
+        assert!(first.try_recv().is_err(), "the queued job is not answered while suspended");
+        let (tx, rx) = mpsc::channel();
+        ex.resume(Box::new(move |s, _| tx.send(s).unwrap()));
+        assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+        let o = first.recv_timeout(T).unwrap();
+        assert_eq!((o.status, o.result), (Status::Ok, x25519_dalek::x25519([5; 32], [9; 32])));
+        assert!(ex.close());
+        let (r3, third) = chan();
+        ex.submit_x25519_answering(3, &[5; 32], &[9; 32], r3);
+        assert_eq!(third.recv_timeout(T).unwrap().status, Status::BadState);
+        assert!(second.try_recv().is_err() && first.try_recv().is_err(), "each reply runs once");
     }
 
     #[test]

@@ -39,6 +39,11 @@ fn hw_backend(isa: Option<engine25519_core::isa::Isa>) -> Result<(Box<dyn Engine
         Some(i) => i,
         None => e.probe_isa()?,
     };
+    // a failed known-answer test leaves the backend unavailable (available() says why)
+    match e.self_test(isa) {
+        Ok(polls) => log::info!("engine25519: hw known-answer test passed (X25519 on {isa}, {polls} status polls)"),
+        Err(err) => log::error!("{err}"),
+    }
     Ok((Box::new(e) as Box<dyn EngineBackend>, isa))
 }
 

@@ -27,7 +27,7 @@
 use std::sync::{Arc, Mutex};
 
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{decode_request, reply_archive, reply_bad_kind, reply_error, reply_ok, reply_scalar2, sender_pid, Kind};
+use service_ipc::server::{decode_request, reply_archive, reply_archive_in_place, reply_bad_kind, reply_error, reply_ok, reply_scalar2, sender_pid, Kind};
 use xous::MessageEnvelope;
 
 use engine25519_server::api::{self, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY};
@@ -129,6 +129,8 @@ fn x25519_reply(o: &Outcome) -> X25519Msg {
 
 /// The reply closure of a queued job: the archive on success, the error reply otherwise. The
 /// envelope sits in a shared slot so that a submission refused at once can still answer it.
+/// Jobs answer in the request's own type (X25519Msg, JobMsg), so the success reply wipes only
+/// the request archive's bytes and writes over them (`reply_archive_in_place`).
 type Slot = Arc<Mutex<Option<MessageEnvelope>>>;
 
 fn answer<T>(slot: &Slot, status: Status, reply: impl FnOnce() -> T)
@@ -136,11 +138,19 @@ where
     T: rkyv::Archive + for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
 {
     if let Some(env) = slot.lock().unwrap().take() {
-        if status == Status::Ok {
-            reply_archive(env, reply(), Status::BadMessage)
-        } else {
-            reply_error(env, status) // counted by the executor
-        }
+        answer_now(env, status, reply)
+    }
+}
+
+/// The reply to a request the caller holds (no slot).
+fn answer_now<T>(env: MessageEnvelope, status: Status, reply: impl FnOnce() -> T)
+where
+    T: rkyv::Archive + for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
+{
+    if status == Status::Ok {
+        reply_archive_in_place(env, reply(), Status::BadMessage)
+    } else {
+        reply_error(env, status) // counted by the executor
     }
 }
 
@@ -171,12 +181,8 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
             };
             let (k, u) = (zeroize::Zeroizing::new(m.scalar), m.u);
             zeroize::Zeroize::zeroize(&mut m.scalar);
-            let slot: Slot = Arc::new(Mutex::new(Some(env)));
-            let s2 = slot.clone();
-            let r = ex.submit_x25519(client, &k, &u, Box::new(move |o: Outcome| answer(&s2, o.status, || x25519_reply(&o))));
-            if let Err(s) = r {
-                answer(&slot, s, || x25519_reply(&Outcome::error(s, ex.backend())));
-            }
+            // the closure owns the request: the executor calls it exactly once, a refusal too
+            ex.submit_x25519_answering(client, &k, &u, Box::new(move |o: Outcome| answer_now(env, o.status, || x25519_reply(&o))));
         }
         (Some(Opcode::LoadProgram), Kind::LendMut) => {
             let Some(m) = decode_request::<ProgramMsg>(&env).filter(|m| m.magic == MAGIC) else {

@@ -85,7 +85,13 @@ pub struct Scheduler<J> {
     pub depth_max: usize,
     /// the job currently out on the engine (client id), counted in depth
     running: Option<u32>,
+    /// emptied client queues kept for reuse (a client that sends one request at a time would
+    /// otherwise cost an allocation and a free per job)
+    spare: Vec<VecDeque<Entry<J>>>,
 }
+
+/// Emptied client queues kept for reuse.
+const SPARE_QUEUES: usize = 4;
 
 impl<J> Scheduler<J> {
     pub fn new(global_cap: usize, per_client_cap: usize) -> Self {
@@ -97,6 +103,7 @@ impl<J> Scheduler<J> {
             depth: 0,
             depth_max: 0,
             running: None,
+            spare: Vec::new(),
         }
     }
 
@@ -123,7 +130,11 @@ impl<J> Scheduler<J> {
         let e = Entry { client, want, window: None, dispatches: 0, job };
         match self.ring.iter_mut().find(|q| q.client == client) {
             Some(q) => q.jobs.push_back(e),
-            None => self.ring.push_back(ClientQ { client, jobs: VecDeque::from([e]) }),
+            None => {
+                let mut jobs = self.spare.pop().unwrap_or_default();
+                jobs.push_back(e);
+                self.ring.push_back(ClientQ { client, jobs })
+            }
         }
         self.depth += 1;
         self.depth_max = self.depth_max.max(self.depth);
@@ -153,6 +164,8 @@ impl<J> Scheduler<J> {
             self.running = Some(e.client);
             if !q.jobs.is_empty() {
                 self.ring.push_back(q);
+            } else if self.spare.len() < SPARE_QUEUES {
+                self.spare.push(q.jobs);
             }
             return Some(e);
         }
