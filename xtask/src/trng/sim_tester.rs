@@ -121,8 +121,8 @@ struct SourceResult {
 
 /// The sources of step `trng:sim-tester`, in order: a raw AV frame, a raw RO frame (the AV
 /// channels off: the kernel must keep getting conditioned words), then a conditioned frame
-/// (both families back, the conditioner never held). About 34 M device cycles per raw frame
-/// and 58 M for the conditioned one, plus at most one 64 KiB chunk of the previous mode per
+/// (both families back, the conditioner never held). About 13-14 M device cycles per raw frame
+/// and 50 M for the conditioned one, plus at most one 64 KiB chunk of the previous mode per
 /// switch (the device abandons a fill when CONTROL changes).
 pub const STEP_SOURCES: [Source; 3] = [Source::Av, Source::Ro, Source::Cprng];
 
