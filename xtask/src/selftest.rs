@@ -16,7 +16,7 @@
 //!   and v2 engine SoCs); the bench key
 //!   `sim_x25519_hw_us_at_100mhz` is one X25519 through the service's `hw` backend on the
 //!   engine RTL, end to end, in device time at the SoC's declared 100 MHz: the cycles between
-//!   the client's timing-start line and its result line (stamped by the simulator with the CPU
+//!   the client's timing-start and timing-end lines (stamped by the simulator with the CPU
 //!   cycle at which each was written) over the number of calls.
 
 use crate::ctx::Ctx;
@@ -120,7 +120,7 @@ pub fn sim_phases() -> Vec<Phase> {
     for c in CHECKS {
         if *c == "selftest/x25519-timing" {
             v.push(Phase::new(TIMING_START, &format!(r"^SELFTEST-TIMING-START calls={DEVICE_CALLS}$")));
-            v.push(Phase::new(TIMING_END, r"^SELFTEST-BENCH \{"));
+            v.push(Phase::new(TIMING_END, &format!(r"^SELFTEST-TIMING-END calls={DEVICE_CALLS}$")));
         }
         v.push(Phase::new(c, &format!(r"^VERDICT {} PASS", regex_escape(c))));
     }
@@ -191,7 +191,7 @@ pub fn sim_run(verbose: bool, engine_isa: &str, profile: Option<&crate::sim::Pro
 /// Device microseconds per X25519 at the SoC's clock from the two stamped lines.
 fn us_per_call(r: &crate::sim::SmokeResult) -> Result<f64> {
     let (a, _) = r.phase(TIMING_START).context("no timing-start line")?;
-    let (b, _) = r.phase(TIMING_END).context("no timing result line")?;
+    let (b, _) = r.phase(TIMING_END).context("no timing-end line")?;
     if b <= a {
         bail!("timing lines out of order ({a} .. {b} cycles)");
     }

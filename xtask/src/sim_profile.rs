@@ -314,7 +314,7 @@ pub fn profiled_selftest(isa: &str, period: u32, verbose: bool, dir: &Path) -> R
     let req = ProfileReq { file: dir.join("samples.txt"), period };
     let r = crate::selftest::sim_run(verbose, isa, Some(&req))?;
     let (from, _) = r.phase(crate::selftest::TIMING_START).context("no timing-start line")?;
-    let (to, _) = r.phase(crate::selftest::TIMING_END).context("no timing result line")?;
+    let (to, _) = r.phase(crate::selftest::TIMING_END).context("no timing-end line")?;
     let (extra, _) = crate::selftest::sim_extras(verbose)?;
     let info = RunInfo {
         isa: isa.to_string(),

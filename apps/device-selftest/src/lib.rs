@@ -14,6 +14,8 @@ pub const PROGRAM: &str = "device-selftest";
 pub const BENCH_MARKER: &str = "SELFTEST-BENCH";
 /// Printed right before the timed calls start (the harness may stamp it with a cycle count).
 pub const TIMING_START_MARKER: &str = "SELFTEST-TIMING-START";
+/// Printed right after the timed calls end (stamped like the start line).
+pub const TIMING_END_MARKER: &str = "SELFTEST-TIMING-END";
 /// Default number of timed X25519 calls.
 pub const DEFAULT_CALLS: u64 = 20;
 /// Most timed calls accepted (a typo must not keep the simulated device busy for hours).
@@ -102,10 +104,13 @@ pub fn hex(b: &[u8]) -> String {
 pub fn check_cycles(backend: BackendId, isa: Isa, reported: u64) -> Result<(), String> {
     let want = expected_cycles(isa);
     match backend {
+        // an estimate: STATUS polls x the cycles per poll the backend learned at start-up from
+        // a known-answer X25519 of exactly `want` cycles (docs/engine-service.md); the time of
+        // a poll varies with what else interrupts the CPU (measured: +40% on the simulated
+        // device, calibrated during the boot's log output), so only nonsense is refused
         BackendId::Hw => {
-            let tick = isa.info().eng_clk_hz / 1000;
-            if reported + tick < want {
-                return Err(format!("hw reported {reported} cycles: less than the engine's {want} minus one 1 ms tick ({tick})"));
+            if reported < want / 2 || reported > want * 2 {
+                return Err(format!("hw reported {reported} cycles: not within a factor of 2 of the engine's {want}"));
             }
             Ok(())
         }
@@ -225,11 +230,13 @@ mod tests {
         assert!(check_cycles(BackendId::Model, Isa::V2, 22_099).is_ok());
         assert!(check_cycles(BackendId::Model, Isa::V2, 22_100).is_err());
         assert!(check_cycles(BackendId::Model, Isa::V1, 22_099).is_err());
-        // hw: ms clock, 50,000 eng_clk per tick
-        assert!(check_cycles(BackendId::Hw, Isa::V1, 100_000).is_ok());
-        assert!(check_cycles(BackendId::Hw, Isa::V1, 150_000).is_ok());
-        assert!(check_cycles(BackendId::Hw, Isa::V1, 50_000).is_err());
-        assert!(check_cycles(BackendId::Hw, Isa::V2, 0).is_ok());
+        // hw: a poll-count estimate, within a factor of 2
+        assert!(check_cycles(BackendId::Hw, Isa::V1, 114_072).is_ok());
+        assert!(check_cycles(BackendId::Hw, Isa::V1, 160_636).is_ok());
+        assert!(check_cycles(BackendId::Hw, Isa::V1, 57_036).is_ok());
+        assert!(check_cycles(BackendId::Hw, Isa::V1, 57_035).is_err());
+        assert!(check_cycles(BackendId::Hw, Isa::V1, 228_145).is_err());
+        assert!(check_cycles(BackendId::Hw, Isa::V2, 0).is_err());
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! Every offset, bit field and size comes from `engine25519_core::isa` (generated from
 //! `spec/engine25519.toml`); nothing is restated here. Users:
 //! * the Xous engine server's `hw` backend (services/engine25519/src/hw.rs: pages mapped with
-//!   `map_memory`, completion polled between `yield_slice`s, pause/resume for time slicing);
+//!   `map_memory`, completion polled back to back and counted, pause/resume for time slicing);
 //! * the bare-metal SoC benchmark (firmware/soc-bench: [`MmioBus::at_spec_addresses`], busy
 //!   polling).
 //!

@@ -147,7 +147,19 @@ where
 /// X25519): instead of the whole page, only the bytes the request's archive can occupy are
 /// wiped ([0, its position + T's size): rkyv 0.4 writes a plain-data archive from the start of
 /// the buffer, and the server read nothing else), then the reply goes over them.
-pub fn reply_archive_in_place<T>(mut env: MessageEnvelope, msg: T, bad_message: impl ErrorCode)
+pub fn reply_archive_in_place<T>(env: MessageEnvelope, msg: T, bad_message: impl ErrorCode)
+where
+    T: for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
+    T: rkyv::Archive,
+{
+    drop(prepare_archive_in_place(env, msg, bad_message)); // dropping the envelope replies
+}
+
+/// [`reply_archive_in_place`] without sending: the envelope comes back ready (the archive
+/// written, `offset` and `valid` set), for the caller to send by dropping it or with its next
+/// receive (`xous::reply_and_receive_next`: one syscall for both). A page too small for the
+/// archive (or a message of another kind) is answered with the error at once: `None`.
+pub fn prepare_archive_in_place<T>(mut env: MessageEnvelope, msg: T, bad_message: impl ErrorCode) -> Option<MessageEnvelope>
 where
     T: for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
     T: rkyv::Archive,
@@ -162,10 +174,11 @@ where
             let _ = buf.replace(msg);
             drop(buf);
             mem.valid = xous::MemorySize::new(mem.buf.len());
-            return;
+            return Some(env);
         }
     }
-    reply_archive(env, msg, bad_message)
+    reply_archive(env, msg, bad_message);
+    None
 }
 
 /// Success reply of a raw lend / lend_mut: the memory goes back with `valid = Some(n)` (n = the

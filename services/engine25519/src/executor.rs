@@ -498,9 +498,16 @@ impl Executor {
     /// check under the state lock). In `Driver::Callers` mode every thread that submits work
     /// calls this afterwards.
     pub fn drive(&self) {
+        self.drive_with(&|| {})
+    }
+
+    /// [`Self::drive`] that calls `before_job` each time it is about to run a job (outside the
+    /// state lock): a receive thread that holds back its last reply to send it with its next
+    /// receive (one syscall for both) sends it there instead, so no reply waits for a job.
+    pub fn drive_with(&self, before_job: &dyn Fn()) {
         // the token is given back before each reply (a reply is an IPC round trip on Xous), so
         // another thread can start the next job meanwhile; then try to take it again
-        while let Some((reply, out, deliver_at)) = self.drive_once() {
+        while let Some((reply, out, deliver_at)) = self.drive_once(before_job) {
             if let Some(t) = deliver_at {
                 let now = Instant::now();
                 if t > now {
@@ -514,7 +521,7 @@ impl Executor {
     /// Hold the engine token and run work until a job finishes (returns its reply, to be
     /// delivered at the pacing deadline, with the token already given back) or nothing is
     /// runnable (None). Returns None at once if another thread holds the token.
-    fn drive_once(&self) -> Option<(ReplyFn, Outcome, Option<Instant>)> {
+    fn drive_once(&self, before_job: &dyn Fn()) -> Option<(ReplyFn, Outcome, Option<Instant>)> {
         if self.unavailable.is_some() {
             return None;
         }
@@ -565,6 +572,7 @@ impl Executor {
             // alone on the engine: run the job in as few backend calls as possible
             let mut contended = st.sched.depth() > 1 || st.suspend_req.is_some();
             drop(st);
+            before_job();
 
             // ---- run one turn of this job ----
             let window = e.window.expect("dispatched job holds a window");

@@ -13,7 +13,9 @@
 //! cycles per poll. Cycles reported by this backend, slices and the runaway limit are
 //! counted in polls converted with that figure: an estimate (time other threads take while
 //! this one has yielded is not counted). Completion is polled back to back; the CPU is offered
-//! to other threads (`yield_slice`) after every millisecond of estimated engine time.
+//! to other threads (`yield_slice`) after every `YIELD_MS` milliseconds of estimated engine time
+//! (an X25519, 2.3 ms on v1, runs without one: each yield costs ~100 us of device time and its
+//! time is not counted; Xous preempts a thread after its 10 ms quantum anyway).
 //!
 //! Precursor's engine implements ISA v1; a SoC may carry the v2 engine instead (the simulated
 //! Precursor built with `PRECURSOR_ENGINE_ISA=v2`). The CSR map and the memory window are the
@@ -33,6 +35,8 @@ const PAUSE_POLLS: u32 = 1_000_000;
 /// Polls the start-up X25519 may take before the engine counts as hung (a poll is at least a
 /// few CPU cycles; v1's 114,072 engine cycles take a few thousand).
 const KAT_MAX_POLLS: u64 = 50_000_000;
+/// Engine milliseconds (estimated) between two offers of the CPU while a job runs.
+const YIELD_MS: u64 = 5;
 /// Fixed-point fraction bits of the cycles-per-poll figure.
 const CPP_FRAC: u32 = 16;
 
@@ -46,7 +50,7 @@ pub struct HwEngine {
     /// its inverse, polls per engine cycle, 16.16 fixed point (no 64-bit division per job:
     /// on RV32 that is a slow library call)
     polls_per_cycle: u64,
-    /// polls per millisecond of engine time: how often a long job offers the CPU to others
+    /// polls per `YIELD_MS` of engine time: how often a long job offers the CPU to others
     yield_every: u64,
     /// why the engine may not be used (its known-answer test failed), if it may not
     failed: Option<String>,
@@ -112,7 +116,7 @@ impl HwEngine {
             Ok(polls) => {
                 self.cycles_per_poll = ((p.cycles << CPP_FRAC) / polls).max(1);
                 self.polls_per_cycle = ((polls << CPP_FRAC) / p.cycles.max(1)).max(1);
-                self.yield_every = self.polls_for(self.eng_clk_hz / 1000);
+                self.yield_every = self.polls_for(self.eng_clk_hz / 1000 * YIELD_MS);
                 Ok(polls)
             }
             Err(e) => {

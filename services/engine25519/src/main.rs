@@ -27,7 +27,7 @@
 use std::sync::{Arc, Mutex};
 
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{decode_request, reply_archive, reply_archive_in_place, reply_bad_kind, reply_error, reply_ok, reply_scalar2, sender_pid, Kind};
+use service_ipc::server::{decode_request, prepare_archive_in_place, reply_archive, reply_bad_kind, reply_error, reply_ok, reply_scalar2, sender_pid, Kind};
 use xous::MessageEnvelope;
 
 use engine25519_server::api::{self, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY};
@@ -142,16 +142,43 @@ where
     }
 }
 
-/// The reply to a request the caller holds (no slot).
+/// The reply to a request the caller holds (no slot). On a receive thread of the public server
+/// a successful reply is held back (`HELD`) and sent by the thread's next receive, one
+/// `ReplyAndReceiveNext` syscall for both (on the simulated Precursor this saves a syscall and a
+/// context switch per X25519); anywhere else, and if a reply is already held, it goes now.
 fn answer_now<T>(env: MessageEnvelope, status: Status, reply: impl FnOnce() -> T)
 where
     T: rkyv::Archive + for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
 {
     if status == Status::Ok {
-        reply_archive_in_place(env, reply(), Status::BadMessage)
+        if let Some(env) = prepare_archive_in_place(env, reply(), Status::BadMessage) {
+            hold_or_send(env);
+        }
     } else {
         reply_error(env, status) // counted by the executor
     }
+}
+
+thread_local! {
+    /// a receive thread of the public server: replies may be held for its next receive
+    static RECEIVER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// the reply held for this thread's next receive
+    static HELD: std::cell::Cell<Option<MessageEnvelope>> = const { std::cell::Cell::new(None) };
+}
+
+fn hold_or_send(env: MessageEnvelope) {
+    if RECEIVER.with(|r| r.get()) {
+        if let Some(earlier) = HELD.with(|h| h.replace(Some(env))) {
+            drop(earlier); // never two held: the earlier one goes now
+        }
+    } else {
+        drop(env); // dropping the envelope sends the reply
+    }
+}
+
+/// Send the held reply now (before this thread runs a job: no reply waits for one).
+fn send_held() {
+    drop(HELD.with(|h| h.take()));
 }
 
 /// Public server: Version, Stats, X25519, LoadProgram, RunJob.
@@ -360,12 +387,16 @@ const RECEIVERS: usize = 2;
 const MAX_RECEIVERS: usize = 8;
 
 fn receive_loop(sid: xous::SID, ex: &Arc<Executor>) -> ! {
+    RECEIVER.with(|r| r.set(true));
     loop {
-        let env = xous::receive_message(sid).unwrap();
+        // the reply held from the last round (if any) and the next receive in one syscall
+        let mut msg = HELD.with(|h| h.take());
+        xous::reply_and_receive_next(sid, &mut msg).unwrap();
+        let env = msg.take().expect("a received message");
         dispatch_public(ex, env);
         if ex.config().driver == Driver::Callers {
             // run what was queued if the engine is idle; returns at once if another thread has it
-            ex.drive();
+            ex.drive_with(&send_held);
         }
     }
 }
