@@ -199,13 +199,23 @@ fn us_per_call(r: &crate::sim::SmokeResult) -> Result<f64> {
 }
 
 /// sim_x25519_hw_us_at_100mhz on Precursor's v1 engine, and _v2 on a SoC with the v2 engine.
+/// With each, from the same (profiled) run, where the time of one call went:
+/// `sim_x25519_hw_profile_{engine_wait,server,kernel,client}_us` (and `_v2`), `sim_profile::Split`.
 fn sim_bench(ctx: &Ctx) -> Result<BenchResults> {
     let mut out = BenchResults::new();
-    for (isa, key) in [("v1", "sim_x25519_hw_us_at_100mhz"), ("v2", "sim_x25519_hw_us_at_100mhz_v2")] {
-        let r = sim_run(ctx.verbose, isa, None)?;
+    for (isa, key, suffix) in [("v1", "sim_x25519_hw_us_at_100mhz", ""), ("v2", "sim_x25519_hw_us_at_100mhz_v2", "_v2")] {
+        let dir = crate::sim_profile::out_dir().with_file_name(format!("profile-bench-{isa}"));
+        let (r, info) = crate::sim_profile::profiled_selftest(isa, 256, ctx.verbose, &dir)?;
         let us = us_per_call(&r)?;
         eprintln!("sim-selftest: engine {isa}: {us:.1} us per X25519 at 100 MHz");
         out.insert(key.into(), us);
+        let show = crate::sim_profile::Show { window: crate::sim_profile::Window::Timing, top: 8, trace: None };
+        let p = crate::sim_profile::report(&dir, &info, &show)?;
+        check_profile(&p)?;
+        let s = crate::sim_profile::split(&p, info.period, info.calls, PACKAGE);
+        for (name, v) in [("engine_wait", s.engine_wait_us), ("server", s.server_us), ("kernel", s.kernel_us), ("client", s.client_us)] {
+            out.insert(format!("sim_x25519_hw_profile_{name}_us{suffix}"), v);
+        }
     }
     Ok(out)
 }

@@ -242,9 +242,9 @@ fn print_trace(spans: &[Span], period: u32) {
 
 /// What a profiled run leaves for analysis (run.json next to samples.txt).
 pub struct RunInfo {
-    isa: String,
-    period: u32,
-    calls: u64,
+    pub isa: String,
+    pub period: u32,
+    pub calls: u64,
     timing: (u64, u64),
     end_cycle: u64,
     /// PID -> program ELF (PID 1: the kernel)
@@ -385,6 +385,37 @@ pub fn main(a: SimProfileArgs, verbose: bool) -> Result<()> {
     Ok(())
 }
 
+/// Where one call's device time went, in microseconds per call (the bench's breakdown).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Split {
+    /// the engine server in its hw backend's `run` (the engine's own time, polled)
+    pub engine_wait_us: f64,
+    /// the engine server's other user-mode code (receive, decode, queue, operands, reply)
+    pub server_us: f64,
+    /// every supervisor-mode sample (syscalls, context switches, the lend), any process
+    pub kernel_us: f64,
+    /// the client's user-mode code
+    pub client_us: f64,
+    /// everything else (other processes' user mode)
+    pub other_us: f64,
+}
+
+/// Split a profile of the timed calls by who ran (`client`: the client's process name).
+pub fn split(p: &Profile, period: u32, calls: u64, client: &str) -> Split {
+    let per = |n: u64| us(n, period, calls);
+    let (mut wait, mut server, mut kernel, mut cl, mut other) = (0, 0, 0, 0, 0);
+    for ((proc_, mode, func), n) in &p.by_function {
+        match (proc_.as_str(), *mode) {
+            (_, "kernel") => kernel += n,
+            ("engine25519", _) if func.contains("HwEngine as") && func.ends_with("::run") => wait += n,
+            ("engine25519", _) => server += n,
+            (c, _) if c == client => cl += n,
+            _ => other += n,
+        }
+    }
+    Split { engine_wait_us: per(wait), server_us: per(server), kernel_us: per(kernel), client_us: per(cl), other_us: per(other + p.other) }
+}
+
 /// Device microseconds per call at the simulated SoC's 100 MHz for `n` samples.
 fn us(n: u64, period: u32, calls: u64) -> f64 {
     n as f64 * period as f64 / calls as f64 / crate::selftest::SIM_CLK_HZ * 1e6
@@ -461,6 +492,25 @@ mod tests {
         let t = trace(&s, 0, 45, &image());
         let rows: Vec<(u64, u64, &str, &str)> = t.iter().map(|x| (x.start, x.samples, x.mode, x.function.as_str())).collect();
         assert_eq!(rows, vec![(10, 2, "user", "hw::run"), (30, 1, "kernel", "kernel::syscall"), (40, 1, "user", "hw::run")]);
+    }
+
+    #[test]
+    fn split_sorts_samples_by_who_ran() {
+        let mut p = Profile::default();
+        for (proc_, mode, func, n) in [
+            ("engine25519", "user", "<engine25519_server::hw::HwEngine as engine25519_server::backend::EngineBackend>::run", 40),
+            ("engine25519", "user", "engine25519::receive_loop", 10),
+            ("engine25519", "kernel", "kernel::syscall", 5),
+            ("device-selftest", "user", "x25519_detailed", 3),
+            ("device-selftest", "kernel", "kernel::lend", 2),
+            ("xous-log", "user", "reader", 1),
+        ] {
+            p.by_function.insert((proc_.into(), mode, func.into()), n);
+            p.samples += n;
+        }
+        // 100 cycles per sample, 1 call: 1 us per sample
+        let s = split(&p, 100, 1, "device-selftest");
+        assert_eq!(s, Split { engine_wait_us: 40.0, server_us: 10.0, kernel_us: 7.0, client_us: 3.0, other_us: 1.0 });
     }
 
     #[test]
