@@ -513,6 +513,52 @@ mod tests {
         assert_eq!(s, Split { engine_wait_us: 40.0, server_us: 10.0, kernel_us: 7.0, client_us: 3.0, other_us: 1.0 });
     }
 
+    #[derive(clap::Parser)]
+    struct TestCli {
+        #[command(flatten)]
+        a: SimProfileArgs,
+    }
+
+    #[test]
+    fn malformed_options_are_refused() {
+        use clap::Parser;
+        let parse = |args: &[&str]| TestCli::try_parse_from(std::iter::once("sim-profile").chain(args.iter().copied())).map(|c| c.a);
+        let a = parse(&[]).unwrap();
+        assert_eq!((a.isa.as_str(), a.period, a.window, a.top, a.trace), ("v2", 256, Window::Timing, 30, None));
+        assert!(parse(&["--isa", "v1", "--period", "16", "--window", "all", "--trace", "5000", "--trace-from", "10"]).is_ok());
+        for bad in [
+            &["--isa", "v3"][..],
+            &["--period", "15"],
+            &["--period", "2000000"],
+            &["--period", "often"],
+            &["--window", "half"],
+            &["--top", "-1"],
+            &["--trace-from", "10"],
+            &["--trace", "x"],
+            &["--frobnicate"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+
+    #[test]
+    fn malformed_run_json_is_refused_with_the_field() {
+        let good = serde_json::json!({"isa": "v2", "period": 256, "calls": 20, "timing": [1, 2], "end_cycle": 3,
+            "programs": [{"pid": 1, "name": "kernel", "elf": "/k"}]});
+        assert!(RunInfo::from_json(&good).is_ok());
+        for (field, value, want) in [
+            ("timing", serde_json::json!([1]), "timing"),
+            ("period", serde_json::json!("x"), "period"),
+            ("programs", serde_json::json!([{"pid": 1}]), "name"),
+            ("isa", serde_json::json!(7), "isa"),
+        ] {
+            let mut v = good.clone();
+            v[field] = value;
+            let e = format!("{:#}", RunInfo::from_json(&v).err().unwrap_or_else(|| panic!("{field} accepted")));
+            assert!(e.contains(want), "{field}: {e}");
+        }
+    }
+
     #[test]
     fn lookup_names_gaps_and_addresses_below_every_symbol() {
         let s = Symbols::from_list(&[(0x100, 0x110, "a"), (0x200, 0x200, "b")]);

@@ -6,7 +6,7 @@
 //!
 //! The map has no cycle counter, and on Xous every clock read (`std::time::Instant`) is an IPC
 //! round trip to xous-ticktimer (about 170 us of device time on the simulated Precursor:
-//! docs/engine-service.md, "hw backend timing"). So the backend never reads a clock while a job
+//! docs/selftest.md, "Where the time went"). So the backend never reads a clock while a job
 //! runs: it counts STATUS polls. At start-up [`HwEngine::self_test`] runs one X25519 of RFC
 //! 7748 5.2 on the engine (a known-answer test: a wrong result makes the backend unavailable)
 //! and, since the model gives that job's exact cycle count (build time), learns the engine

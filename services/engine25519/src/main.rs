@@ -391,8 +391,18 @@ fn receive_loop(sid: xous::SID, ex: &Arc<Executor>) -> ! {
     loop {
         // the reply held from the last round (if any) and the next receive in one syscall
         let mut msg = HELD.with(|h| h.take());
-        xous::reply_and_receive_next(sid, &mut msg).unwrap();
-        let env = msg.take().expect("a received message");
+        let held = msg.is_some();
+        if let Err(e) = xous::reply_and_receive_next(sid, &mut msg) {
+            if !held {
+                panic!("engine25519: receive on the public server failed: {e:?}");
+            }
+            // the held reply could not be delivered (e.g. its sender has gone; a plain reply
+            // would have failed the same way, silently) and nothing was received: receive
+            // again, without a reply, and keep serving everyone else
+            log::warn!("engine25519: a held reply could not be delivered: {e:?}");
+            continue;
+        }
+        let Some(env) = msg.take() else { continue };
         dispatch_public(ex, env);
         if ex.config().driver == Driver::Callers {
             // run what was queued if the engine is idle; returns at once if another thread has it
