@@ -1,4 +1,4 @@
-//! The chat app (apps/chat, docs/chat.md) in xtask: `cargo xtask run` (the interactive UI in
+//! The chat app (apps/ratchet-demo, docs/chat.md) in xtask: `cargo xtask run` (the interactive UI in
 //! this terminal through a pty bridge), the scripted chat of `cargo xtask smoke`, the test steps
 //! (kill -9 recovery, the tmux test) and the bench provider.
 //!
@@ -402,7 +402,7 @@ pub fn test_steps() -> Vec<TestStep> {
     ]
 }
 
-/// Malformed input to the relay server (apps/chat/src/bin/chat_relay_check.rs): every opcode as
+/// Malformed input to the relay server (apps/ratchet-demo/src/bin/chat_relay_check.rs): every opcode as
 /// every wrong kind, bad fields, random pages; then it must still serve correct calls.
 fn relay_bad_input(ctx: &Ctx) -> Result<()> {
     let bins = ctx.xous()?.clone();

@@ -16,7 +16,7 @@ pub struct Ctx {
 }
 
 /// Our packages with Xous programs, built (release) before anything is launched.
-pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "hosted-tests", "chat", "device-selftest"];
+pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "hosted-tests", "ratchet-demo", "device-selftest"];
 
 /// Our servers, started in every hosted system (binary names in target/release), then sysctl,
 /// the system controller that claims their control connections (docs/security.md).

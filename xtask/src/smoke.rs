@@ -121,6 +121,6 @@ pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
         bail!("smoke: {} step(s) passed, problems:\n  {}\n--- last output ---\n{tail}", passed, problems.join("\n  "));
     }
     eprintln!("smoke: all {passed} steps passed; system shut down cleanly, no process left");
-    // the chat, scripted (apps/chat, xtask/src/chat.rs)
+    // the chat, scripted (apps/ratchet-demo, xtask/src/chat.rs)
     crate::chat::smoke(ctx)
 }

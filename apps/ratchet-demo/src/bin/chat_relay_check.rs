@@ -6,8 +6,8 @@
 //! `VERDICT chat-relay-check FAIL -- <why>` (libs/verdict);
 //! `--shutdown` ends the hosted system.
 
-use chat::relay_api::{Faults, Frame, Opcode, RelayStats, Status, FRAME_DATA, MAGIC};
-use chat::relay_client::{Relay, RelayError};
+use ratchet_demo::relay_api::{Faults, Frame, Opcode, RelayStats, Status, FRAME_DATA, MAGIC};
+use ratchet_demo::relay_client::{Relay, RelayError};
 use service_ipc::client::{blocking_scalar, memory_reply, CallError};
 use xous::{Message, MemorySize};
 use xous_ipc::Buffer;

@@ -1,5 +1,5 @@
-//! chat-relay: the chat's network as a Xous server (`_Chat relay_`, chat::relay_api). Mailboxes,
-//! a prekey-bundle directory and live-switchable faults (chat::relay_net).
+//! chat-relay: the chat's network as a Xous server (`_Chat relay_`, ratchet_demo::relay_api). Mailboxes,
+//! a prekey-bundle directory and live-switchable faults (ratchet_demo::relay_net).
 //!
 //! Options: `--seed N` (env CHAT_RELAY_SEED) seeds the fault generator (default: from the clock);
 //! `--faults D,R,U,C` (env CHAT_RELAY_FAULTS) sets the initial drop/reorder/duplicate/corrupt
@@ -7,8 +7,8 @@
 
 use std::time::Instant;
 
-use chat::relay_api::{Faults, Frame, Opcode, RelayStats, Status, MAGIC, SERVER_NAME};
-use chat::relay_net::Net;
+use ratchet_demo::relay_api::{Faults, Frame, Opcode, RelayStats, Status, MAGIC, SERVER_NAME};
+use ratchet_demo::relay_net::Net;
 use service_ipc::options::{Opt, Takes};
 use service_ipc::server::{decode_request, reply_archive, reply_bad_kind, reply_error, reply_ok, scalar_args, Kind};
 use xous::MessageEnvelope;

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use chat::dh::{dalek_fn, AsyncRunner, Device, DhRunner, Pacing, SyncRunner};
-use chat::party::{Dir, Event, Party};
-use chat::relay_api::Faults;
-use chat::relay_net::Net;
-use chat::{ALICE, BOB};
+use ratchet_demo::dh::{dalek_fn, AsyncRunner, Device, DhRunner, Pacing, SyncRunner};
+use ratchet_demo::party::{Dir, Event, Party};
+use ratchet_demo::relay_api::Faults;
+use ratchet_demo::relay_net::Net;
+use ratchet_demo::{ALICE, BOB};
 use rand_core::OsRng;
 use ratchet::{DalekDh, KeyPair, Responder};
 

@@ -4,16 +4,16 @@
 //! blocking calls in this headless process, the ratchet's through the async runner), every key
 //! comes from the TRNG service. His store: `<store>/bob.state`.
 //!
-//! Options: chat::config::COMMON, plus `--one-time-prekeys N` (default 32).
+//! Options: ratchet_demo::config::COMMON, plus `--one-time-prekeys N` (default 32).
 
 use std::time::{Duration, Instant};
 
-use chat::config::{Common, COMMON, IDLE};
-use chat::dh::{engine_fn, AsyncRunner, Device, DhFn};
-use chat::entropy::PoolRng;
-use chat::party::{Event, Party};
-use chat::relay_client::Relay;
-use chat::BOB;
+use ratchet_demo::config::{Common, COMMON, IDLE};
+use ratchet_demo::dh::{engine_fn, AsyncRunner, Device, DhFn};
+use ratchet_demo::entropy::PoolRng;
+use ratchet_demo::party::{Event, Party};
+use ratchet_demo::relay_client::Relay;
+use ratchet_demo::BOB;
 use ratchet::{DhJob, DhOutput, KeyPair, Responder};
 use service_ipc::options::{Opt, Takes};
 

@@ -17,7 +17,7 @@
 //! - `--bench N`: headless, draws into an off-screen terminal, N messages one at a time, prints
 //!   `BENCH-JSON {...}` with the frame-interval p99 and the DH figures.
 //!
-//! Options: chat::config::COMMON, `--sync-dh`, `--fps F`, `--script N`, `--bench N`,
+//! Options: ratchet_demo::config::COMMON, `--sync-dh`, `--fps F`, `--script N`, `--bench N`,
 //! `--shutdown` (script/bench: shut the system down at the end), `--faults D,R,U,C` (set the
 //! relay's faults at start).
 
@@ -27,13 +27,13 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use chat::config::{Common, EngineMode, COMMON};
-use chat::dh::{engine_fn, AsyncRunner, Device, DhRunner, SyncRunner};
-use chat::entropy::PoolRng;
-use chat::party::{DhInfo, Dir, Event, Party, Reject};
-use chat::relay_api::{Faults, RelayStats};
-use chat::relay_client::Relay;
-use chat::{ALICE, BOB};
+use ratchet_demo::config::{Common, EngineMode, COMMON};
+use ratchet_demo::dh::{engine_fn, AsyncRunner, Device, DhRunner, SyncRunner};
+use ratchet_demo::entropy::PoolRng;
+use ratchet_demo::party::{DhInfo, Dir, Event, Party, Reject};
+use ratchet_demo::relay_api::{Faults, RelayStats};
+use ratchet_demo::relay_client::Relay;
+use ratchet_demo::{ALICE, BOB};
 use crossterm::event::{self, Event as TermEvent, KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
@@ -419,7 +419,7 @@ impl App {
             KeyCode::Esc => self.quit = true,
             KeyCode::Char('u') if ctrl => self.input.clear(),
             KeyCode::Char(c) => {
-                if self.input.len() < chat::party::MAX_TEXT {
+                if self.input.len() < ratchet_demo::party::MAX_TEXT {
                     self.input.push(c)
                 }
             }
