@@ -291,9 +291,10 @@ impl Session {
     /// Each limit must be at most [`MAX_LIMIT`].
     pub fn set_limits(&mut self, limits: Limits) -> Result<(), Error> {
         limits.check()?;
+        let generation = self.next_generation()?;
         self.limits = limits;
         self.trim_skipped();
-        self.generation += 1;
+        self.generation = generation;
         Ok(())
     }
 
@@ -348,6 +349,7 @@ impl Session {
         if self.ns == u32::MAX {
             return Err(Error::CounterOverflow);
         }
+        let generation = self.next_generation()?;
         let (next, mk) = kdf_ck(cks);
         let header = Header {
             ratchet_key: *self.dhs.public.as_bytes(),
@@ -357,7 +359,7 @@ impl Session {
         let ct = kdf::encrypt(&mk, plaintext, &self.full_ad(&header.encode()));
         self.cks = Some(next);
         self.ns += 1;
-        self.generation += 1;
+        self.generation = generation;
         let body = RatchetMessage::encode(&header, &ct);
         match (&self.x3dh, self.attach_prekey) {
             (Some(x), true) => {
@@ -403,8 +405,9 @@ impl Session {
             .position(|k| k.ratchet_key == h.ratchet_key && k.n == h.n)
         {
             let pt = kdf::decrypt(&self.skipped[i].mk, m.ciphertext, &ad)?;
+            let generation = self.next_generation()?;
             self.skipped.remove(i);
-            self.received();
+            self.received(generation);
             return Ok(Decrypted::Plaintext(pt));
         }
 
@@ -421,13 +424,19 @@ impl Session {
                 });
             }
             self.check_skip(self.nr, h.n)?;
+            // The sender never uses n = u32::MAX (its counter would overflow), and nr = n + 1
+            // must fit: refused before any work, as for a new chain.
+            if h.n == u32::MAX {
+                return Err(Error::CounterOverflow);
+            }
             let (ck, mk, skipped) = walk_chain(&recv.ck, &h.ratchet_key, self.nr, h.n);
             let pt = kdf::decrypt(&mk, m.ciphertext, &ad)?;
+            let generation = self.next_generation()?;
             self.recv.as_mut().expect("checked").ck = ck;
             self.nr = h.n + 1;
             self.skipped.extend(skipped);
             self.trim_skipped();
-            self.received();
+            self.received(generation);
             return Ok(Decrypted::Plaintext(pt));
         }
 
@@ -530,6 +539,7 @@ impl Session {
         let ad = self.full_ad(m.header_bytes);
         let pt = kdf::decrypt(&mk, m.ciphertext, &ad)?;
         let (rk2, cks) = kdf_rk(&rk1, &results[2]);
+        let generation = self.next_generation()?;
         let mut next = self.clone();
         next.pn = self.ns;
         next.ns = 0;
@@ -549,7 +559,7 @@ impl Session {
         next.cks = Some(cks);
         next.skipped.extend(skipped);
         next.trim_skipped();
-        next.received();
+        next.received(generation);
         Ok((next, pt))
     }
 
@@ -570,9 +580,16 @@ impl Session {
         }
     }
 
-    fn received(&mut self) {
+    fn received(&mut self, generation: u64) {
         self.attach_prekey = false;
-        self.generation += 1;
+        self.generation = generation;
+    }
+
+    /// The generation after one more state change. Checked, never wrapped: a wrapped counter
+    /// would make a stale pending step of an old generation valid again. Only a restored state
+    /// can be this close to the end (2^64 changes); it is refused with the state unchanged.
+    fn next_generation(&self) -> Result<u64, Error> {
+        self.generation.checked_add(1).ok_or(Error::CounterOverflow)
     }
 }
 
@@ -601,4 +618,101 @@ fn walk_chain(
 
 fn prefix(k: &[u8; 32]) -> [u8; 4] {
     [k[0], k[1], k[2], k[3]]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dh::DalekDh;
+    use rand_core::OsRng;
+
+    /// Alice and Bob from a shared secret; Bob has received Alice's first message.
+    fn pair() -> (Session, Session) {
+        let sk = [7u8; 32];
+        let bob_kp = KeyPair::from_secret(StaticSecret::from([9u8; 32]));
+        let mut alice =
+            Session::initiate_with(&sk, &bob_kp.public, b"ad", &mut OsRng, &mut DalekDh).unwrap();
+        let mut bob = Session::respond(&sk, bob_kp, b"ad").unwrap();
+        let w = alice.encrypt(b"m0").unwrap();
+        bob.decrypt_with(&w, &mut OsRng, &mut DalekDh).unwrap();
+        (alice, bob)
+    }
+
+    /// A message of Bob's current receiving chain with number `n`, encrypted with the key the
+    /// chain gives at `n` when `bob.nr` is taken as the index of his chain key (what a peer that
+    /// holds the chain key can always build, whatever its own counter says).
+    fn craft(bob: &Session, n: u32) -> Vec<u8> {
+        let recv = bob.recv.as_ref().unwrap();
+        let mut ck = recv.ck.clone();
+        for _ in bob.nr..n {
+            ck = kdf_ck(&ck).0;
+        }
+        let mk = kdf_ck(&ck).1;
+        let header = Header { ratchet_key: recv.ratchet_key, pn: 0, n };
+        let ct = kdf::encrypt(&mk, b"x", &bob.full_ad(&header.encode()));
+        RatchetMessage::encode(&header, &ct)
+    }
+
+    /// A current-chain message with n = u32::MAX would set nr = n + 1: it is refused with
+    /// CounterOverflow and the state unchanged (it used to panic in debug builds and wrap nr to
+    /// 0 in release). n = u32::MAX - 1 is the last message a chain can carry.
+    #[test]
+    fn current_chain_message_number_max_is_refused() {
+        let (_alice, mut bob) = pair();
+        bob.nr = u32::MAX - 1;
+        let last = craft(&bob, u32::MAX - 1);
+        let over = craft(&bob, u32::MAX);
+        let before = bob.to_bytes();
+        assert_eq!(
+            bob.decrypt(&over, &mut OsRng).err(),
+            Some(Error::CounterOverflow)
+        );
+        assert!(bob.to_bytes() == before, "state changed");
+        assert_eq!(&bob.decrypt_with(&last, &mut OsRng, &mut DalekDh).unwrap()[..], b"x");
+        assert_eq!(bob.nr, u32::MAX);
+        // The chain key is now at index u32::MAX: a message with that number is still refused.
+        let over = craft(&bob, u32::MAX);
+        let before = bob.to_bytes();
+        assert_eq!(
+            bob.decrypt(&over, &mut OsRng).err(),
+            Some(Error::CounterOverflow)
+        );
+        assert!(bob.to_bytes() == before, "state changed");
+    }
+
+    /// A session whose generation counter is at u64::MAX (only a restored state can be) refuses
+    /// every state change with CounterOverflow and stays unchanged: encrypt, a same-chain
+    /// decrypt, a skipped-key decrypt, a DH ratchet step and set_limits. The counter never wraps
+    /// (a wrapped counter would make an old pending step valid again).
+    #[test]
+    fn generation_counter_never_wraps() {
+        let (mut alice, mut bob) = pair();
+        let w1 = alice.encrypt(b"m1").unwrap();
+        let w2 = alice.encrypt(b"m2").unwrap();
+        // Bob reads m2 first: m1's key is stored as skipped.
+        bob.decrypt_with(&w2, &mut OsRng, &mut DalekDh).unwrap();
+        let w3 = alice.encrypt(b"m3").unwrap();
+        bob.generation = u64::MAX;
+        alice.generation = u64::MAX;
+
+        let check = |s: &mut Session, f: &mut dyn FnMut(&mut Session) -> Result<(), Error>| {
+            let before = s.to_bytes();
+            assert_eq!(f(s), Err(Error::CounterOverflow));
+            assert!(s.to_bytes() == before, "state changed");
+        };
+        check(&mut alice, &mut |s| s.encrypt(b"x").map(|_| ()));
+        check(&mut alice, &mut |s| s.set_limits(Limits::default()));
+        check(&mut bob, &mut |s| s.decrypt(&w1, &mut OsRng).map(|_| ()));
+        check(&mut bob, &mut |s| s.decrypt(&w3, &mut OsRng).map(|_| ()));
+        // Bob's reply starts a new chain for Alice: the DH ratchet step is refused too.
+        bob.generation = 5;
+        let reply = bob.encrypt(b"r").unwrap();
+        check(&mut alice, &mut |s| {
+            s.decrypt_with(&reply, &mut OsRng, &mut DalekDh).map(|_| ())
+        });
+        // One below the end still works, and reaches the end.
+        alice.generation = u64::MAX - 1;
+        alice.decrypt_with(&reply, &mut OsRng, &mut DalekDh).unwrap();
+        assert_eq!(alice.generation(), u64::MAX);
+    }
 }
