@@ -1,8 +1,10 @@
 //! The context every test step and bench provider receives: verbosity and the builds shared by
 //! a whole xtask run (Xous kernels and base services, our release programs), each built once.
+//! The hosted system made of them (our servers, sysctl) is in system.rs.
 
-use crate::hosted::Launch;
-use crate::{util, xous};
+use crate::util;
+use crate::build::target::PROGRAM_PACKAGES;
+use crate::build::xous;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
@@ -14,19 +16,6 @@ pub struct Ctx {
     bins: Arc<OnceLock<xous::XousBins>>,
     programs: Arc<OnceLock<PathBuf>>,
 }
-
-/// Our packages with Xous programs, built (release) before anything is launched.
-pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "hosted-tests", "ratchet-demo", "device-selftest"];
-
-/// Our servers, started in every hosted system (binary names in target/release), then sysctl,
-/// the system controller that claims their control connections (docs/security.md).
-pub const SERVER_BINS: &[&str] = &["engine25519", "trng", "sysctl"];
-
-/// The system's own processes among [`SERVER_BINS`]: the only programs of a system, besides the
-/// harness that ends a test run, allowed to shut it down (hosted: the kernel's Shutdown,
-/// kernel-patches/0006; device: xous-susres's power operations and the kernel's Shutdown,
-/// kernel-patches/device/). docs/security.md, "Power-off and shutdown".
-pub const SYSTEM_BINS: &[&str] = &["sysctl"];
 
 impl Ctx {
     pub fn new(verbose: bool) -> Self {
@@ -63,15 +52,5 @@ impl Ctx {
     /// Shell command line starting one of our servers.
     pub fn server_program(&self, bin: &str) -> Result<String> {
         Ok(util::shell_quote(&self.program(bin)?))
-    }
-
-    /// Add our servers to a hosted system, in [`SERVER_BINS`] order, the ones in
-    /// [`SYSTEM_BINS`] as programs that may shut the system down.
-    pub fn add_servers(&self, mut l: Launch) -> Result<Launch> {
-        for b in SERVER_BINS {
-            let cmd = self.server_program(b)?;
-            l = if SYSTEM_BINS.contains(b) { l.system_program(cmd) } else { l.program(cmd) };
-        }
-        Ok(l)
     }
 }

@@ -1,35 +1,19 @@
 //! `cargo xtask`: the project's front door (see README.md and docs/hosted.md).
 
+mod areas;
 mod bench;
-mod chat;
+mod build;
 mod ctx;
-mod device;
-mod device_image;
-mod sim_layout;
-mod device_xous;
-mod isa;
-mod engine_service;
-mod gateware;
-mod gateware_engine;
-mod gateware_run;
-mod gateware_soc;
-mod hosted;
-mod kernel_test;
-mod ratchet;
+mod harness;
+#[cfg(test)]
+mod layers;
 mod registry;
 mod runner;
 mod setup;
-mod selftest;
-mod sim;
-mod sim_profile;
-mod smoke;
 mod steps;
 mod supervisor;
-mod trng;
-mod trng_gateware;
-mod trng_soc;
+mod system;
 mod util;
-mod xous;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -62,7 +46,7 @@ enum Cmd {
         /// The DH device: engine ISA v1 or v2 (paced to the engine clock), or software
         /// (100 ms per X25519, a 100 MHz RV32 CPU).
         #[arg(long, value_enum, default_value = "v2")]
-        engine: chat::Engine,
+        engine: areas::chat::Engine,
         /// Run the DH on the UI thread (shows the stall the async path avoids).
         #[arg(long)]
         sync_dh: bool,
@@ -113,33 +97,33 @@ enum Cmd {
     },
     /// Cross-compile our Xous servers for the device (riscv32imac-unknown-xous-elf: nightly,
     /// rust-src and build-std, installed through rustup when missing).
-    DeviceBuild(device::DeviceBuildArgs),
+    DeviceBuild(areas::device::DeviceBuildArgs),
     /// Gateware tools (docs/gateware.md): Verilator tests of the engine's RTL, cache cleaning.
-    Gateware(gateware::GatewareArgs),
+    Gateware(areas::engine::cli::GatewareArgs),
     /// Run a program (.s, .hex, .bin) on the engine model or the Verilated RTL; print the
     /// registers it writes and the cycle count.
-    EngineRun(gateware_run::EngineRunArgs),
+    EngineRun(areas::engine::run::EngineRunArgs),
     /// A signed xous.img for Precursor (docs/device.md): the device kernel, the base services and
     /// our servers, made with xous-tools 0.1.2 and a development key in target/, then checked
     /// (header, tag CRCs, signature, fit in the kernel flash region).
-    DeviceImage(device_image::DeviceImageArgs),
+    DeviceImage(areas::device::DeviceImageArgs),
     /// Boot the device kernel, base services and our servers on the simulated Precursor
     /// (docs/sim.md: LiteX + VexRiscv with MMU on Verilator, Precursor's map) and show their
     /// UART and log lines; --rom/--ram run any program instead.
-    SimRun(sim::SimRunArgs),
+    SimRun(areas::sim::SimRunArgs),
     /// Boot the device image on the simulated Precursor and pass only if every boot phase is
     /// reached (kernel, log, names, ticktimer, our servers registered, sysctl READY) within
     /// the time limit; prints cycles and wall time per phase.
-    SimSmoke(sim::SimSmokeArgs),
+    SimSmoke(areas::sim::SimSmokeArgs),
     /// Profile the simulated Precursor (PC samples of kernel and processes) while the device
     /// self-test times its X25519 calls: a table per process and function (docs/sim.md).
-    SimProfile(sim_profile::SimProfileArgs),
+    SimProfile(areas::sim::profile::SimProfileArgs),
     /// Boot files for the simulated Precursor without the upstream loader: target/sim/ram.bin, rom.bin, layout.json (docs/sim-boot.md)
-    SimLayout(sim_layout::SimLayoutArgs),
+    SimLayout(areas::sim::layout::SimLayoutArgs),
     #[command(flatten)]
-    Engine(isa::EngineCmd),
+    Engine(areas::engine::isa::EngineCmd),
     #[command(flatten)]
-    Trng(trng::TrngCmd),
+    Trng(areas::trng::TrngCmd),
 }
 
 fn main() {
@@ -147,7 +131,7 @@ fn main() {
     // Ctrl-C / SIGTERM: stop every process group we started, then exit.
     let _ = ctrlc::set_handler(|| {
         supervisor::INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-        chat::restore_terminal();
+        areas::chat::restore_terminal();
         eprintln!("\nxtask: interrupted; stopping every process we started");
         supervisor::kill_all_groups();
         std::process::exit(130);
@@ -157,23 +141,23 @@ fn main() {
     let r = match cli.cmd {
         Cmd::Build => cmd_build(&ctx),
         Cmd::Run { stock, engine, sync_dh, fresh, store, programs } => {
-            let flavor = if stock { xous::Flavor::Stock } else { xous::Flavor::Patched };
-            chat::run(&ctx, flavor, engine, sync_dh, fresh, store.unwrap_or_else(chat::default_store), programs)
+            let flavor = if stock { build::xous::Flavor::Stock } else { build::xous::Flavor::Patched };
+            areas::chat::run(&ctx, flavor, engine, sync_dh, fresh, store.unwrap_or_else(areas::chat::default_store), programs)
         }
-        Cmd::Smoke { timeout } => smoke::smoke(&ctx, Duration::from_secs(timeout)),
-        Cmd::KernelTest => kernel_test::all(&ctx),
+        Cmd::Smoke { timeout } => areas::hosted::smoke(&ctx, Duration::from_secs(timeout)),
+        Cmd::KernelTest => areas::kernel::all(&ctx),
         Cmd::Test { only, skip, list } => runner::cmd_test(&ctx, only, skip, list),
         Cmd::Bench { json, only } => runner::cmd_bench(&ctx, json, only),
-        Cmd::DeviceBuild(a) => device::run(a),
-        Cmd::Gateware(a) => gateware::run(&ctx, a),
-        Cmd::EngineRun(a) => gateware_run::run(a),
-        Cmd::DeviceImage(a) => device_image::run(a, ctx.verbose),
-        Cmd::SimRun(a) => sim::run(a, ctx.verbose),
-        Cmd::SimSmoke(a) => sim::smoke(a, ctx.verbose),
-        Cmd::SimProfile(a) => sim_profile::main(a, ctx.verbose),
-        Cmd::SimLayout(a) => sim_layout::run(a, ctx.verbose),
-        Cmd::Engine(c) => isa::run(c),
-        Cmd::Trng(c) => trng::run(&ctx, c),
+        Cmd::DeviceBuild(a) => areas::device::build_cli(a),
+        Cmd::Gateware(a) => areas::engine::cli::run(&ctx, a),
+        Cmd::EngineRun(a) => areas::engine::run::run(a),
+        Cmd::DeviceImage(a) => areas::device::image_cli(a, ctx.verbose),
+        Cmd::SimRun(a) => areas::sim::run(a, ctx.verbose),
+        Cmd::SimSmoke(a) => areas::sim::smoke(a, ctx.verbose, areas::selftest::sim_extras),
+        Cmd::SimProfile(a) => areas::sim::profile::main(a, ctx.verbose),
+        Cmd::SimLayout(a) => areas::sim::layout::run(a, ctx.verbose),
+        Cmd::Engine(c) => areas::engine::isa::run(c),
+        Cmd::Trng(c) => areas::trng::run(&ctx, c),
     };
     supervisor::kill_all_groups();
     if let Err(e) = r {

@@ -1,56 +1,97 @@
-//! Every test step and bench provider of xtask, in run order: the generic steps first, then one
-//! line per area module. An area adds its `test_steps()` / `bench_providers()` here (and its
-//! `mod` in main.rs); nothing else lists areas.
+//! Every test step and bench provider of xtask, in run order: one line per module that
+//! registers some. A step `P:name` is registered with `step!` in xtask/src/areas/P/ (the test
+//! below refuses any other place); add a new module's `test_steps()` / `bench_providers()` here
+//! where it should run (cheap and widely used first, the simulations last); nothing else lists
+//! areas.
 
+use crate::areas;
 use crate::steps::{BenchProvider, TestStep};
-use crate::{kernel_test, setup, smoke};
-use std::time::Duration;
-
-/// The generic steps (builds, cargo test, kernel patches, pytest, smoke).
-pub fn core_test_steps() -> Vec<TestStep> {
-    vec![
-        TestStep { name: "xous:build", timeout: Duration::from_secs(40 * 60), run: |c| c.xous().map(|_| ()) },
-        TestStep { name: "programs:build", timeout: Duration::from_secs(30 * 60), run: |c| c.programs().map(|_| ()) },
-        TestStep { name: "rust:cargo-test", timeout: Duration::from_secs(40 * 60), run: setup::cargo_test },
-        TestStep { name: "kernel:patches", timeout: Duration::from_secs(5 * 60), run: kernel_test::all },
-        TestStep { name: "python:pytest", timeout: Duration::from_secs(20 * 60), run: setup::pytest },
-        TestStep { name: "hosted:smoke", timeout: Duration::from_secs(5 * 60), run: |c| smoke::smoke(c, Duration::from_secs(120)) },
-    ]
-}
 
 pub fn all_test_steps() -> Vec<TestStep> {
-    let mut v = core_test_steps();
-    // Area modules: one line each, e.g.
-    // v.extend(crate::isa::test_steps());
-    v.extend(crate::isa::test_steps());
-    v.extend(crate::trng::test_steps());
-    v.extend(crate::trng_gateware::test_steps());
-    v.extend(crate::gateware_engine::test_steps());
-    v.extend(crate::gateware_soc::test_steps());
-    v.extend(crate::trng_soc::test_steps());
-    v.extend(crate::engine_service::test_steps());
-    v.extend(crate::chat::test_steps());
-    v.extend(crate::device::test_steps());
-    v.extend(crate::ratchet::test_steps());
-    v.extend(crate::sim::test_steps());
-    v.extend(crate::sim_layout::test_steps());
-    v.extend(crate::selftest::test_steps());
+    let mut v = Vec::new();
+    // the builds, cargo test, kernel patches, pytest, the hosted smoke test
+    v.extend(areas::xous::test_steps());
+    v.extend(areas::programs::test_steps());
+    v.extend(areas::rust::test_steps());
+    v.extend(areas::kernel::test_steps());
+    v.extend(areas::python::test_steps());
+    v.extend(areas::hosted::test_steps());
+    // the areas
+    v.extend(areas::engine::isa::test_steps());
+    v.extend(areas::trng::ci::test_steps());
+    v.extend(areas::trng_service::test_steps());
+    v.extend(areas::trng::sim_tester::test_steps());
+    v.extend(areas::trng::gateware::test_steps());
+    v.extend(areas::engine::rtl::test_steps());
+    v.extend(areas::engine::soc_bench::test_steps());
+    v.extend(areas::trng::soc::test_steps());
+    v.extend(areas::engine_service::test_steps());
+    v.extend(areas::chat::test_steps());
+    v.extend(areas::device::test_steps());
+    v.extend(areas::ratchet::test_steps());
+    v.extend(areas::sim::test_steps());
+    v.extend(areas::sim::layout::test_steps());
+    v.extend(areas::selftest::test_steps());
+    v.extend(areas::sim::selftest::test_steps());
     v
 }
 
 pub fn all_bench_providers() -> Vec<BenchProvider> {
-    let mut v = crate::bench::core_providers();
-    // Area modules: one line each, e.g.
-    // v.extend(crate::isa::bench_providers());
-    v.extend(crate::isa::bench_providers());
-    v.extend(crate::trng::bench_providers());
-    v.extend(crate::trng_gateware::bench_providers());
-    v.extend(crate::gateware_engine::bench_providers());
-    v.extend(crate::gateware_soc::bench_providers());
-    v.extend(crate::trng_soc::bench_providers());
-    v.extend(crate::engine_service::bench_providers());
-    v.extend(crate::chat::bench_providers());
-    v.extend(crate::sim::bench_providers());
-    v.extend(crate::selftest::bench_providers());
+    let mut v = Vec::new();
+    v.extend(areas::hosted::bench::bench_providers());
+    v.extend(areas::engine::isa::bench_providers());
+    v.extend(areas::trng::bench_providers());
+    v.extend(areas::trng::gateware::bench_providers());
+    v.extend(areas::engine::rtl::bench_providers());
+    v.extend(areas::engine::soc_bench::bench_providers());
+    v.extend(areas::trng::soc::bench_providers());
+    v.extend(areas::engine_service::bench_providers());
+    v.extend(areas::chat::bench_providers());
+    v.extend(areas::sim::bench_providers());
+    v.extend(areas::sim::selftest::bench_providers());
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The folder a step `P:name` must be registered in: xtask/src/areas/P/ (`-` as `_`).
+    pub fn area_dir(step: &str) -> Option<String> {
+        let (prefix, name) = step.split_once(':')?;
+        if prefix.is_empty() || name.is_empty() || !prefix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+            return None;
+        }
+        Some(format!("xtask/src/areas/{}/", prefix.replace('-', "_")))
+    }
+
+    #[test]
+    fn every_step_is_registered_in_its_areas_folder() {
+        let steps = all_test_steps();
+        let mut wrong = Vec::new();
+        for s in &steps {
+            match area_dir(s.name) {
+                Some(dir) if s.file.starts_with(&dir) => {}
+                Some(dir) => wrong.push(format!("{} is registered at {}:{}, not in {dir}", s.name, s.file, s.line)),
+                None => wrong.push(format!("{} is not named AREA:NAME", s.name)),
+            }
+        }
+        assert!(wrong.is_empty(), "steps outside their area's folder:\n{}", wrong.join("\n"));
+        let mut names: Vec<&str> = steps.iter().map(|s| s.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), steps.len(), "two steps share a name");
+        assert!(steps.iter().all(|s| crate::util::root().join(s.file).is_file()), "a step's file does not exist");
+    }
+
+    #[test]
+    fn a_step_outside_its_area_is_refused() {
+        // registered here, in registry.rs: the check above must catch it
+        let s = crate::steps::step!("engine:misplaced", 1, |_| Ok(()));
+        let dir = area_dir(s.name).unwrap();
+        assert_eq!(dir, "xtask/src/areas/engine/");
+        assert!(!s.file.starts_with(&dir), "{}", s.file);
+        assert_eq!(area_dir("trng-service:privilege").unwrap(), "xtask/src/areas/trng_service/");
+        assert!(area_dir("noprefix").is_none() && area_dir(":x").is_none() && area_dir("Engine:x").is_none());
+    }
 }

@@ -12,7 +12,7 @@ pub fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> 
     let all = registry::all_test_steps();
     if list {
         for s in &all {
-            println!("{:<28} timeout {:>5} s", s.name, s.timeout.as_secs());
+            println!("{:<28} timeout {:>5} s  {}:{}", s.name, s.timeout.as_secs(), s.file, s.line);
         }
         return Ok(());
     }

@@ -1,23 +1,11 @@
-//! Installing what the test suite needs (Python venv, apt packages) and the generic steps
-//! (cargo test, pytest).
+//! Installing what the test suite needs: apt packages and the project's Python venv.
 
-use crate::ctx::Ctx;
 use crate::supervisor;
 use crate::util;
 use anyhow::{bail, Context, Result};
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
-
-/// `cargo test --workspace --release`.
-pub fn cargo_test(ctx: &Ctx) -> Result<()> {
-    let mut cmd = util::cargo();
-    cmd.args(["test", "--workspace", "--release"]);
-    if !ctx.verbose {
-        cmd.arg("--quiet");
-    }
-    supervisor::run(&mut cmd, Duration::from_secs(40 * 60), "cargo test --workspace --release")
-}
 
 /// Ensure Debian packages are installed: installs them when root, otherwise fails printing the
 /// exact command to run. For area modules (e.g. `setup::require_apt(&["dieharder"])`).
@@ -93,28 +81,4 @@ pub fn venv() -> Result<PathBuf> {
     }
     std::fs::write(&stamp, format!("{key}\n"))?;
     Ok(py)
-}
-
-/// pytest over tools/ in the project venv (skipped when tools/ has no tests).
-pub fn pytest(ctx: &Ctx) -> Result<()> {
-    let tools = util::root().join("tools");
-    let has_tests = tools.join("tests").is_dir()
-        || std::fs::read_dir(&tools).map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("test_"))).unwrap_or(false);
-    if !has_tests {
-        eprintln!("xtask: tools/ has no Python tests; nothing to run");
-        return Ok(());
-    }
-    let py = venv()?;
-    // Hosted tests in tools/ may need our binaries and the kernel: build them and say where.
-    let bins = ctx.xous()?;
-    let progs = ctx.programs()?;
-    let mut cmd = Command::new(py);
-    cmd.args(["-m", "pytest", "-p", "no:cacheprovider"])
-        .arg(if ctx.verbose { "-v" } else { "-q" })
-        .arg(&tools)
-        .current_dir(util::root())
-        .env("XTASK_XOUS_KERNEL", &bins.kernel)
-        .env("XTASK_XOUS_SERVICES", bins.services.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(":"))
-        .env("XTASK_PROGRAMS_DIR", progs);
-    supervisor::run(&mut cmd, Duration::from_secs(20 * 60), "pytest tools/")
 }

@@ -3,7 +3,7 @@
 //! Every binary here is a real Xous process: it is started by the kernel (which passes
 //! `XOUS_SERVER`, `XOUS_PID` and `XOUS_PROCESS_KEY`) and talks to it over TCP.
 //! Programs report to the harness with marker lines on stdout (the kernel's stdout, captured by
-//! `xtask/src/hosted.rs`); each judges its own result and prints it as one [`Verdict`] line
+//! `xtask/src/harness/hosted.rs`); each judges its own result and prints it as one [`Verdict`] line
 //! (libs/verdict, the format xtask parses); see docs/hosted.md.
 
 use std::time::Instant;

@@ -1,4 +1,4 @@
-"""Random and directed programs (xtask gateware_engine.rs `cases`, run on the model) on the RTL:
+"""Random and directed programs (xtask/src/areas/engine/rtl.rs `cases`, run on the model) on the RTL:
 illegal opcodes, branches to the last word / past it / before the start / wrapping, FIN draining
 a multiply, every opcode with register and constant operands. The event, the cycle count, the
 instruction count and all 32 registers of the window must equal the model's."""

@@ -1,0 +1,232 @@
+//! The device self-test client (apps/device-selftest, docs/selftest.md): one Xous program,
+//! built for the host (hosted system, model backend) and for the device (riscv32imac-unknown-xous-elf,
+//! run on the simulated Precursor by `cargo xtask sim-smoke`).
+//!
+//! * step `selftest:hosted`: the hosted system (our servers, sysctl) plus `device-selftest
+//!   --shutdown`: every check must pass and the client's Shutdown must stop the kernel cleanly;
+//!   then malformed options, each refused with a FAIL verdict naming the option;
+//! * `device_elf()`: the device build of the client (cargo's cache, like our servers'), checked
+//!   for compressed instructions (the simulated CPU has none);
+//! * `sim_extras()`: the client and its phases for `cargo xtask sim-smoke` and the step
+//!   `sim:selftest` (areas/sim/selftest.rs): one phase per check's PASS line, then the
+//!   client's own PASS; the client (allowed to: `Extra::system`) then powers the SoC off through
+//!   xous-susres (sim-smoke's last phase); beside it `power-probe`, an ordinary app, whose
+//!   power-off, suspend and Shutdown must be refused (docs/security.md).
+
+use crate::ctx::Ctx;
+use crate::build::power::{Extra, PowerPids};
+use crate::harness::hosted::{failed_verdicts, is_panic, Launch, Report};
+use crate::harness::precursor::Phase;
+use crate::steps::{step, TestStep};
+use crate::util::shell_quote;
+use crate::build::xous::Flavor;
+use anyhow::{bail, Result};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The package and its binary.
+pub const PACKAGE: &str = "device-selftest";
+/// The client's own verdict subject (its last line).
+pub const PROGRAM: &str = "device-selftest";
+/// Checks the client runs (docs/selftest.md); the hosted step wants a PASS for each.
+pub const CHECKS: &[&str] = &[
+    "selftest/control-refused",
+    "selftest/engine-version",
+    "selftest/engine-isa",
+    "selftest/engine-job",
+    "selftest/x25519-rfc7748-0",
+    "selftest/x25519-rfc7748-1",
+    "selftest/x25519-rfc7748-2",
+    "selftest/x25519-rfc7748-3",
+    "selftest/x25519-rfc7748-4",
+    "selftest/x25519-rfc7748-5",
+    "selftest/x25519-exchange",
+    "selftest/x25519-timing",
+    "selftest/trng-words",
+    "selftest/trng-fill",
+    "selftest/trng-health",
+    "selftest/kernel-trng",
+];
+/// Malformed options and the text the refusal must contain.
+pub const BAD_OPTIONS: &[(&str, &str)] = &[
+    ("--calls many", "--calls: 'many' is not a number"),
+    ("--calls 0", "out of range"),
+    ("--isa v9", "unknown ISA 'v9'"),
+    ("--backend fpga", "unknown value 'fpga'"),
+    ("--frobnicate", "--frobnicate"),
+];
+
+/// Timed X25519 calls of the device client (its default, `DEFAULT_CALLS` in
+/// apps/device-selftest/src/lib.rs; the phase below matches `calls=` on the client's line, so a
+/// change there fails the run instead of skewing the figure).
+pub const DEVICE_CALLS: u64 = 20;
+pub fn test_steps() -> Vec<TestStep> {
+    vec![step!("selftest:hosted", 300, hosted)]
+}
+
+/// The phases the client's output proves on the simulated device, in order.
+pub fn sim_phases() -> Vec<Phase> {
+    let mut v = Vec::new();
+    for c in CHECKS {
+        if *c == "selftest/x25519-timing" {
+            v.push(Phase::new(TIMING_START, &format!(r"^SELFTEST-TIMING-START calls={DEVICE_CALLS}$")));
+            v.push(Phase::new(TIMING_END, &format!(r"^SELFTEST-TIMING-END calls={DEVICE_CALLS}$")));
+        }
+        v.push(Phase::new(c, &format!(r"^VERDICT {} PASS", regex_escape(c))));
+    }
+    v.push(Phase::new(PROGRAM, &format!(r"^VERDICT {PROGRAM} PASS")));
+    v
+}
+pub const TIMING_START: &str = "timing-start";
+pub const TIMING_END: &str = "timing-end";
+
+fn regex_escape(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == ' ' { c.to_string() } else { format!("\\{c}") }).collect()
+}
+
+/// The ordinary app that asks to stop the system and must be refused (docs/security.md).
+pub const POWER_PROBE: &str = "power-probe";
+
+/// The extras of `cargo xtask sim-smoke` and `sim:selftest`: the device client, this run's
+/// harness (it powers the SoC off at the end: the image builder allows it), then
+/// `power-probe`, an ordinary app, with their phases: the client's checks, susres's list of
+/// allowed PIDs (the one the image was built with), and every power request of the probe
+/// refused while the system keeps serving it.
+pub fn sim_extras(verbose: bool) -> Result<(Vec<Extra>, Vec<Phase>)> {
+    let client = device_elf(verbose)?;
+    let probe = client.with_file_name(POWER_PROBE);
+    check_device_elf(&probe)?;
+    let extras = vec![Extra::system(client), Extra::app(probe)];
+    let allowed = PowerPids::of_image(&extras).0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
+    let mut phases = sim_phases();
+    phases.extend([
+        Phase::new("power-pids", &format!(r"xous_susres: power operations allowed to PID\(s\) \[{allowed}\]")),
+        Phase::new("poweroff-refused", r"xous_susres: PowerOff refused to PID \d+: not a system process"),
+        Phase::new("suspend-refused", r"xous_susres: SuspendRequest refused to PID \d+: not a system process"),
+        Phase::new("shutdown-refused", r"KERNEL: Shutdown refused to PID \d+: not a system process"),
+        Phase::new(POWER_PROBE, &format!(r"^VERDICT {POWER_PROBE} PASS")),
+    ]);
+    Ok((extras, phases))
+}
+
+/// The hosted run and the malformed-option runs.
+fn hosted(ctx: &Ctx) -> Result<()> {
+    let client = shell_quote(&ctx.program(PACKAGE)?);
+    let bins = ctx.xous()?.clone();
+    let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
+    l = crate::system::add_servers(ctx, l)?;
+    // the hosted engine server runs the model on ISA v2 (its default): the probe must find it;
+    // the client is this run's harness: it ends the run through the kernel's Shutdown
+    let mut sys = l.system_program(format!("{client} --isa v2 --shutdown")).start()?;
+    let r = (|| -> Result<()> {
+        let mut passed = Vec::new();
+        loop {
+            let v = match sys.next_report(Duration::from_secs(120), "the device-selftest verdicts", |_| false)? {
+                Report::Verdict(v) => v,
+                Report::Panic(l) => bail!("panic: {l}"),
+                Report::Line(_) => continue,
+            };
+            if v.status == verdict::Status::Begin {
+                continue;
+            }
+            eprintln!("selftest: {v}");
+            if v.subject == PROGRAM {
+                if !v.passed() {
+                    bail!("{v}");
+                }
+                break;
+            }
+            if !v.passed() {
+                bail!("{v}");
+            }
+            passed.push(v.subject);
+        }
+        for c in CHECKS {
+            if !passed.iter().any(|p| p == c) {
+                bail!("check {c} did not report PASS");
+            }
+        }
+        let st = sys.wait_exit(Duration::from_secs(20))?;
+        if !st.success() || !sys.lines().iter().any(|l| l.contains("KERNEL: shutdown complete")) {
+            bail!("the kernel did not complete the client's Shutdown ({st})");
+        }
+        Ok(())
+    })();
+    let lines = sys.lines();
+    let tail = sys.tail(30);
+    sys.stop();
+    if let Err(e) = r {
+        bail!("selftest:hosted: {e}\nfailed: {:?}\n--- last output ---\n{tail}", failed_verdicts(&lines));
+    }
+    if let Some(p) = lines.iter().find(|l| is_panic(l)) {
+        bail!("selftest:hosted: panic in the system: {p}");
+    }
+    bad_options(ctx, &client)
+}
+
+/// Every malformed option: the client refuses it with a FAIL verdict naming it (before it
+/// connects to anything), exits, and the other processes keep running.
+fn bad_options(ctx: &Ctx, client: &str) -> Result<()> {
+    let bins = ctx.xous()?.clone();
+    let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
+    for (opt, _) in BAD_OPTIONS {
+        l = l.program(format!("{client} {opt}"));
+    }
+    let mut sys = l.start()?;
+    let r = (|| -> Result<()> {
+        let mut seen = Vec::new();
+        while seen.len() < BAD_OPTIONS.len() {
+            let v = sys.wait_verdict(Duration::from_secs(60), "the refusals of malformed options", |s| s == PROGRAM)?;
+            if v.passed() || !v.detail.starts_with("options: ") {
+                bail!("a malformed option was not refused: {v}");
+            }
+            seen.push(v.detail);
+        }
+        for (opt, why) in BAD_OPTIONS {
+            if !seen.iter().any(|d| d.contains(why)) {
+                bail!("'{opt}': no refusal saying '{why}' (got {seen:?})");
+            }
+            eprintln!("selftest: '{opt}' refused");
+        }
+        Ok(())
+    })();
+    let tail = sys.tail(20);
+    sys.stop();
+    r.map_err(|e| anyhow::anyhow!("selftest:hosted (malformed options): {e}\n--- last output ---\n{tail}"))
+}
+
+/// The device build of the client (cached by cargo in our target dir), without compressed
+/// instructions.
+pub fn device_elf(verbose: bool) -> Result<PathBuf> {
+    let _ = verbose;
+    crate::build::device::build_packages(&[PACKAGE.to_string()])?;
+    let elf = crate::util::target_dir().join(crate::build::target::TARGET).join("release").join(PACKAGE);
+    check_device_elf(&elf)?;
+    Ok(elf)
+}
+
+/// A device ELF of this package (built by [`device_elf`]) without compressed instructions.
+fn check_device_elf(elf: &std::path::Path) -> Result<()> {
+    let n = crate::build::device_xous::compressed_instructions(elf)?;
+    if n != 0 {
+        bail!("{}: {n} compressed instructions (the simulated CPU has no C extension)", elf.display());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sim_phases_cover_every_check_in_order() {
+        let p = sim_phases();
+        for c in CHECKS {
+            assert!(p.iter().any(|x| x.name == *c), "{c}");
+        }
+        assert_eq!(p.last().unwrap().name, PROGRAM);
+        let i = |n: &str| p.iter().position(|x| x.name == n).unwrap();
+        assert!(i(TIMING_START) < i(TIMING_END) && i(TIMING_END) < i("selftest/x25519-timing"));
+        assert_eq!(regex_escape("selftest/x25519-rfc7748-0"), "selftest/x25519\\-rfc7748\\-0");
+    }
+}

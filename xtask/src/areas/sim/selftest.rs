@@ -1,0 +1,135 @@
+//! Step `sim:selftest` and bench provider `sim-selftest`: the device image plus the self-test
+//! client (areas/selftest/: its checks, phases and probe) on the simulated Precursor, judged
+//! phase by phase, profiled (harness/profile.rs), the bench on v1 and v2 engine SoCs. The bench
+//! key `sim_x25519_hw_us_at_100mhz` is one X25519 through the service's `hw` backend on the
+//! engine RTL, end to end, in device time at the SoC's declared 100 MHz: the cycles between the
+//! client's timing-start and timing-end lines (stamped by the simulator with the CPU cycle at
+//! which each was written) over the number of calls.
+
+use crate::areas::selftest::{sim_extras, DEVICE_CALLS, PACKAGE, TIMING_END, TIMING_START};
+use crate::ctx::Ctx;
+use crate::harness::precursor::{self, ProfileReq, SmokeResult, SIM_CLK_HZ};
+use crate::harness::profile::{self, RunInfo};
+use crate::steps::{step, BenchProvider, BenchResults, TestStep};
+use anyhow::{bail, Context, Result};
+use std::path::Path;
+use std::time::Duration;
+
+/// Wall-clock limit of the simulated run (boot + client + power-off).
+const SIM_TIMEOUT_S: u64 = 2400;
+
+pub fn test_steps() -> Vec<TestStep> {
+    vec![step!("sim:selftest", SIM_TIMEOUT_S + 30 * 60, sim_step)]
+}
+
+/// Step `sim:selftest`: the device image plus the client on the simulated Precursor (v1
+/// engine): every boot phase, every check, the client's PASS, then its power-off.
+fn sim_step(ctx: &Ctx) -> Result<()> {
+    // the run is profiled (sampling costs no device time): where the timed calls spend their
+    // cycles is printed, and the profiler's attribution is checked on a real system
+    let dir = profile::out_dir();
+    let (r, info) = profiled_selftest("v1", 256, ctx.verbose, &dir)?;
+    eprintln!("sim:selftest: one X25519 through the hw backend, end to end: {:.1} us at 100 MHz ({DEVICE_CALLS} calls)", us_per_call(&r)?);
+    let show = profile::Show { window: profile::Window::Timing, top: 12, trace: None };
+    let p = profile::report(&dir, &info, &show)?;
+    check_profile(&p)
+}
+
+/// The timed calls' profile must name what ran: every sample in a process of the layout, no
+/// more than 2% in code outside every symbol, and the two ends of the call (the client and the
+/// engine server) present.
+fn check_profile(p: &profile::Profile) -> Result<()> {
+    let unnamed: u64 = p.by_function.iter().filter(|((_, _, f), _)| f.starts_with('?')).map(|(_, n)| n).sum();
+    if p.other > 0 {
+        bail!("sim-profile: {} of {} samples in the timed calls ran in machine mode or under no process", p.other, p.samples);
+    }
+    if unnamed * 50 > p.samples {
+        bail!("sim-profile: {unnamed} of {} samples in the timed calls fall outside every symbol", p.samples);
+    }
+    for proc_ in [PACKAGE, "engine25519"] {
+        if !p.by_process.contains_key(proc_) {
+            bail!("sim-profile: no sample of {proc_} in the timed calls");
+        }
+    }
+    Ok(())
+}
+
+pub fn bench_providers() -> Vec<BenchProvider> {
+    vec![BenchProvider { name: "sim-selftest", timeout: Duration::from_secs(SIM_TIMEOUT_S + 30 * 60), run: sim_bench }]
+}
+
+/// The SoC's engine build: gateware/precursor reads it from this variable (default v1,
+/// Precursor's engine); the Verilator build is cached per value.
+const ENGINE_ISA_VAR: &str = "PRECURSOR_ENGINE_ISA";
+
+/// Boot the device image plus the client on the simulated Precursor with the `engine_isa`
+/// engine on its bus; every phase, then the power-off the client asks for. The same device
+/// image serves both SoCs: the engine server probes the engine's ISA at start-up.
+pub fn sim_run(verbose: bool, engine_isa: &str, profile: Option<&ProfileReq>) -> Result<SmokeResult> {
+    let (extra, mine) = sim_extras(verbose)?;
+    // the runner (a child process) inherits it; restored afterwards
+    let before = std::env::var_os(ENGINE_ISA_VAR);
+    std::env::set_var(ENGINE_ISA_VAR, engine_isa);
+    let restore = || match &before {
+        Some(v) => std::env::set_var(ENGINE_ISA_VAR, v),
+        None => std::env::remove_var(ENGINE_ISA_VAR),
+    };
+    let mut phases = precursor::boot_phases();
+    phases.extend(mine);
+    let r = precursor::smoke_run_with(&extra, &phases, false, SIM_TIMEOUT_S, verbose, precursor::FAIL_LINES, profile);
+    restore();
+    let r = r?;
+    precursor::report(&r);
+    if !r.ok {
+        let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
+        bail!("the device self-test on the simulated Precursor failed: end {}, phases not reached: [{}], failure lines: {:?}", r.reason, missing.join(", "), r.failed_lines);
+    }
+    Ok(r)
+}
+
+/// Device microseconds per X25519 at the SoC's clock from the two stamped lines.
+fn us_per_call(r: &SmokeResult) -> Result<f64> {
+    let (a, _) = r.phase(TIMING_START).context("no timing-start line")?;
+    let (b, _) = r.phase(TIMING_END).context("no timing-end line")?;
+    if b <= a {
+        bail!("timing lines out of order ({a} .. {b} cycles)");
+    }
+    Ok((b - a) as f64 / DEVICE_CALLS as f64 / SIM_CLK_HZ * 1e6)
+}
+
+/// sim_x25519_hw_us_at_100mhz on Precursor's v1 engine, and _v2 on a SoC with the v2 engine.
+/// With each, from the same (profiled) run, where the time of one call went:
+/// `sim_x25519_hw_profile_{engine_wait,server,kernel,client}_us` (and `_v2`), `sim_profile::Split`.
+fn sim_bench(ctx: &Ctx) -> Result<BenchResults> {
+    let mut out = BenchResults::new();
+    for (isa, key, suffix) in [("v1", "sim_x25519_hw_us_at_100mhz", ""), ("v2", "sim_x25519_hw_us_at_100mhz_v2", "_v2")] {
+        let dir = profile::out_dir().with_file_name(format!("profile-bench-{isa}"));
+        let (r, info) = profiled_selftest(isa, 256, ctx.verbose, &dir)?;
+        let us = us_per_call(&r)?;
+        eprintln!("sim-selftest: engine {isa}: {us:.1} us per X25519 at 100 MHz");
+        out.insert(key.into(), us);
+        let show = profile::Show { window: profile::Window::Timing, top: 8, trace: None };
+        let p = profile::report(&dir, &info, &show)?;
+        check_profile(&p)?;
+        let s = profile::split(&p, info.period, info.calls, PACKAGE);
+        for (name, v) in [("engine_wait", s.engine_wait_us), ("server", s.server_us), ("kernel", s.kernel_us), ("client", s.client_us)] {
+            out.insert(format!("sim_x25519_hw_profile_{name}_us{suffix}"), v);
+        }
+    }
+    Ok(out)
+}
+
+/// The self-test's run on the `isa` engine with the CPU sampled every `period` cycles into
+/// `dir` (samples.txt, run.json). Fails as `sim:selftest` fails.
+pub fn profiled_selftest(isa: &str, period: u32, verbose: bool, dir: &Path) -> Result<(SmokeResult, RunInfo)> {
+    std::fs::create_dir_all(dir)?;
+    let req = ProfileReq { file: dir.join("samples.txt"), period };
+    let r = sim_run(verbose, isa, Some(&req))?;
+    let (from, _) = r.phase(TIMING_START).context("no timing-start line")?;
+    let (to, _) = r.phase(TIMING_END).context("no timing-end line")?;
+    let (extra, _) = sim_extras(verbose)?;
+    let info = RunInfo::new(isa, period, DEVICE_CALLS, (from, to), r.cycles.unwrap_or(0), profile::programs(verbose, &extra)?);
+    std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&info.to_json())? + "\n")?;
+    Ok((r, info))
+}
+

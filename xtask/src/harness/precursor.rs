@@ -1,0 +1,211 @@
+//! The simulated Precursor's driver (docs/sim.md): gateware/precursor/run.py boots ROM and RAM
+//! images on LiteX + VexRiscv (MMU) on Verilator with Precursor's memory map, and judges the
+//! run's output phase by phase; its summary JSON is read back into a [`SmokeResult`]. Used by
+//! the steps and commands of areas/sim/ and by the TRNG's simulated tester.
+
+use crate::build::gateware;
+use crate::build::power::Extra;
+use crate::setup;
+use crate::supervisor;
+use anyhow::{bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// The simulated SoC's CPU clock, Precursor's (docs/sim.md: 100,000 cycles per ticktimer
+/// millisecond): device time is simulated cycles over this.
+pub const SIM_CLK_HZ: f64 = 100e6;
+
+/// Debian packages the simulator needs beyond the gateware flow's: LiteX's simulation harness
+/// links libevent and json-c (and zlib); the test programs are assembled with GNU binutils.
+pub const APT: &[&str] = &["libevent-dev", "libjson-c-dev", "zlib1g-dev", "binutils-riscv64-unknown-elf"];
+
+/// The Python that runs gateware/precursor (venv with litex, apt packages installed) and the
+/// environment the SoC build needs (the TRNG's health-test cutoffs come from trng-core).
+pub fn python() -> Result<(PathBuf, Vec<(&'static str, PathBuf)>)> {
+    setup::require_apt(APT)?;
+    let py = gateware::python()?;
+    let replay = gateware::health_replay()?;
+    Ok((py, vec![("TRNG_HEALTH_REPLAY", replay)]))
+}
+
+/// The runner command (gateware/precursor/run.py) for ROM and RAM images.
+pub fn runner(rom: &Path, ram: &Path, timeout: u64) -> Result<Command> {
+    for (p, what) in [(rom, "ROM"), (ram, "RAM")] {
+        if !p.is_file() {
+            bail!("sim: {what} image {}: no such file", p.display());
+        }
+    }
+    let (py, env) = python()?;
+    let mut cmd = gateware::py_command(&py);
+    cmd.args(["-m", "precursor.run", "--timeout", &timeout.to_string(), "--rom"])
+        .arg(std::fs::canonicalize(rom)?)
+        .arg("--ram")
+        .arg(std::fs::canonicalize(ram)?);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    Ok(cmd)
+}
+
+/// One sim-smoke phase: its name and the regex of the output line that shows it was reached.
+#[derive(Clone, Debug)]
+pub struct Phase {
+    pub name: String,
+    pub line: String,
+}
+
+impl Phase {
+    pub fn new(name: &str, line: &str) -> Phase {
+        Phase { name: name.into(), line: line.into() }
+    }
+}
+
+/// `NAME=REGEX` (the `--phase` flag of `cargo xtask sim-smoke`).
+pub fn parse_phase(s: &str) -> Result<Phase, String> {
+    let (name, re) = s.split_once('=').ok_or_else(|| format!("--phase {s:?}: expected NAME=REGEX"))?;
+    if name.is_empty() || re.is_empty() {
+        return Err(format!("--phase {s:?}: expected NAME=REGEX, both non-empty"));
+    }
+    Ok(Phase::new(name, re))
+}
+
+/// The boot of the device image: one line per service, each printed once the service has
+/// registered its names with xous-names or started its server (sysctl looks every control
+/// server up there before it says READY, so READY is the last of them).
+pub fn boot_phases() -> Vec<Phase> {
+    vec![
+        Phase::new("kernel", r"^KMAIN \(clean boot\): Supervisor mode started"),
+        Phase::new("log", r"^LOG: Server listening on address"),
+        Phase::new("names", r"xous_names: started"),
+        Phase::new("susres", r"xous_susres: my PID is"),
+        Phase::new("ticktimer", r"xous_ticktimer: Server started with SID"),
+        Phase::new("engine25519", r"engine25519: registered '"),
+        Phase::new("trng", r"^TRNG-SERVER ready"),
+        Phase::new("sysctl", r"^SYSCTL READY claimed="),
+    ]
+}
+
+/// The name of the last phase: the system powered the SoC off itself (susres POWERDOWN ends
+/// the simulation, docs/sim.md), after every other phase.
+pub const SHUTDOWN: &str = "shutdown";
+
+/// Lines that fail a run wherever they appear.
+pub const FAIL_LINES: &[&str] = &[r"VERDICT \S+ FAIL", r"PROGRAM HALT|PANIC|panicked at|CPU Exception|ERROR"];
+
+/// When each phase was reached: simulated cycle and wall seconds since the simulator started.
+#[derive(Debug, Clone)]
+pub struct PhaseResult {
+    pub name: String,
+    pub at: Option<(u64, f64)>,
+}
+
+#[derive(Debug)]
+pub struct SmokeResult {
+    pub phases: Vec<PhaseResult>,
+    /// How the run ended: powerdown | until | finish | timeout | exited (precursor.run).
+    pub reason: String,
+    pub cycles: Option<u64>,
+    pub wall_s: f64,
+    pub failed_lines: Vec<String>,
+    /// The runner's verdict: every phase reached, the expected end, no failure line.
+    pub ok: bool,
+}
+
+impl SmokeResult {
+    pub fn phase(&self, name: &str) -> Option<(u64, f64)> {
+        self.phases.iter().find(|p| p.name == name).and_then(|p| p.at)
+    }
+}
+
+/// Boot the device image (plus `extra` programs) on the simulated Precursor and judge
+/// `phases` from its output. `boot_only`: end at the last phase's line; otherwise the run
+/// must end by the system powering itself off (phase `shutdown`). `timeout`: wall seconds of
+/// simulation (a hung system fails here).
+pub fn smoke_run(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool) -> Result<SmokeResult> {
+    smoke_run_with(extra, phases, boot_only, timeout, verbose, FAIL_LINES, None)
+}
+
+/// PC samples of a run (`cargo xtask sim-profile`): written to `file`, one every `period` cycles.
+#[derive(Clone, Debug)]
+pub struct ProfileReq {
+    pub file: PathBuf,
+    pub period: u32,
+}
+
+/// `smoke_run` with other failure lines (a run that must show an error line) and, optionally,
+/// the CPU sampled into a profile.
+pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, fail_lines: &[&str], profile: Option<&ProfileReq>) -> Result<SmokeResult> {
+    let dir = crate::build::sim_layout::sim_dir().join("smoke");
+    crate::build::sim_layout::build(&dir, extra, verbose).context("the boot files (cargo xtask sim-layout)")?;
+    let json = dir.join("smoke.json");
+    let _ = std::fs::remove_file(&json);
+    let mut cmd = runner(&dir.join("rom.bin"), &dir.join("ram.bin"), timeout)?;
+    for p in phases {
+        cmd.args(["--expect", &p.line]);
+    }
+    if boot_only {
+        let last = phases.last().context("no phases")?;
+        cmd.args(["--until", &last.line]);
+    } else {
+        cmd.args(["--end", "powerdown"]);
+    }
+    for f in fail_lines {
+        cmd.args(["--fail", f]);
+    }
+    cmd.arg("--json").arg(&json);
+    if let Some(p) = profile {
+        cmd.arg("--profile").arg(&p.file).args(["--profile-period", &p.period.to_string()]);
+    }
+    // the runner enforces the wall limit itself; this one only catches a hung build
+    let r = supervisor::run(&mut cmd, Duration::from_secs(timeout + 20 * 60), "the simulated Precursor");
+    let text = std::fs::read_to_string(&json).with_context(|| format!("the runner wrote no summary ({}): {r:?}", json.display()))?;
+    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| json.display().to_string())?;
+    let at = |m: &serde_json::Value| -> Option<(u64, f64)> { Some((m.get("cycle")?.as_u64()?, m.get("wall_s")?.as_f64()?)) };
+    let mut out: Vec<PhaseResult> = phases.iter().map(|p| PhaseResult { name: p.name.clone(), at: at(&v["expect"][&p.line]) }).collect();
+    let reason = v["reason"].as_str().unwrap_or("?").to_string();
+    let cycles = v["cycles"].as_u64();
+    let wall_s = v["wall_s"].as_f64().unwrap_or(0.0);
+    if !boot_only {
+        out.push(PhaseResult { name: SHUTDOWN.into(), at: (reason == "powerdown").then(|| (cycles.unwrap_or(0), wall_s)) });
+    }
+    let failed_lines = v["failed"].as_array().map(|a| a.iter().filter_map(|l| l.as_str().map(String::from)).collect()).unwrap_or_default();
+    let ok = v["ok"].as_bool() == Some(true) && r.is_ok() && out.iter().all(|p| p.at.is_some());
+    Ok(SmokeResult { phases: out, reason, cycles, wall_s, failed_lines, ok })
+}
+
+/// One line per phase: simulated cycles (device time at the declared 100 MHz) and wall
+/// seconds since the simulator started.
+pub fn report(r: &SmokeResult) {
+    eprintln!("sim-smoke phases (cycles, device time at 100 MHz, wall time of the simulation):");
+    for p in &r.phases {
+        match p.at {
+            Some((c, w)) => eprintln!("  {:<14} PASS {c:>12} cycles {:>10.3} ms {w:>8.1} s", p.name, c as f64 / SIM_CLK_HZ * 1e3),
+            None => eprintln!("  {:<14} FAIL not reached", p.name),
+        }
+    }
+    for l in &r.failed_lines {
+        eprintln!("  failure line: {l}");
+    }
+    eprintln!(
+        "  end: {} after {} cycles, {:.1} s of simulation ({:.2} M cycles/s)",
+        r.reason,
+        r.cycles.map(|c| c.to_string()).unwrap_or("?".into()),
+        r.wall_s,
+        r.cycles.unwrap_or(0) as f64 / r.wall_s.max(1e-9) / 1e6
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phase_flags_parse_and_bad_ones_are_refused() {
+        let p = parse_phase("x25519=^VERDICT selftest/x25519 PASS").unwrap();
+        assert_eq!((p.name.as_str(), p.line.as_str()), ("x25519", "^VERDICT selftest/x25519 PASS"));
+        for bad in ["x25519", "=re", "name="] {
+            assert!(parse_phase(bad).is_err(), "{bad:?} accepted");
+        }
+    }
+}
