@@ -19,7 +19,7 @@ use zeroize::{Zeroize, Zeroizing};
 
 use crate::api::{BackendId, StatsMsg, Status, API_VERSION, MAGIC, NUM_REGS};
 use crate::backend::{software_x25519, EngineBackend, Launch, Reg, RunEnd, Snapshot};
-use crate::scheduler::{Refused, Scheduler, WindowReq};
+use crate::scheduler::{Entry, Refused, Scheduler, WindowReq};
 use crate::programs::X25519Program;
 use crate::ucode::{LoadError, Ucode};
 
@@ -523,7 +523,10 @@ impl Executor {
 
     /// Hold the engine token and run work until a job finishes (returns its reply, to be
     /// delivered at the pacing deadline, with the token already given back) or nothing is
-    /// runnable (None). Returns None at once if another thread holds the token.
+    /// runnable (None). Returns None at once if another thread holds the token. The phases:
+    /// [`Self::take_work`] (suspend/resume requests, microcode writes, the next job),
+    /// [`Self::run_turn`] (operands, the engine runs the job until it ends or is parked),
+    /// [`Self::finish`] (result, window wipe, accounting, the token given back).
     fn drive_once(&self, before_job: &dyn Fn()) -> Option<(ReplyFn, Outcome, Option<Instant>)> {
         if self.unavailable.is_some() {
             return None;
@@ -536,149 +539,170 @@ impl Executor {
             st.driving = true;
         }
         let mut ctx = self.engine.lock().unwrap();
-        let EngineCtx { engine, saved, busy_until, dirty } = &mut *ctx;
         loop {
-            // ---- pick work under the lock (engine idle: no job out) ----
-            let mut st = self.st.lock().unwrap();
-            let mut e = loop {
-                if let Some(reply) = st.resume_req.take() {
-                    engine.reset();
-                    if let Some(s) = saved.take() {
-                        engine.restore(&s);
-                    }
-                    st.suspended = false;
-                    let n = st.sched.depth();
-                    reply(Status::Ok, n);
-                    continue;
-                }
-                if let Some(reply) = st.suspend_req.take() {
-                    *saved = Some(engine.snapshot());
-                    engine.reset(); // the state now lives only in `saved`
-                    st.suspended = true;
-                    let n = st.sched.depth();
-                    reply(Status::Ok, n);
-                    continue;
-                }
-                if !st.suspended {
-                    for (start, words) in std::mem::take(&mut st.pending_ucode) {
-                        engine.write_ucode(start, &words);
-                    }
-                    if let Some(e) = st.sched.next() {
-                        break e;
-                    }
-                }
-                // nothing runnable: give the token back (under the lock, so a submitter that
-                // saw `driving` set has already queued what we would have missed)
-                st.driving = false;
-                return None;
-            };
-            // alone on the engine: run the job in as few backend calls as possible
-            let mut contended = st.sched.depth() > 1 || st.suspend_req.is_some();
-            drop(st);
+            let (mut e, contended) = self.take_work(&mut ctx)?;
             before_job();
-
-            // ---- run one turn of this job ----
-            let window = e.window.expect("dispatched job holds a window");
-            let job = &mut e.job;
-            job.launch.window = window;
-            if job.resume_at.is_none() {
-                if *dirty & (1 << window) != 0 {
-                    engine.clear_window(window);
-                }
-                *dirty |= 1 << window;
-                self.load_operands(&mut **engine, window, &job.work);
-            }
-            let mut turn = 0u64;
-            let end = loop {
-                let left = job.max_cycles.saturating_sub(job.cycles);
-                let to_quantum = self.cfg.quantum.saturating_sub(turn);
-                let chunk = if contended { self.cfg.slice } else { to_quantum };
-                let budget = chunk.min(to_quantum).min(left).max(1);
-                let r = engine.run(job.launch, job.resume_at, budget, job.max_cycles - job.cycles);
-                let c = r.cycles();
-                job.cycles += c;
-                turn += c;
-                if self.cfg.pace_hz > 0 {
-                    let now = Instant::now();
-                    *busy_until = (*busy_until).max(now) + Duration::from_nanos(c.saturating_mul(1_000_000_000) / self.cfg.pace_hz);
-                }
-                match r {
-                    RunEnd::Paused { mpc, .. } => {
-                        job.resume_at = Some(mpc);
-                        if job.cycles >= job.max_cycles {
-                            break Some(Status::Runaway);
-                        }
-                        let st = self.st.lock().unwrap();
-                        let others = st.sched.depth() > 1;
-                        if st.suspend_req.is_some() || (turn >= self.cfg.quantum && others) {
-                            break None; // park: requeue with its window
-                        }
-                        contended = others;
-                        if turn >= self.cfg.quantum {
-                            turn = 0;
-                        }
-                    }
-                    RunEnd::Finished { .. } => break Some(Status::Ok),
-                    RunEnd::Illegal { .. } => break Some(Status::IllegalInstruction),
-                    RunEnd::Runaway { .. } => break Some(Status::Runaway),
-                    RunEnd::Fault { reason, .. } => {
-                        log::error!("engine backend fault: {}", reason);
-                        break Some(Status::Internal);
-                    }
-                }
-            };
-
-            let Some(status) = end else {
+            let Some(status) = self.run_turn(&mut ctx, &mut e, contended) else {
+                // parked: back in the queue with its window
                 let mut st = self.st.lock().unwrap();
                 st.c.resumes += 1;
                 st.sched.requeue(e);
                 continue;
             };
-            // ---- finished (ok or error): collect, wipe the window, reply ----
-            let mut out = Outcome::error(status, self.backend);
-            out.window = window as u32;
-            out.cycles = job.cycles;
-            if status == Status::Ok {
-                match &job.work {
-                    Work::X25519 { .. } => out.result = engine.read_reg(window, self.x25519.out_reg),
-                    Work::Custom { .. } => out.regs = Some(Box::new(engine.read_window(window))),
+            return Some(self.finish(&mut ctx, e, status));
+        }
+    }
+
+    /// Under the state lock, with the engine idle (no job out): answer a resume or suspend
+    /// request, apply pending microcode writes, and take the next job, with whether others are
+    /// waiting for the engine. Nothing runnable: the token is given back and None returned.
+    fn take_work(&self, ctx: &mut EngineCtx) -> Option<(Entry<Job>, bool)> {
+        let EngineCtx { engine, saved, .. } = ctx;
+        let mut st = self.st.lock().unwrap();
+        let e = loop {
+            if let Some(reply) = st.resume_req.take() {
+                engine.reset();
+                if let Some(s) = saved.take() {
+                    engine.restore(&s);
+                }
+                st.suspended = false;
+                let n = st.sched.depth();
+                reply(Status::Ok, n);
+                continue;
+            }
+            if let Some(reply) = st.suspend_req.take() {
+                *saved = Some(engine.snapshot());
+                engine.reset(); // the state now lives only in `saved`
+                st.suspended = true;
+                let n = st.sched.depth();
+                reply(Status::Ok, n);
+                continue;
+            }
+            if !st.suspended {
+                for (start, words) in std::mem::take(&mut st.pending_ucode) {
+                    engine.write_ucode(start, &words);
+                }
+                if let Some(e) = st.sched.next() {
+                    break e;
                 }
             }
-            // wipe the window: after a finished X25519 only the registers its microcode names
-            // can be non-zero (the window was all zeros before its operands went in); the
-            // engine zeroes them itself (the wipe program), else the bus does
-            match (&job.work, status) {
-                (Work::X25519 { .. }, Status::Ok) => {
-                    let wiped = self.wipe_at.is_some_and(|(start, len)| {
-                        let l = Launch { window, mpstart: start, mplen: len };
-                        matches!(engine.run(l, None, WIPE_BUDGET, WIPE_BUDGET), RunEnd::Finished { .. })
-                    });
-                    if !wiped {
-                        log::error!("engine25519: the window wipe program did not finish on window {window}: wiping over the bus");
-                        self.st.lock().unwrap().c.bus_wipes += 1;
-                        engine.clear_regs(window, self.x25519.named);
+            // nothing runnable: give the token back (under the lock, so a submitter that
+            // saw `driving` set has already queued what we would have missed)
+            st.driving = false;
+            return None;
+        };
+        // alone on the engine: run the job in as few backend calls as possible
+        let contended = st.sched.depth() > 1 || st.suspend_req.is_some();
+        Some((e, contended))
+    }
+
+    /// One turn of a job on the engine: its operands go into its (wiped) window on a fresh
+    /// start, then the engine runs it in budgets (a whole quantum when alone, slices when others
+    /// wait) until it ends (Some(status)) or is parked for a suspend or another client after
+    /// its quantum (None). Pacing moves the engine's busy time on by every cycle run.
+    fn run_turn(&self, ctx: &mut EngineCtx, e: &mut Entry<Job>, mut contended: bool) -> Option<Status> {
+        let EngineCtx { engine, busy_until, dirty, .. } = ctx;
+        let window = e.window.expect("dispatched job holds a window");
+        let job = &mut e.job;
+        job.launch.window = window;
+        if job.resume_at.is_none() {
+            if *dirty & (1 << window) != 0 {
+                engine.clear_window(window);
+            }
+            *dirty |= 1 << window;
+            self.load_operands(&mut **engine, window, &job.work);
+        }
+        let mut turn = 0u64;
+        loop {
+            let left = job.max_cycles.saturating_sub(job.cycles);
+            let to_quantum = self.cfg.quantum.saturating_sub(turn);
+            let chunk = if contended { self.cfg.slice } else { to_quantum };
+            let budget = chunk.min(to_quantum).min(left).max(1);
+            let r = engine.run(job.launch, job.resume_at, budget, job.max_cycles - job.cycles);
+            let c = r.cycles();
+            job.cycles += c;
+            turn += c;
+            if self.cfg.pace_hz > 0 {
+                let now = Instant::now();
+                *busy_until = (*busy_until).max(now) + Duration::from_nanos(c.saturating_mul(1_000_000_000) / self.cfg.pace_hz);
+            }
+            match r {
+                RunEnd::Paused { mpc, .. } => {
+                    job.resume_at = Some(mpc);
+                    if job.cycles >= job.max_cycles {
+                        return Some(Status::Runaway);
+                    }
+                    let st = self.st.lock().unwrap();
+                    let others = st.sched.depth() > 1;
+                    if st.suspend_req.is_some() || (turn >= self.cfg.quantum && others) {
+                        return None; // park: requeue with its window
+                    }
+                    contended = others;
+                    if turn >= self.cfg.quantum {
+                        turn = 0;
                     }
                 }
-                _ => engine.clear_window(window),
-            }
-            *dirty &= !(1 << window);
-            let reply = job.reply.take().expect("reply once");
-            let (handle, cycles) = (job.handle, job.cycles);
-            {
-                let mut st = self.st.lock().unwrap();
-                st.ucode.release(handle);
-                st.sched.complete(&e);
-                if status == Status::Ok {
-                    st.c.jobs += 1;
-                    st.c.cycles += cycles;
-                } else {
-                    st.c.errors += 1;
+                RunEnd::Finished { .. } => return Some(Status::Ok),
+                RunEnd::Illegal { .. } => return Some(Status::IllegalInstruction),
+                RunEnd::Runaway { .. } => return Some(Status::Runaway),
+                RunEnd::Fault { reason, .. } => {
+                    log::error!("engine backend fault: {}", reason);
+                    return Some(Status::Internal);
                 }
-                st.driving = false;
             }
-            let deliver_at = (self.cfg.pace_hz > 0).then_some(*busy_until);
-            return Some((reply, out, deliver_at));
         }
+    }
+
+    /// A job that ended (ok or error): collect its result, wipe its window, count it, release
+    /// its microcode and give the token back; returns its reply, the outcome and when to
+    /// deliver it (the pacing deadline).
+    fn finish(&self, ctx: &mut EngineCtx, mut e: Entry<Job>, status: Status) -> (ReplyFn, Outcome, Option<Instant>) {
+        let EngineCtx { engine, busy_until, dirty, .. } = ctx;
+        let window = e.window.expect("dispatched job holds a window");
+        let job = &mut e.job;
+        let mut out = Outcome::error(status, self.backend);
+        out.window = window as u32;
+        out.cycles = job.cycles;
+        if status == Status::Ok {
+            match &job.work {
+                Work::X25519 { .. } => out.result = engine.read_reg(window, self.x25519.out_reg),
+                Work::Custom { .. } => out.regs = Some(Box::new(engine.read_window(window))),
+            }
+        }
+        // wipe the window: after a finished X25519 only the registers its microcode names
+        // can be non-zero (the window was all zeros before its operands went in); the
+        // engine zeroes them itself (the wipe program), else the bus does
+        match (&job.work, status) {
+            (Work::X25519 { .. }, Status::Ok) => {
+                let wiped = self.wipe_at.is_some_and(|(start, len)| {
+                    let l = Launch { window, mpstart: start, mplen: len };
+                    matches!(engine.run(l, None, WIPE_BUDGET, WIPE_BUDGET), RunEnd::Finished { .. })
+                });
+                if !wiped {
+                    log::error!("engine25519: the window wipe program did not finish on window {window}: wiping over the bus");
+                    self.st.lock().unwrap().c.bus_wipes += 1;
+                    engine.clear_regs(window, self.x25519.named);
+                }
+            }
+            _ => engine.clear_window(window),
+        }
+        *dirty &= !(1 << window);
+        let reply = job.reply.take().expect("reply once");
+        let (handle, cycles) = (job.handle, job.cycles);
+        {
+            let mut st = self.st.lock().unwrap();
+            st.ucode.release(handle);
+            st.sched.complete(&e);
+            if status == Status::Ok {
+                st.c.jobs += 1;
+                st.c.cycles += cycles;
+            } else {
+                st.c.errors += 1;
+            }
+            st.driving = false;
+        }
+        let deliver_at = (self.cfg.pace_hz > 0).then_some(*busy_until);
+        (reply, out, deliver_at)
     }
 
     fn load_operands(&self, engine: &mut dyn EngineBackend, window: usize, work: &Work) {
