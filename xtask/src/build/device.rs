@@ -11,28 +11,15 @@ use anyhow::Result;
 
 use crate::build::target::{ensure_toolchain, DEVICE_PACKAGES, TARGET, TOOLCHAIN};
 
-/// Extra cargo features of the device programs (`package/feature`), set only inside
-/// [`with_features`].
-static FEATURES: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-
-/// Run `f` with the device programs built with `features` (`package/feature`, e.g.
-/// `trng-server/tester` for the TRNG tester's image), then back to the default builds. Cargo
-/// keeps both variants' artifacts, so switching back costs a relink.
-pub fn with_features<T>(features: &[&str], f: impl FnOnce() -> T) -> T {
-    let before = std::mem::replace(&mut *FEATURES.lock().unwrap(), features.iter().map(|s| s.to_string()).collect());
-    let r = f();
-    *FEATURES.lock().unwrap() = before;
-    r
-}
-
-/// The cross-build command for `packages`.
-pub fn build_command(packages: &[String]) -> Command {
+/// The cross-build command for `packages` with extra cargo `features` (`package/feature`, e.g.
+/// `trng-server/tester` for the TRNG tester's image; none for the default builds). Cargo keeps
+/// every variant's artifacts, so switching back costs a relink.
+pub fn build_command(packages: &[String], features: &[&str]) -> Command {
     let mut c = crate::util::cargo_toolchain(TOOLCHAIN);
     c.args(["build", "--release", "--target", TARGET, "-Zbuild-std=std,panic_abort"]);
     for p in packages {
         c.args(["-p", p]);
     }
-    let features = FEATURES.lock().unwrap().clone();
     if !features.is_empty() {
         c.args(["--features", &features.join(",")]);
     }
@@ -44,24 +31,24 @@ pub fn build_command(packages: &[String]) -> Command {
     c
 }
 
-/// Build some device programs (each must be in DEVICE_PACKAGES).
-pub fn build_packages(packages: &[String]) -> Result<()> {
+/// Build some device programs (each must be in DEVICE_PACKAGES) with `features`.
+pub fn build_packages(packages: &[String], features: &[&str]) -> Result<()> {
     for p in packages {
         if !DEVICE_PACKAGES.contains(&p.as_str()) {
             anyhow::bail!("device-build: unknown package '{p}' (device programs: {})", DEVICE_PACKAGES.join(", "));
         }
     }
     ensure_toolchain()?;
-    crate::supervisor::run(&mut build_command(packages), Duration::from_secs(2300), &format!("cross-build of {} for {TARGET}", packages.join(", ")))?;
+    crate::supervisor::run(&mut build_command(packages, features), Duration::from_secs(2300), &format!("cross-build of {} for {TARGET}", packages.join(", ")))?;
     for p in packages {
         eprintln!("device-build: target/{TARGET}/release/{p}");
     }
     Ok(())
 }
 
-/// Build every device program.
-pub fn build_default() -> Result<()> {
-    build_packages(&DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+/// Build every device program with `features`.
+pub fn build_all(features: &[&str]) -> Result<()> {
+    build_packages(&DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect::<Vec<_>>(), features)
 }
 
 #[cfg(test)]
@@ -70,16 +57,19 @@ mod tests {
 
     #[test]
     fn unknown_package_is_refused_before_building() {
-        let e = build_packages(&["not-a-device-program".into()]).unwrap_err().to_string();
+        let e = build_packages(&["not-a-device-program".into()], &[]).unwrap_err().to_string();
         assert!(e.contains("unknown package 'not-a-device-program'"), "{e}");
     }
 
     #[test]
     fn command_targets_the_device_with_build_std() {
-        let c = build_command(&["trng-server".into()]);
+        let c = build_command(&["trng-server".into()], &["trng-server/tester"]);
         let args: Vec<String> = c.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(args.windows(2).any(|w| w == ["--target", TARGET]));
         assert!(args.iter().any(|a| a == "-Zbuild-std=std,panic_abort"));
         assert!(args.windows(2).any(|w| w == ["-p", "trng-server"]));
+        assert!(args.windows(2).any(|w| w == ["--features", "trng-server/tester"]));
+        let plain: Vec<String> = build_command(&["trng-server".into()], &[]).get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(!plain.iter().any(|a| a == "--features"));
     }
 }

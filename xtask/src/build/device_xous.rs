@@ -14,8 +14,7 @@
 //! - xous-tools 0.1.2 (host binaries: xous-create-image, xous-sign-image, xous-read-tags) and
 //!   utralib 0.1.15's Precursor SVD (the memory map the image creator reads).
 //!
-//! Layout under target/xous/device/:
-//!   download/*.crate            pristine crates (sha256 pinned)
+//! Layout under target/xous/device/ (the pristine crates: target/xous/download, pinned.rs):
 //!   src/<crate>-<version>/      unpacked (+ patched) sources
 //!   build/<crate>/              cargo target dirs
 //!   bin/                        xous-log, xous-names, xous-ticktimer (device ELFs)
@@ -24,6 +23,7 @@
 //!   tools/bin/                  xous-tools binaries
 //!   stamps/*.stamp
 
+use crate::build::pinned::{stamp_ok, unpack, write_stamp, Pinned};
 use crate::build::power::PowerPids;
 use crate::util;
 use anyhow::{bail, Context, Result};
@@ -52,25 +52,13 @@ pub fn device_profile(c: &mut Command) -> &mut Command {
 /// Cargo features that select Precursor's register map.
 pub const PRECURSOR_FEATURES: &str = "precursor,utralib/precursor-pvt";
 
-/// A pinned crate: (name, version, sha256 of the .crate as published on crates.io).
-#[derive(Clone, Copy, Debug)]
-pub struct Pinned {
-    pub name: &'static str,
-    pub version: &'static str,
-    pub sha256: &'static str,
-}
-
-pub const KERNEL: Pinned = Pinned { name: crate::build::xous::KERNEL_CRATE, version: crate::build::xous::KERNEL_VERSION, sha256: crate::build::xous::KERNEL_SHA256 };
-/// Base services: the hosted set's versions (docs/reference-system.md).
-pub const SERVICES: &[Pinned] = &[
-    Pinned { name: "xous-log", version: "0.1.27", sha256: "e9a0a7718864522f8f2e3b1a3d5bccf30e275ba6d3d668bf6c19f4bd92e21675" },
-    Pinned { name: "xous-names", version: "0.9.36", sha256: "f6575e124d4a285b49f9d49706dc30602641bd0d333de2587c71d3215a8c4836" },
-    Pinned { name: "xous-ticktimer", version: "0.1.31", sha256: "721ddff2edf5f37bb437e9974b1ad75e9c5bd7bc849f6ac3676801cf4ccb2cea" },
-    // the susres server of the same generation (xous 0.9.35, xous-api-susres 0.9.30, utralib
-    // 0.1.15): xous-ticktimer connects to it before it serves anyone, and it runs the OS
-    // preemption timer (timer0)
-    Pinned { name: "xous-susres", version: "0.1.35", sha256: "e3aeef55b84bb5e7f6b1f0d2cea946945a28ba69e53ac248edd6332f5cdcd2a8" },
-];
+pub const KERNEL: Pinned = crate::build::xous::KERNEL;
+/// The susres server of the same generation as the hosted set (xous 0.9.35, xous-api-susres
+/// 0.9.30, utralib 0.1.15): xous-ticktimer connects to it before it serves anyone, and it runs
+/// the OS preemption timer (timer0).
+pub const SUSRES: Pinned = Pinned { name: "xous-susres", version: "0.1.35", sha256: "e3aeef55b84bb5e7f6b1f0d2cea946945a28ba69e53ac248edd6332f5cdcd2a8" };
+/// Base services: the hosted set's versions (docs/reference-system.md) and susres.
+pub const SERVICES: &[Pinned] = &[crate::build::xous::LOG, crate::build::xous::NAMES, crate::build::xous::TICKTIMER, SUSRES];
 pub const XOUS_TOOLS_VERSION: &str = "0.1.2";
 pub const XOUS_RISCV: Pinned = Pinned { name: "xous-riscv", version: "0.5.6", sha256: "63ec51bd5669f944bc375cc2c8ba93e28d7e697d13605a3454c331ea5f0b461a" };
 pub const UTRALIB: Pinned = Pinned { name: "utralib", version: "0.1.15", sha256: "9cc32203e2f81b6b8133a644d61def05387e2385d653cb1e923a65d5eee5f864" };
@@ -106,58 +94,9 @@ pub fn device_patch_files() -> Result<Vec<PathBuf>> {
     crate::build::xous::patch_files_in(&dir)
 }
 
-/// Download a pinned crate (once) into target/xous/device/download, checking its sha256 when
-/// one is pinned.
-pub fn fetch_crate(c: &Pinned) -> Result<PathBuf> {
-    let path = device_dir().join("download").join(format!("{}-{}.crate", c.name, c.version));
-    if path.is_file() {
-        let data = std::fs::read(&path)?;
-        if c.sha256.is_empty() || util::sha256_hex(&data) == c.sha256 {
-            return Ok(path);
-        }
-        eprintln!("xtask: {} has the wrong checksum; downloading again", path.display());
-    }
-    std::fs::create_dir_all(path.parent().unwrap())?;
-    let url = format!("https://static.crates.io/crates/{0}/{0}-{1}.crate", c.name, c.version);
-    eprintln!("xtask: downloading {url}");
-    let resp = ureq::get(&url).timeout(Duration::from_secs(120)).call().with_context(|| format!("downloading {url}"))?;
-    let mut data = Vec::new();
-    std::io::Read::read_to_end(&mut resp.into_reader(), &mut data)?;
-    let got = util::sha256_hex(&data);
-    if !c.sha256.is_empty() && got != c.sha256 {
-        bail!("{url}: sha256 {got} does not match the pinned {}", c.sha256);
-    }
-    let tmp = path.with_extension("crate.tmp");
-    std::fs::write(&tmp, &data)?;
-    std::fs::rename(&tmp, &path)?;
-    Ok(path)
-}
-
 /// Unpack a pinned crate into target/xous/device/src/<name>-<version> (replacing it).
 pub fn unpack_crate(c: &Pinned) -> Result<PathBuf> {
-    unpack_crate_into(c, &device_dir().join("src").join(format!("{}-{}", c.name, c.version)))
-}
-
-/// Unpack a pinned crate into `dest` (replacing it).
-pub fn unpack_crate_into(c: &Pinned, dest: &Path) -> Result<PathBuf> {
-    let crate_file = fetch_crate(c)?;
-    let src_root = dest.parent().unwrap().to_path_buf();
-    let dest = dest.to_path_buf();
-    if dest.exists() {
-        std::fs::remove_dir_all(&dest)?;
-    }
-    let tmp = src_root.join(format!("{}-{}.unpack", c.name, c.version));
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp)?;
-    }
-    std::fs::create_dir_all(&tmp)?;
-    let gz = flate2::read::GzDecoder::new(std::fs::File::open(&crate_file)?);
-    let mut archive = tar::Archive::new(gz);
-    archive.set_preserve_mtime(false);
-    archive.unpack(&tmp).with_context(|| format!("unpacking {}", crate_file.display()))?;
-    std::fs::rename(tmp.join(format!("{}-{}", c.name, c.version)), &dest)?;
-    std::fs::remove_dir_all(&tmp).ok();
-    Ok(dest)
+    unpack(c, &device_dir().join("src").join(c.stem()))
 }
 
 /// Make an unpacked crate its own workspace root (it lives under our workspace's target/).
@@ -217,7 +156,7 @@ pub fn ensure_kernel(power: &PowerPids, verbose: bool) -> Result<PathBuf> {
     let bin = bin_dir().join(power.tag()).join("xous-kernel");
     let key = util::sha256_hex(format!("{} {POWER_PIDS_ENV}={}", kernel_key()?, power.env_value()).as_bytes());
     let stamp = format!("kernel-{}", power.tag());
-    if crate::build::xous::stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
+    if stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
         return Ok(bin);
     }
     crate::build::target::ensure_toolchain()?;
@@ -226,7 +165,7 @@ pub fn ensure_kernel(power: &PowerPids, verbose: bool) -> Result<PathBuf> {
     crate::build::xous::apply_patch_list(&src, &device_patch_files()?)?;
     workspace_root(&src)?;
     // the prebuilt rv32imac archives of the kernel and of xous-riscv, rebuilt for rv32ima
-    let riscv = unpack_crate_into(&XOUS_RISCV, &src.join("vendor/xous-riscv"))?;
+    let riscv = unpack(&XOUS_RISCV, &src.join("vendor/xous-riscv"))?;
     reassemble(&src.join("src/asm.S"), &src.join("bin").join(format!("{TARGET}.a")))?;
     reassemble(&riscv.join("asm.S"), &riscv.join("bin").join(format!("{TARGET}.a")))?;
     eprintln!("xtask: building {} {} for the device ({PRECURSOR_FEATURES})", KERNEL.name, KERNEL.version);
@@ -242,7 +181,7 @@ pub fn ensure_kernel(power: &PowerPids, verbose: bool) -> Result<PathBuf> {
         bail!("the device kernel still has {n} compressed instructions ({})", built.display());
     }
     install(&built, &bin)?;
-    crate::build::xous::write_stamp(&device_dir(), &stamp, &key)?;
+    write_stamp(&device_dir(), &stamp, &key)?;
     Ok(bin)
 }
 
@@ -335,7 +274,7 @@ pub fn ensure_services(power: &PowerPids, verbose: bool) -> Result<Vec<PathBuf>>
             key.push_str(&format!(" {POWER_PIDS_ENV}={}", power.env_value()));
         }
         let stamp = if per_power { format!("service-{}-{}", s.name, power.tag()) } else { format!("service-{}", s.name) };
-        if !crate::build::xous::stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
+        if !stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
             crate::build::target::ensure_toolchain()?;
             let src = unpack_crate(s)?;
             crate::build::xous::apply_patch_list(&src, &patches)?;
@@ -355,7 +294,7 @@ pub fn ensure_services(power: &PowerPids, verbose: bool) -> Result<Vec<PathBuf>>
             }
             crate::supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("device build of {}", s.name), verbose)?;
             install(&device_dir().join("build/services").join(TARGET).join("release").join(s.name), &bin)?;
-            crate::build::xous::write_stamp(&device_dir(), &stamp, &key)?;
+            write_stamp(&device_dir(), &stamp, &key)?;
         }
         out.push(bin);
     }
@@ -375,7 +314,7 @@ pub fn ensure_tools(verbose: bool) -> Result<XousTools> {
     let b = |n: &str| root.join("bin").join(n);
     let tools = XousTools { create_image: b("xous-create-image"), sign_image: b("xous-sign-image"), read_tags: b("xous-read-tags") };
     let key = format!("{RECIPE} xous-tools@{XOUS_TOOLS_VERSION}");
-    if crate::build::xous::stamp_ok(&device_dir(), "xous-tools", &key, &[&tools.create_image, &tools.sign_image, &tools.read_tags]) {
+    if stamp_ok(&device_dir(), "xous-tools", &key, &[&tools.create_image, &tools.sign_image, &tools.read_tags]) {
         return Ok(tools);
     }
     eprintln!("xtask: installing xous-tools {XOUS_TOOLS_VERSION} (cargo install --locked)");
@@ -388,7 +327,7 @@ pub fn ensure_tools(verbose: bool) -> Result<XousTools> {
         .env_remove("CARGO_TARGET_DIR")
         .env_remove("CARGO_INSTALL_ROOT");
     crate::supervisor::run_quiet(&mut c, BUILD_TIMEOUT, "cargo install xous-tools", verbose)?;
-    crate::build::xous::write_stamp(&device_dir(), "xous-tools", &key)?;
+    write_stamp(&device_dir(), "xous-tools", &key)?;
     Ok(tools)
 }
 

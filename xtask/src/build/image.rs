@@ -378,26 +378,27 @@ pub fn make_image(tools: &device_xous::XousTools, kernel: &Path, programs: &[Pat
 }
 
 /// Every device ELF of the image, in PID order after the kernel: base services (xous-susres
-/// built for `power`), then ours.
-pub fn image_programs(power: &PowerPids, verbose: bool) -> Result<Vec<PathBuf>> {
+/// built for `power`), then ours (built with `features`).
+pub fn image_programs(power: &PowerPids, features: &[&str], verbose: bool) -> Result<Vec<PathBuf>> {
     let services = device_xous::ensure_services(power, verbose)?;
     let by = |n: &str| services.iter().find(|p| p.file_name().unwrap() == n).cloned().unwrap();
     let mut v: Vec<PathBuf> = BASE_SERVICES.iter().map(|n| by(n)).collect();
-    crate::build::device::build_default()?;
+    crate::build::device::build_all(features)?;
     v.extend(device_xous::our_programs());
     Ok(v)
 }
 
 /// The flashed image: no extras, only the system's own processes may power off.
 pub fn build(out: &Path, key: &Option<PathBuf>, verbose: bool) -> Result<BuiltImage> {
-    build_for(out, key, &PowerPids::of_image(&[]), verbose)
+    build_for(out, key, &PowerPids::of_image(&[]), &[], verbose)
 }
 
-/// The image's programs with the kernel and xous-susres built for `power`.
-pub fn build_for(out: &Path, key: &Option<PathBuf>, power: &PowerPids, verbose: bool) -> Result<BuiltImage> {
+/// The image's programs (our device programs with cargo `features`) with the kernel and
+/// xous-susres built for `power`.
+pub fn build_for(out: &Path, key: &Option<PathBuf>, power: &PowerPids, features: &[&str], verbose: bool) -> Result<BuiltImage> {
     let tools = device_xous::ensure_tools(verbose)?;
     let kernel = device_xous::ensure_kernel(power, verbose)?;
-    let programs = image_programs(power, verbose)?;
+    let programs = image_programs(power, features, verbose)?;
     // the simulated SoC's CPU has no C extension: every ELF must be free of compressed code
     crate::setup::require_apt(&["binutils-riscv64-unknown-elf"])?;
     for p in std::iter::once(&kernel).chain(programs.iter()) {

@@ -6,6 +6,7 @@ pub mod device;
 pub mod device_xous;
 pub mod gateware;
 pub mod image;
+pub mod pinned;
 pub mod power;
 pub mod sim_layout;
 pub mod target;

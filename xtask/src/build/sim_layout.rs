@@ -43,13 +43,13 @@ fn program_name(p: &Path) -> String {
 
 /// Lay out the device image's programs, then `extra` (PIDs after them), into `out`. The kernel
 /// and xous-susres are built for this program list's power PIDs (`PowerPids::of_image`).
-pub fn build(out: &Path, extra: &[Extra], verbose: bool) -> Result<Built> {
+pub fn build(out: &Path, extra: &[Extra], features: &[&str], verbose: bool) -> Result<Built> {
     let power = PowerPids::of_image(extra);
     let image_path = sim_dir().join("reference").join("xous.img");
-    let image = crate::build::image::build_for(&image_path, &None, &power, verbose)?;
+    let image = crate::build::image::build_for(&image_path, &None, &power, features, verbose)?;
     let presign = image.path.with_extension("presign.img");
     let kernel_path = device_xous::ensure_kernel(&power, verbose)?;
-    let mut program_paths = crate::build::image::image_programs(&power, verbose)?;
+    let mut program_paths = crate::build::image::image_programs(&power, features, verbose)?;
     program_paths.extend(extra.iter().map(|e| e.elf.clone()));
     let reference = std::fs::read(&presign).with_context(|| format!("reading {}", presign.display()))?;
     let (ram_name, regions) = tags::regions_from_image(&reference).with_context(|| presign.display().to_string())?;

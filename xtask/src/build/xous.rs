@@ -11,6 +11,7 @@
 //!   services/bin/{xous-names,xous-ticktimer,xous-log}
 //!   stamps/*.stamp
 
+use crate::build::pinned::{stamp_ok, unpack, write_stamp, Pinned};
 use crate::util;
 use crate::supervisor;
 use anyhow::{bail, Context, Result};
@@ -18,17 +19,16 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-pub const KERNEL_CRATE: &str = "xous-kernel";
-pub const KERNEL_VERSION: &str = "0.9.37";
-/// sha256 of xous-kernel-0.9.37.crate as published in the crates.io index.
-pub const KERNEL_SHA256: &str = "413a43bcdfc94046405fd69bca1f338843ff4ba67fc176776c652c6b8f851d51";
+/// xous-kernel 0.9.37 (the sha256 of its .crate as published in the crates.io index).
+pub const KERNEL: Pinned = Pinned { name: "xous-kernel", version: "0.9.37", sha256: "413a43bcdfc94046405fd69bca1f338843ff4ba67fc176776c652c6b8f851d51" };
 
-/// Base services: (crate, version, binary name).
-pub const SERVICES: &[(&str, &str, &str)] = &[
-    ("xous-log", "0.1.27", "xous-log"),
-    ("xous-names", "0.9.36", "xous-names"),
-    ("xous-ticktimer", "0.1.31", "xous-ticktimer"),
-];
+/// The base services of the hosted system (docs/reference-system.md); the device runs the
+/// same versions plus xous-susres (device_xous.rs). Each binary has its crate's name.
+pub const LOG: Pinned = Pinned { name: "xous-log", version: "0.1.27", sha256: "e9a0a7718864522f8f2e3b1a3d5bccf30e275ba6d3d668bf6c19f4bd92e21675" };
+pub const NAMES: Pinned = Pinned { name: "xous-names", version: "0.9.36", sha256: "f6575e124d4a285b49f9d49706dc30602641bd0d333de2587c71d3215a8c4836" };
+pub const TICKTIMER: Pinned = Pinned { name: "xous-ticktimer", version: "0.1.31", sha256: "721ddff2edf5f37bb437e9974b1ad75e9c5bd7bc849f6ac3676801cf4ccb2cea" };
+/// In launch order.
+pub const SERVICES: &[Pinned] = &[LOG, NAMES, TICKTIMER];
 
 /// Bumped when the way we build changes (invalidates stamps).
 const BUILD_RECIPE: &str = "recipe-2";
@@ -94,26 +94,8 @@ pub fn patch_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(v)
 }
 
-/// Build stamps under `root`/stamps: a cached build is reused only when its stamp holds the same
-/// key (a hash of everything it was built from) and all its outputs exist.
-pub fn stamp_ok(root: &Path, name: &str, key: &str, outputs: &[&Path]) -> bool {
-    std::fs::read_to_string(stamp_path(root, name)).map(|s| s.trim() == key).unwrap_or(false)
-        && outputs.iter().all(|p| p.is_file())
-}
-
-pub fn write_stamp(root: &Path, name: &str, key: &str) -> Result<()> {
-    let p = stamp_path(root, name);
-    std::fs::create_dir_all(p.parent().unwrap())?;
-    std::fs::write(p, format!("{key}\n"))?;
-    Ok(())
-}
-
-fn stamp_path(root: &Path, name: &str) -> PathBuf {
-    root.join("stamps").join(format!("{name}.stamp"))
-}
-
 fn kernel_key(flavor: Flavor) -> Result<String> {
-    let mut text = format!("{BUILD_RECIPE} {KERNEL_CRATE} {KERNEL_VERSION} {KERNEL_SHA256} {}\n", flavor.name());
+    let mut text = format!("{BUILD_RECIPE} {} {} {} {}\n", KERNEL.name, KERNEL.version, KERNEL.sha256, flavor.name());
     if flavor == Flavor::Patched {
         for p in patch_files()? {
             let data = std::fs::read(&p)?;
@@ -138,57 +120,6 @@ pub fn kernel_bin(flavor: Flavor) -> PathBuf {
     })
 }
 
-/// Download the pinned kernel crate (once) and verify its checksum.
-fn kernel_crate_file() -> Result<PathBuf> {
-    let path = xous_dir().join("download").join(format!("{KERNEL_CRATE}-{KERNEL_VERSION}.crate"));
-    if path.is_file() {
-        let data = std::fs::read(&path)?;
-        if util::sha256_hex(&data) == KERNEL_SHA256 {
-            return Ok(path);
-        }
-        eprintln!("xtask: {} has the wrong checksum; downloading again", path.display());
-    }
-    std::fs::create_dir_all(path.parent().unwrap())?;
-    let url = format!("https://static.crates.io/crates/{KERNEL_CRATE}/{KERNEL_CRATE}-{KERNEL_VERSION}.crate");
-    eprintln!("xtask: downloading {url}");
-    let resp = ureq::get(&url)
-        .timeout(Duration::from_secs(120))
-        .call()
-        .with_context(|| format!("downloading {url}"))?;
-    let mut data = Vec::new();
-    std::io::Read::read_to_end(&mut resp.into_reader(), &mut data)?;
-    let got = util::sha256_hex(&data);
-    if got != KERNEL_SHA256 {
-        bail!("{url}: sha256 {got} does not match the pinned {KERNEL_SHA256}");
-    }
-    let tmp = path.with_extension("crate.tmp");
-    std::fs::write(&tmp, &data)?;
-    std::fs::rename(&tmp, &path)?;
-    Ok(path)
-}
-
-/// Unpack a pristine copy of the kernel source into `dest` (replacing it).
-fn unpack_kernel(dest: &Path) -> Result<()> {
-    let crate_file = kernel_crate_file()?;
-    if dest.exists() {
-        std::fs::remove_dir_all(dest)?;
-    }
-    let tmp = dest.with_extension("unpack");
-    if tmp.exists() {
-        std::fs::remove_dir_all(&tmp)?;
-    }
-    std::fs::create_dir_all(&tmp)?;
-    let gz = flate2::read::GzDecoder::new(std::fs::File::open(&crate_file)?);
-    let mut archive = tar::Archive::new(gz);
-    // Fresh mtimes: the crate's own (old) mtimes would make cargo treat a re-unpacked or
-    // re-patched tree as unchanged and reuse a stale binary.
-    archive.set_preserve_mtime(false);
-    archive.unpack(&tmp).context("unpacking the kernel crate")?;
-    std::fs::rename(tmp.join(format!("{KERNEL_CRATE}-{KERNEL_VERSION}")), dest)?;
-    std::fs::remove_dir_all(&tmp).ok();
-    Ok(())
-}
-
 /// Apply every kernel patch in order to the source tree in `dir`; fail naming the patch that
 /// does not apply.
 pub fn apply_patches(dir: &Path) -> Result<()> {
@@ -211,8 +142,10 @@ pub fn apply_patch_list(dir: &Path, patches: &[PathBuf]) -> Result<()> {
             .context("running git apply (is git installed?)")?;
         if !out.status.success() {
             bail!(
-                "patch {name} does not apply to {} (kernel: {KERNEL_CRATE} {KERNEL_VERSION}):\n{}",
+                "patch {name} does not apply to {} (kernel: {} {}):\n{}",
                 dir.display(),
+                KERNEL.name,
+                KERNEL.version,
                 String::from_utf8_lossy(&out.stderr)
             );
         }
@@ -228,9 +161,9 @@ pub fn ensure_kernel(flavor: Flavor, verbose: bool) -> Result<PathBuf> {
     if stamp_ok(&xous_dir(), &stamp, &key, &[&bin]) {
         return Ok(bin);
     }
-    let src = xous_dir().join("src").join(format!("{KERNEL_CRATE}-{KERNEL_VERSION}-{}", flavor.name()));
-    eprintln!("xtask: preparing {KERNEL_CRATE} {KERNEL_VERSION} ({}) in {}", flavor.name(), src.display());
-    unpack_kernel(&src)?;
+    let src = xous_dir().join("src").join(format!("{}-{}", KERNEL.stem(), flavor.name()));
+    eprintln!("xtask: preparing {} {} ({}) in {}", KERNEL.name, KERNEL.version, flavor.name(), src.display());
+    unpack(&KERNEL, &src)?;
     if flavor == Flavor::Patched {
         apply_patches(&src)?;
     }
@@ -251,11 +184,11 @@ pub fn ensure_kernel(flavor: Flavor, verbose: bool) -> Result<PathBuf> {
         .arg("--target-dir")
         .arg(&target)
         .env_remove("CARGO_TARGET_DIR");
-    eprintln!("xtask: building {KERNEL_CRATE} {KERNEL_VERSION} ({})", flavor.name());
-    supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("building {KERNEL_CRATE} ({})", flavor.name()), verbose)?;
+    eprintln!("xtask: building {} {} ({})", KERNEL.name, KERNEL.version, flavor.name());
+    supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, &format!("building {} ({})", KERNEL.name, flavor.name()), verbose)?;
     std::fs::create_dir_all(bin.parent().unwrap())?;
     let tmp = bin.with_extension("tmp");
-    std::fs::copy(target.join("release").join(KERNEL_CRATE), &tmp)?;
+    std::fs::copy(target.join("release").join(KERNEL.name), &tmp)?;
     std::fs::rename(&tmp, &bin)?;
     write_stamp(&xous_dir(), &stamp, &key)?;
     Ok(bin)
@@ -267,8 +200,9 @@ pub fn services_root() -> PathBuf {
 
 pub fn ensure_services(verbose: bool) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
-    for (krate, version, binname) in SERVICES {
-        let bin = services_root().join("bin").join(binname);
+    for s in SERVICES {
+        let (krate, version) = (s.name, s.version);
+        let bin = services_root().join("bin").join(krate);
         let key = format!("{BUILD_RECIPE} {krate}@{version}");
         let stamp = format!("service-{krate}");
         if !stamp_ok(&xous_dir(), &stamp, &key, &[&bin]) {

@@ -123,7 +123,7 @@ impl SmokeResult {
 /// must end by the system powering itself off (phase `shutdown`). `timeout`: wall seconds of
 /// simulation (a hung system fails here).
 pub fn smoke_run(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool) -> Result<SmokeResult> {
-    smoke_run_with(extra, phases, boot_only, timeout, verbose, FAIL_LINES, None)
+    smoke_run_with(extra, phases, boot_only, timeout, verbose, &RunOptions::default())
 }
 
 /// PC samples of a run (`cargo xtask sim-profile`): written to `file`, one every `period` cycles.
@@ -133,11 +133,26 @@ pub struct ProfileReq {
     pub period: u32,
 }
 
-/// `smoke_run` with other failure lines (a run that must show an error line) and, optionally,
-/// the CPU sampled into a profile.
-pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, fail_lines: &[&str], profile: Option<&ProfileReq>) -> Result<SmokeResult> {
+/// The SoC's engine build: gateware/precursor reads it from this variable (default v1,
+/// Precursor's engine); the Verilator build is cached per value.
+pub const ENGINE_ISA_VAR: &str = "PRECURSOR_ENGINE_ISA";
+
+/// What a run may set beyond the image, its phases and its time limit.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Lines that fail the run (default [`FAIL_LINES`]; a run that must show an error line
+    /// gives others).
+    pub fail_lines: Option<&'a [&'a str]>,
+    /// The CPU sampled into a profile.
+    pub profile: Option<&'a ProfileReq>,
+    /// The engine on the SoC's bus (`v1`, `v2`; [`ENGINE_ISA_VAR`] for the runner).
+    pub engine_isa: Option<&'a str>,
+}
+
+/// `smoke_run` with [`RunOptions`].
+pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, opts: &RunOptions) -> Result<SmokeResult> {
     let dir = crate::build::sim_layout::sim_dir().join("smoke");
-    crate::build::sim_layout::build(&dir, extra, verbose).context("the boot files (cargo xtask sim-layout)")?;
+    crate::build::sim_layout::build(&dir, extra, &[], verbose).context("the boot files (cargo xtask sim-layout)")?;
     let json = dir.join("smoke.json");
     let _ = std::fs::remove_file(&json);
     let mut cmd = runner(&dir.join("rom.bin"), &dir.join("ram.bin"), timeout)?;
@@ -150,11 +165,14 @@ pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeou
     } else {
         cmd.args(["--end", "powerdown"]);
     }
-    for f in fail_lines {
+    for f in opts.fail_lines.unwrap_or(FAIL_LINES) {
         cmd.args(["--fail", f]);
     }
     cmd.arg("--json").arg(&json);
-    if let Some(p) = profile {
+    if let Some(isa) = opts.engine_isa {
+        cmd.env(ENGINE_ISA_VAR, isa);
+    }
+    if let Some(p) = opts.profile {
         cmd.arg("--profile").arg(&p.file).args(["--profile-period", &p.period.to_string()]);
     }
     // the runner enforces the wall limit itself; this one only catches a hung build

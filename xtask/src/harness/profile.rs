@@ -263,7 +263,7 @@ pub fn programs(verbose: bool, extra: &[crate::build::power::Extra]) -> Result<V
     // the same builds sim_layout::build laid out (cached: nothing is rebuilt)
     let power = crate::build::power::PowerPids::of_image(extra);
     let mut v = vec![(1u16, "kernel".to_string(), crate::build::device_xous::ensure_kernel(&power, verbose)?)];
-    let mut paths = crate::build::image::image_programs(&power, verbose)?;
+    let mut paths = crate::build::image::image_programs(&power, &[], verbose)?;
     paths.extend(extra.iter().map(|e| e.elf.clone()));
     for (i, p) in paths.into_iter().enumerate() {
         let name = p.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();

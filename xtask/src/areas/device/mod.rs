@@ -29,7 +29,7 @@ pub struct DeviceBuildArgs {
 /// `cargo xtask device-build`.
 pub fn build_cli(a: DeviceBuildArgs) -> Result<()> {
     let packages = if a.packages.is_empty() { DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect() } else { a.packages };
-    build_packages(&packages)
+    build_packages(&packages, &[])
 }
 
 pub fn test_steps() -> Vec<TestStep> {
@@ -40,7 +40,7 @@ pub fn test_steps() -> Vec<TestStep> {
 }
 
 fn cross_build(_ctx: &Ctx) -> Result<()> {
-    build_packages(&DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    build_packages(&DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect::<Vec<_>>(), &[])
 }
 
 #[derive(Args, Debug)]

@@ -199,7 +199,7 @@ fn bad_options(ctx: &Ctx, client: &str) -> Result<()> {
 /// instructions.
 pub fn device_elf(verbose: bool) -> Result<PathBuf> {
     let _ = verbose;
-    crate::build::device::build_packages(&[PACKAGE.to_string()])?;
+    crate::build::device::build_packages(&[PACKAGE.to_string()], &[])?;
     let elf = crate::util::target_dir().join(crate::build::target::TARGET).join("release").join(PACKAGE);
     check_device_elf(&elf)?;
     Ok(elf)

@@ -47,7 +47,7 @@ fn print(b: &Built) {
 pub fn run(a: SimLayoutArgs, verbose: bool) -> Result<()> {
     let out = a.out.unwrap_or_else(sim_dir);
     let extra: Vec<Extra> = a.extra.iter().cloned().map(Extra::app).collect();
-    let b = build(&out, &extra, verbose)?;
+    let b = build(&out, &extra, &[], verbose)?;
     print(&b);
     Ok(())
 }
@@ -165,7 +165,7 @@ pub fn test_step(_ctx: &Ctx) -> Result<()> {
         bail!("cargo test -p xous-layout did not run the kernel-parser test:\n{out}");
     }
     // the real boot files
-    let b = build(&sim_dir(), &[], verbose)?;
+    let b = build(&sim_dir(), &[], &[], verbose)?;
     print(&b);
     // the CLI on bad input
     let mut c = util::cargo();

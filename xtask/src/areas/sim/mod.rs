@@ -21,7 +21,7 @@ pub mod selftest;
 
 use crate::ctx::Ctx;
 use crate::build::power::Extra;
-use crate::harness::precursor::{boot_phases, parse_phase, python, report, runner, smoke_run, smoke_run_with, Phase, FAIL_LINES};
+use crate::harness::precursor::{boot_phases, parse_phase, python, report, runner, smoke_run, smoke_run_with, Phase, RunOptions, FAIL_LINES};
 use crate::steps::{step, TestStep};
 use crate::build::gateware;
 use crate::supervisor;
@@ -65,7 +65,7 @@ pub struct SimRunArgs {
 /// The device boot files (ram.bin, rom.bin) from `sim-layout`.
 fn boot_files(verbose: bool) -> Result<(PathBuf, PathBuf)> {
     let dir = crate::build::sim_layout::sim_dir();
-    crate::build::sim_layout::build(&dir, &[], verbose).context("the boot files (cargo xtask sim-layout)")?;
+    crate::build::sim_layout::build(&dir, &[], &[], verbose).context("the boot files (cargo xtask sim-layout)")?;
     Ok((dir.join("rom.bin"), dir.join("ram.bin")))
 }
 
@@ -140,7 +140,7 @@ fn fail_closed_step(ctx: &Ctx) -> Result<()> {
     let phases = [Phase::new("sysctl-refused", r"^SYSCTL ERROR .*slots are already taken"), Phase::new("sysctl-poweroff", r"^SYSCTL POWEROFF$")];
     let fail: Vec<&str> = [FAIL_LINES[0], r"PROGRAM HALT|PANIC|panicked at|CPU Exception"].into();
     // a second copy of the system process: the image builder lets it power off like the first
-    let r = smoke_run_with(&[Extra::system(sysctl)], &phases, false, 900, ctx.verbose, &fail, None)?;
+    let r = smoke_run_with(&[Extra::system(sysctl)], &phases, false, 900, ctx.verbose, &RunOptions { fail_lines: Some(&fail), ..Default::default() })?;
     report(&r);
     if !r.ok {
         bail!("a second sysctl did not make the system fail closed and power off: end {}", r.reason);

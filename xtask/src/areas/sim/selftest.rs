@@ -8,7 +8,7 @@
 
 use crate::areas::selftest::{sim_extras, DEVICE_CALLS, PACKAGE, TIMING_END, TIMING_START};
 use crate::ctx::Ctx;
-use crate::harness::precursor::{self, ProfileReq, SmokeResult, SIM_CLK_HZ};
+use crate::harness::precursor::{self, ProfileReq, RunOptions, SmokeResult, SIM_CLK_HZ};
 use crate::harness::profile::{self, RunInfo};
 use crate::steps::{step, BenchProvider, BenchResults, TestStep};
 use anyhow::{bail, Context, Result};
@@ -58,27 +58,15 @@ pub fn bench_providers() -> Vec<BenchProvider> {
     vec![BenchProvider { name: "sim-selftest", timeout: Duration::from_secs(SIM_TIMEOUT_S + 30 * 60), run: sim_bench }]
 }
 
-/// The SoC's engine build: gateware/precursor reads it from this variable (default v1,
-/// Precursor's engine); the Verilator build is cached per value.
-const ENGINE_ISA_VAR: &str = "PRECURSOR_ENGINE_ISA";
-
 /// Boot the device image plus the client on the simulated Precursor with the `engine_isa`
 /// engine on its bus; every phase, then the power-off the client asks for. The same device
 /// image serves both SoCs: the engine server probes the engine's ISA at start-up.
 pub fn sim_run(verbose: bool, engine_isa: &str, profile: Option<&ProfileReq>) -> Result<SmokeResult> {
     let (extra, mine) = sim_extras(verbose)?;
-    // the runner (a child process) inherits it; restored afterwards
-    let before = std::env::var_os(ENGINE_ISA_VAR);
-    std::env::set_var(ENGINE_ISA_VAR, engine_isa);
-    let restore = || match &before {
-        Some(v) => std::env::set_var(ENGINE_ISA_VAR, v),
-        None => std::env::remove_var(ENGINE_ISA_VAR),
-    };
     let mut phases = precursor::boot_phases();
     phases.extend(mine);
-    let r = precursor::smoke_run_with(&extra, &phases, false, SIM_TIMEOUT_S, verbose, precursor::FAIL_LINES, profile);
-    restore();
-    let r = r?;
+    let opts = RunOptions { profile, engine_isa: Some(engine_isa), ..Default::default() };
+    let r = precursor::smoke_run_with(&extra, &phases, false, SIM_TIMEOUT_S, verbose, &opts)?;
     precursor::report(&r);
     if !r.ok {
         let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();

@@ -14,7 +14,6 @@
 
 use super::types::Source;
 use super::tester::tool_path;
-use crate::build::device;
 use crate::setup;
 use crate::harness::precursor as sim;
 use crate::build::sim_layout;
@@ -162,7 +161,7 @@ pub fn run(a: &SimTesterArgs, verbose: bool) -> Result<()> {
     let dir = sim_layout::sim_dir().join("tester");
     std::fs::create_dir_all(&dir)?;
     // the image with the tester: the TRNG server built with its `tester` feature
-    device::with_features(&["trng-server/tester"], || sim_layout::build(&dir, &[], verbose))
+    sim_layout::build(&dir, &[], &["trng-server/tester"], verbose)
         .context("the boot files with the TRNG tester (cargo xtask sim-layout)")?;
     let py = setup::venv()?;
     let port = free_port()?;
