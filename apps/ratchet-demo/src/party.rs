@@ -502,7 +502,8 @@ impl Party {
                         return;
                     }
                 }
-                Ok(Envelope::Ratchet(_)) => {}
+                // Not accepted by this app yet: a session's decrypt refuses it (WrongSession).
+                Ok(Envelope::PqPreKey(_)) | Ok(Envelope::Ratchet(_)) => {}
             }
         }
         let Some(session) = self.sessions.get_mut(&from) else {

@@ -37,6 +37,20 @@ pub enum Error {
     InvalidPublicKey,
     /// The signed prekey's signature does not verify under the bundle's identity key.
     BadSignature,
+    /// A post-quantum prekey's signature does not verify under the bundle's identity key.
+    BadPqSignature,
+    /// The bundle carries no post-quantum prekey, and PQXDH requires one (Signal's clients
+    /// refuse such a bundle; so do we: no silent fall-back to X3DH).
+    MissingPqPreKey,
+    /// An ML-KEM encapsulation key fails the FIPS 203 section 7.2 modulus check.
+    InvalidKemKey,
+    /// A pending step was completed with the wrong number of KEM results.
+    KemResultCount { expected: usize, got: usize },
+    /// A KEM result is not of its job's kind (e.g. a shared secret for a key generation).
+    KemResultKind {
+        expected: &'static str,
+        got: &'static str,
+    },
     /// The prekey message names a signed or one-time prekey we do not hold (any more).
     UnknownPreKey(&'static str),
     /// A prekey message whose X3DH header does not belong to this session.
@@ -77,6 +91,18 @@ impl fmt::Display for Error {
             Error::NoSendingChain => write!(f, "this session has no sending chain yet (receive the first message first)"),
             Error::InvalidPublicKey => write!(f, "invalid public key (Diffie-Hellman output is all zero)"),
             Error::BadSignature => write!(f, "signed prekey signature does not verify"),
+            Error::BadPqSignature => write!(f, "post-quantum prekey signature does not verify"),
+            Error::MissingPqPreKey => write!(
+                f,
+                "prekey bundle has no post-quantum prekey: PQXDH requires one (no fall-back to X3DH)"
+            ),
+            Error::InvalidKemKey => write!(f, "ML-KEM-1024 public key fails the FIPS 203 modulus check"),
+            Error::KemResultCount { expected, got } => {
+                write!(f, "pending step completed with {got} KEM results, {expected} expected")
+            }
+            Error::KemResultKind { expected, got } => {
+                write!(f, "KEM result of the wrong kind: {got}, the job was {expected}")
+            }
             Error::UnknownPreKey(which) => write!(f, "unknown {which} (already used or never issued)"),
             Error::WrongSession => write!(f, "prekey message does not belong to this session"),
             Error::Rng(e) => write!(f, "random source failed: {e}"),
@@ -86,7 +112,7 @@ impl fmt::Display for Error {
             }
             Error::StalePending => write!(f, "pending step is stale: the session changed since it was started"),
             Error::StateVersion { found, supported } => {
-                write!(f, "state is version {found}, this build reads version {supported} only")
+                write!(f, "state is version {found}, this build reads versions 1 to {supported}")
             }
             Error::StateCorrupt(what) => write!(f, "corrupted state: {what}"),
         }

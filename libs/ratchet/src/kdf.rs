@@ -25,6 +25,9 @@ pub const ROOT_INFO: &[u8] = b"XousChat Root";
 pub const MESSAGE_INFO: &[u8] = b"XousChat Message";
 /// HKDF info of the X3DH key derivation.
 pub const X3DH_INFO: &[u8] = b"XousChat X3DH";
+/// HKDF info of the PQXDH key derivation (PQXDH section 2.1: names the application, the curve,
+/// the hash and the KEM; at least 8 bytes).
+pub const PQXDH_INFO: &[u8] = b"XousChat_CURVE25519_SHA-256_ML-KEM-1024";
 /// Length of the authentication tag appended to every ciphertext (the full HMAC-SHA256).
 pub const TAG_LEN: usize = 32;
 /// AES block size: every ciphertext (before the tag) is a non-zero multiple of it.
@@ -51,14 +54,27 @@ pub fn kdf_ck(ck: &[u8; 32]) -> (Key32, Key32) {
 
 /// X3DH: SK = HKDF(0xFF*32 || DH1 || DH2 || DH3 [|| DH4]).
 pub fn x3dh_kdf(dhs: &[&[u8; 32]]) -> Key32 {
-    let mut ikm = Zeroizing::new(Vec::with_capacity(32 * (dhs.len() + 1)));
+    sk_kdf(dhs, None, X3DH_INFO)
+}
+
+/// PQXDH (section 3.3): SK = HKDF(salt = 0^32, IKM = 0xFF*32 || DH1 || DH2 || DH3 [|| DH4] ||
+/// SS, info = [`PQXDH_INFO`]), 32 bytes.
+pub fn pqxdh_kdf(dhs: &[&[u8; 32]], ss: &[u8; 32]) -> Key32 {
+    sk_kdf(dhs, Some(ss), PQXDH_INFO)
+}
+
+fn sk_kdf(dhs: &[&[u8; 32]], ss: Option<&[u8; 32]>, info: &[u8]) -> Key32 {
+    let mut ikm = Zeroizing::new(Vec::with_capacity(32 * (dhs.len() + 2)));
     ikm.extend_from_slice(&[0xFF; 32]);
     for d in dhs {
         ikm.extend_from_slice(&d[..]);
     }
+    if let Some(ss) = ss {
+        ikm.extend_from_slice(ss);
+    }
     let hk = Hkdf::<Sha256>::new(Some(&[0u8; 32]), &ikm);
     let mut sk = Zeroizing::new([0u8; 32]);
-    hk.expand(X3DH_INFO, &mut sk[..]).expect("32 <= 255*32");
+    hk.expand(info, &mut sk[..]).expect("32 <= 255*32");
     sk
 }
 

@@ -1,5 +1,9 @@
-//! Signal's X3DH and Double Ratchet with the specifications' recommended primitives, over
-//! pluggable X25519 and randomness, with no Xous dependency.
+//! Signal's PQXDH (with ML-KEM-1024), X3DH and Double Ratchet with the specifications'
+//! recommended primitives, over pluggable X25519, ML-KEM and randomness, with no Xous dependency.
+//!
+//! - PQXDH ([`pqxdh`]): X3DH plus one ML-KEM-1024 encapsulation to a signed last-resort or
+//!   one-time post-quantum prekey; SK = HKDF(0xFF^32 || DH1 || DH2 || DH3 [|| DH4] || SS).
+//!   ML-KEM runs as [`KemJob`]s the caller executes ([`kem`]), like the X25519 jobs below.
 //!
 //! - KDF_RK = HKDF-SHA256, KDF_CK = HMAC-SHA256 with 0x01 (message key) / 0x02 (chain key),
 //!   ENCRYPT = AES-256-CBC + HMAC-SHA256 (full 32-byte tag), keys from HKDF ([`kdf`]).
@@ -71,6 +75,8 @@
 pub mod dh;
 pub mod error;
 pub mod kdf;
+pub mod kem;
+pub mod pqxdh;
 pub mod session;
 pub mod state;
 pub mod wire;
@@ -82,9 +88,12 @@ pub use error::Error;
 pub use session::{
     Decrypted, Limits, PendingDecrypt, PendingInit, Session, MAX_SKIP, MAX_STORED_KEYS,
 };
+pub use kem::{CpuKem, Kem, KemJob, KemOp, KemOutput};
+pub use pqxdh::{PendingPqPreKeys, PqxdhBundle, SignedPqPreKey};
 pub use state::STATE_VERSION;
 pub use wire::{
-    Envelope, Header, PreKeyMessage, RatchetMessage, X3dhHeader, MAX_MESSAGE_LEN, MAX_PLAINTEXT_LEN,
+    Envelope, Header, PqHeader, PqPreKeyMessage, PreKeyMessage, RatchetMessage, X3dhHeader,
+    MAX_MESSAGE_LEN, MAX_PLAINTEXT_LEN,
 };
 pub use x3dh::{PendingAccept, PendingInitiate, PreKeyBundle, Responder};
 

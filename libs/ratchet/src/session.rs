@@ -8,7 +8,7 @@ use zeroize::Zeroizing;
 
 use crate::dh::{check_results, generate_secret, Dh, DhJob, DhOutput, DhPurpose, KeyPair};
 use crate::kdf::{self, kdf_ck, kdf_rk, Key32};
-use crate::wire::{Envelope, Header, RatchetMessage, X3dhHeader, MAX_PLAINTEXT_LEN};
+use crate::wire::{Envelope, Header, PqHeader, RatchetMessage, X3dhHeader, MAX_PLAINTEXT_LEN};
 use crate::Error;
 
 /// Most message keys one header may make us skip within one chain (spec: MAX_SKIP).
@@ -94,8 +94,11 @@ pub struct Session {
     pub(crate) old_keys: VecDeque<[u8; 32]>,
     /// Associated data of the session (X3DH: Encode(IK_A) || Encode(IK_B)).
     pub(crate) ad: Vec<u8>,
-    /// The X3DH header that started the session (both roles), if it was started by X3DH.
+    /// The X3DH header that started the session (both roles), if it was started by X3DH or
+    /// PQXDH (its curve part).
     pub(crate) x3dh: Option<X3dhHeader>,
+    /// The post-quantum part of the PQXDH header that started the session (PQXDH only).
+    pub(crate) pq: Option<PqHeader>,
     /// Initiator only: outgoing messages carry the X3DH header until the first reply arrives.
     pub(crate) attach_prekey: bool,
     pub(crate) limits: Limits,
@@ -162,6 +165,7 @@ pub struct PendingInit {
     sk: Key32,
     ad: Vec<u8>,
     x3dh: Option<X3dhHeader>,
+    pq: Option<PqHeader>,
 }
 
 impl PendingInit {
@@ -171,6 +175,7 @@ impl PendingInit {
         sk: &[u8; 32],
         ad: Vec<u8>,
         header: X3dhHeader,
+        pq: Option<PqHeader>,
     ) -> Self {
         let jobs = vec![
             DhJob::public_key(&secret),
@@ -182,6 +187,7 @@ impl PendingInit {
             sk: Zeroizing::new(*sk),
             ad,
             x3dh: Some(header),
+            pq,
         }
     }
 
@@ -206,6 +212,7 @@ impl PendingInit {
             ad: self.ad,
             attach_prekey: self.x3dh.is_some(),
             x3dh: self.x3dh,
+            pq: self.pq,
             limits: Limits::default(),
             generation: 0,
         })
@@ -244,6 +251,7 @@ impl Session {
             sk: Zeroizing::new(*sk),
             ad: ad.to_vec(),
             x3dh,
+            pq: None,
         })
     }
 
@@ -277,6 +285,7 @@ impl Session {
             old_keys: VecDeque::new(),
             ad: ad.to_vec(),
             x3dh: None,
+            pq: None,
             attach_prekey: false,
             limits: Limits::default(),
             generation: 0,
@@ -326,9 +335,29 @@ impl Session {
     pub fn associated_data(&self) -> &[u8] {
         &self.ad
     }
-    /// The X3DH header of the session, if X3DH started it.
+    /// The X3DH header of the session, if X3DH started it (for PQXDH: its curve part).
     pub fn x3dh_header(&self) -> Option<&X3dhHeader> {
         self.x3dh.as_ref()
+    }
+    /// The post-quantum part of the PQXDH header that started the session.
+    pub fn pq_header(&self) -> Option<&PqHeader> {
+        self.pq.as_ref()
+    }
+    /// True when this session was started by PQXDH.
+    pub fn is_pqxdh(&self) -> bool {
+        self.pq.is_some()
+    }
+    /// True when `env` is a prekey message of the key agreement that started this session
+    /// (the same X3DH header, and for PQXDH the same PQ prekey and ciphertext): the responder's
+    /// routing test for a repeated prekey message.
+    pub fn started_by(&self, env: &Envelope<'_>) -> bool {
+        match env {
+            Envelope::Ratchet(_) => false,
+            Envelope::PreKey(p) => self.pq.is_none() && self.x3dh.as_ref() == Some(&p.x3dh),
+            Envelope::PqPreKey(p) => {
+                self.x3dh.as_ref() == Some(&p.x3dh) && self.pq.as_ref() == Some(&p.pq)
+            }
+        }
     }
     /// True when this session can encrypt (the responder needs the first message first).
     pub fn can_send(&self) -> bool {
@@ -361,10 +390,16 @@ impl Session {
         self.ns += 1;
         self.generation = generation;
         let body = RatchetMessage::encode(&header, &ct);
-        match (&self.x3dh, self.attach_prekey) {
-            (Some(x), true) => {
+        match (&self.x3dh, &self.pq, self.attach_prekey) {
+            (Some(x), None, true) => {
                 let mut v = Vec::with_capacity(x.encoded_len() + body.len());
                 x.encode_into(&mut v);
+                v.extend_from_slice(&body);
+                Ok(v)
+            }
+            (Some(x), Some(pq), true) => {
+                let mut v = Vec::with_capacity(PqHeader::encoded_len(x) + body.len());
+                pq.encode_into(x, &mut v);
                 v.extend_from_slice(&body);
                 Ok(v)
             }
@@ -389,10 +424,8 @@ impl Session {
         rng: &mut dyn CryptoRngCore,
     ) -> Result<Decrypted, Error> {
         let env = Envelope::parse(wire)?;
-        if let Envelope::PreKey(p) = &env {
-            if self.x3dh.as_ref() != Some(&p.x3dh) {
-                return Err(Error::WrongSession);
-            }
+        if !matches!(env, Envelope::Ratchet(_)) && !self.started_by(&env) {
+            return Err(Error::WrongSession);
         }
         let m = *env.ratchet();
         let h = m.header;

@@ -9,20 +9,26 @@
 //! torn write, a flipped bit); it is not a MAC (the store's protection is the device's job).
 //! Serialized bytes hold secrets: they come back in a `Zeroizing<Vec<u8>>`.
 //!
-//! Session body (version 1), integers big endian:
+//! Session body (version 2; version 1 is the same without bit 4 and its field), integers big
+//! endian:
 //! ```text
-//! flags u8: bit0 receiving chain, bit1 sending chain, bit2 X3DH header, bit3 attach prekey
+//! flags u8: bit0 receiving chain, bit1 sending chain, bit2 X3DH header, bit3 attach prekey,
+//!           bit4 PQXDH header (only with bit2)
 //! our ratchet secret (32) | our ratchet public (32) | root key (32)
 //! [their ratchet key (32) | receiving chain key (32)]      if bit0
 //! [sending chain key (32)]                                 if bit1
 //! ns u32 | nr u32 | pn u32 | generation u64 | max_skip u32 | max_stored_keys u32
 //! ad length u16 | ad
 //! [X3DH header: has-OPK u8 | IK_A | EK_A | SPK_B | (OPK_B)] if bit2
+//! [PQXDH header: one-time u8 | PQ prekey id u32 | ML-KEM ciphertext (1568)] if bit4
 //! skipped count u32 | count x (ratchet key (32) | n u32 | message key (32))
 //! old ratchet key count u8 | count x their previous ratchet key (32)
 //! ```
 //! Responder body: identity secret | identity public | count u8 of signed prekeys x (secret |
-//! public | signature (64)) | count u32 of one-time prekeys x (secret | public).
+//! public | signature (64)) | count u32 of one-time prekeys x (secret | public); version 2 adds
+//! next PQ prekey id u32 | count u8 of last-resort PQ prekeys x PQ prekey | count u32 of
+//! one-time PQ prekeys x PQ prekey, where PQ prekey = id u32 | ML-KEM seed (64) | ML-KEM public
+//! key (1568) | signature (64). Version 1 states (no PQ prekeys) are still read.
 
 use std::collections::VecDeque;
 
@@ -31,13 +37,17 @@ use x25519_dalek::{PublicKey, StaticSecret};
 use zeroize::Zeroizing;
 
 use crate::dh::KeyPair;
+use crate::kem::{CIPHERTEXT_LEN, PUBLIC_KEY_LEN, SEED_LEN};
+use crate::pqxdh::{PqPreKeyPair, SignedPqPreKey, MAX_PQ_ONE_TIME_PREKEYS};
 use crate::session::{Limits, RecvChain, Session, SkippedKey};
-use crate::wire::X3dhHeader;
+use crate::wire::{PqHeader, X3dhHeader};
 use crate::x3dh::{Responder, SignedPreKey, MAX_SIGNED_PREKEYS};
 use crate::Error;
 
-/// The state format version this build writes and reads.
-pub const STATE_VERSION: u16 = 1;
+/// The state format version this build writes (it reads this one and version 1).
+pub const STATE_VERSION: u16 = 2;
+/// The oldest state format version this build still reads (no PQXDH fields).
+pub const STATE_VERSION_MIN: u16 = 1;
 const SESSION_MAGIC: &[u8; 4] = b"XRS1";
 const RESPONDER_MAGIC: &[u8; 4] = b"XRR1";
 /// Largest state accepted (bounds allocation on corrupted length fields).
@@ -122,7 +132,7 @@ fn frame(magic: &[u8; 4], body: &[u8]) -> Zeroizing<Vec<u8>> {
     out
 }
 
-fn unframe<'a>(magic: &[u8; 4], b: &'a [u8]) -> Result<&'a [u8], Error> {
+fn unframe<'a>(magic: &[u8; 4], b: &'a [u8]) -> Result<(u16, &'a [u8]), Error> {
     if b.len() > MAX_STATE_LEN {
         return Err(Error::StateCorrupt("state larger than MAX_STATE_LEN"));
     }
@@ -144,7 +154,7 @@ fn unframe<'a>(magic: &[u8; 4], b: &'a [u8]) -> Result<&'a [u8], Error> {
         }));
     }
     let version = u16::from_be_bytes([b[4], b[5]]);
-    if version != STATE_VERSION {
+    if !(STATE_VERSION_MIN..=STATE_VERSION).contains(&version) {
         return Err(Error::StateVersion {
             found: version,
             supported: STATE_VERSION,
@@ -160,7 +170,7 @@ fn unframe<'a>(magic: &[u8; 4], b: &'a [u8]) -> Result<&'a [u8], Error> {
     if sum.as_slice() != &b[10 + len..] {
         return Err(Error::StateCorrupt("checksum mismatch"));
     }
-    Ok(&b[10..10 + len])
+    Ok((version, &b[10..10 + len]))
 }
 
 impl Session {
@@ -170,7 +180,8 @@ impl Session {
         let flags = u8::from(self.recv.is_some())
             | u8::from(self.cks.is_some()) << 1
             | u8::from(self.x3dh.is_some()) << 2
-            | u8::from(self.attach_prekey) << 3;
+            | u8::from(self.attach_prekey) << 3
+            | u8::from(self.pq.is_some()) << 4;
         w.u8(flags);
         w.b(&self.dhs.secret.to_bytes());
         w.b(self.dhs.public.as_bytes());
@@ -199,6 +210,11 @@ impl Session {
                 w.b(o);
             }
         }
+        if let Some(pq) = &self.pq {
+            w.u8(u8::from(pq.one_time));
+            w.u32(pq.id);
+            w.b(&pq.ciphertext[..]);
+        }
         w.u32(self.skipped.len() as u32);
         for k in &self.skipped {
             w.b(&k.ratchet_key);
@@ -214,11 +230,15 @@ impl Session {
 
     /// Restores a session; any damage is a clear error, never a panic.
     pub fn from_bytes(b: &[u8]) -> Result<Session, Error> {
-        let body = unframe(SESSION_MAGIC, b)?;
+        let (version, body) = unframe(SESSION_MAGIC, b)?;
         let mut r = R { b: body, at: 0 };
         let flags = r.u8()?;
-        if flags & !0x0f != 0 {
+        let known: u8 = if version >= 2 { 0x1f } else { 0x0f };
+        if flags & !known != 0 {
             return Err(Error::StateCorrupt("unknown session flags"));
+        }
+        if flags & 0x10 != 0 && flags & 4 == 0 {
+            return Err(Error::StateCorrupt("PQXDH header flag without an X3DH header"));
         }
         let dhs = r.keypair()?;
         let rk = r.key()?;
@@ -263,6 +283,21 @@ impl Session {
         } else {
             None
         };
+        let pq = if flags & 0x10 != 0 {
+            let one_time = r.u8()?;
+            if one_time > 1 {
+                return Err(Error::StateCorrupt("PQXDH header flag"));
+            }
+            let id = r.u32()?;
+            let ciphertext = Box::new(r.take(CIPHERTEXT_LEN)?.try_into().expect("length"));
+            Some(PqHeader {
+                one_time: one_time == 1,
+                id,
+                ciphertext,
+            })
+        } else {
+            None
+        };
         let count = r.u32()? as usize;
         if count > limits.max_stored_keys as usize || count > (body.len() - r.at) / 68 {
             return Err(Error::StateCorrupt(
@@ -303,6 +338,7 @@ impl Session {
             old_keys,
             ad,
             x3dh,
+            pq,
             attach_prekey: flags & 8 != 0,
             limits,
             generation,
@@ -327,11 +363,20 @@ impl Responder {
             w.b(&k.secret.to_bytes());
             w.b(k.public.as_bytes());
         }
+        w.u32(self.next_pq_id);
+        w.u8(self.pq_last_resort.len() as u8);
+        for k in &self.pq_last_resort {
+            write_pq(&mut w, k);
+        }
+        w.u32(self.pq_one_time.len() as u32);
+        for k in &self.pq_one_time {
+            write_pq(&mut w, k);
+        }
         frame(RESPONDER_MAGIC, &w.0)
     }
 
     pub fn from_bytes(b: &[u8]) -> Result<Responder, Error> {
-        let body = unframe(RESPONDER_MAGIC, b)?;
+        let (version, body) = unframe(RESPONDER_MAGIC, b)?;
         let mut r = R { b: body, at: 0 };
         let identity = r.keypair()?;
         let n_spk = r.u8()? as usize;
@@ -354,11 +399,64 @@ impl Responder {
         for _ in 0..n_opk {
             one_time_prekeys.push(r.keypair()?);
         }
+        let (mut next_pq_id, mut pq_last_resort, mut pq_one_time) = (1, Vec::new(), Vec::new());
+        if version >= 2 {
+            next_pq_id = r.u32()?;
+            let n_lr = r.u8()? as usize;
+            if n_lr > MAX_SIGNED_PREKEYS {
+                return Err(Error::StateCorrupt("last-resort PQ prekey count"));
+            }
+            for _ in 0..n_lr {
+                pq_last_resort.push(read_pq(&mut r, false)?);
+            }
+            let n_ot = r.u32()? as usize;
+            if n_ot > MAX_PQ_ONE_TIME_PREKEYS {
+                return Err(Error::StateCorrupt("one-time PQ prekey count"));
+            }
+            for _ in 0..n_ot {
+                pq_one_time.push(read_pq(&mut r, true)?);
+            }
+            let ids = pq_last_resort.iter().chain(&pq_one_time).map(|k| k.signed.id);
+            if ids.clone().any(|id| id >= next_pq_id) {
+                return Err(Error::StateCorrupt("PQ prekey identifier not below the next one"));
+            }
+            let mut seen: Vec<u32> = ids.collect();
+            seen.sort_unstable();
+            if seen.windows(2).any(|w| w[0] == w[1]) {
+                return Err(Error::StateCorrupt("two PQ prekeys with one identifier"));
+            }
+        }
         r.done()?;
         Ok(Responder {
             identity,
             signed_prekeys,
             one_time_prekeys,
+            pq_last_resort,
+            pq_one_time,
+            next_pq_id,
         })
     }
+}
+
+fn write_pq(w: &mut W, k: &PqPreKeyPair) {
+    w.u32(k.signed.id);
+    w.b(&k.seed[..]);
+    w.b(&k.signed.public_key[..]);
+    w.b(&k.signed.signature);
+}
+
+fn read_pq(r: &mut R<'_>, one_time: bool) -> Result<PqPreKeyPair, Error> {
+    let id = r.u32()?;
+    let seed: Zeroizing<[u8; SEED_LEN]> = Zeroizing::new(r.take(SEED_LEN)?.try_into().expect("64"));
+    let public_key = Box::new(r.take(PUBLIC_KEY_LEN)?.try_into().expect("length"));
+    let signature = r.take(64)?.try_into().expect("64");
+    Ok(PqPreKeyPair {
+        seed,
+        signed: SignedPqPreKey {
+            one_time,
+            id,
+            public_key,
+            signature,
+        },
+    })
 }

@@ -11,9 +11,11 @@ use x25519_dalek::{PublicKey, StaticSecret};
 use zeroize::Zeroizing;
 
 use crate::dh::{check_results, generate_secret, Dh, DhJob, DhOutput, DhPurpose, KeyPair};
-use crate::kdf::x3dh_kdf;
+use crate::kdf::{pqxdh_kdf, x3dh_kdf};
+use crate::kem::{check_kem_results, KemJob, KemOutput};
+use crate::pqxdh::PqPreKeyPair;
 use crate::session::{PendingInit, Session};
-use crate::wire::{encode_public_key, PreKeyMessage, X3dhHeader};
+use crate::wire::{encode_public_key, Envelope, PqHeader, X3dhHeader};
 use crate::{xeddsa, Error};
 
 /// What a responder publishes (one one-time prekey per bundle, as Signal's server hands out).
@@ -105,27 +107,60 @@ pub fn associated_data(initiator_identity: &[u8; 32], responder_identity: &[u8; 
 /// Initiator's X3DH + first ratchet key, waiting for its X25519 results: `[EK_A public, DH1,
 /// DH2, DH3, (DH4,) ratchet public, DH(ratchet, SPK_B)]`.
 pub struct PendingInitiate {
-    jobs: Vec<DhJob>,
-    identity_key: [u8; 32],
-    bundle: PreKeyBundle,
-    ratchet_secret: StaticSecret,
+    pub(crate) jobs: Vec<DhJob>,
+    pub(crate) identity_key: [u8; 32],
+    pub(crate) bundle: PreKeyBundle,
+    pub(crate) ratchet_secret: StaticSecret,
+    /// PQXDH: the encapsulation to the PQ prekey (one job), and that prekey's (one-time, id).
+    pub(crate) kem_jobs: Vec<KemJob>,
+    pub(crate) pq: Option<(bool, u32)>,
 }
 
 impl PendingInitiate {
+    /// The X25519 jobs, in the order their results must be given back.
     pub fn jobs(&self) -> &[DhJob] {
         &self.jobs
     }
+    /// The ML-KEM jobs (PQXDH: one encapsulation; X3DH: none).
+    pub fn kem_jobs(&self) -> &[KemJob] {
+        &self.kem_jobs
+    }
 
     /// Derives SK and builds the session (its messages carry the X3DH header until a reply).
+    /// For an X3DH step; a PQXDH step needs [`Self::complete_with_kem`].
     pub fn complete(self, results: &[DhOutput]) -> Result<Session, Error> {
+        self.complete_with_kem(results, &[])
+    }
+
+    /// Derives SK from the X25519 and (PQXDH) ML-KEM results and builds the session; its
+    /// messages carry the (PQ)XDH header until a reply arrives.
+    pub fn complete_with_kem(self, results: &[DhOutput], kem: &[KemOutput]) -> Result<Session, Error> {
         check_results(self.jobs.len(), results)?;
+        check_kem_results(&self.kem_jobs, kem)?;
         let n = if self.bundle.one_time_prekey.is_some() {
             4
         } else {
             3
         };
         let dhs: Vec<&[u8; 32]> = results[1..1 + n].iter().map(|r| &**r).collect();
-        let sk = x3dh_kdf(&dhs);
+        let (sk, pq) = match (self.pq, kem.first()) {
+            (None, _) => (x3dh_kdf(&dhs), None),
+            (
+                Some((one_time, id)),
+                Some(KemOutput::Encapsulated {
+                    ciphertext,
+                    shared_secret,
+                }),
+            ) => (
+                pqxdh_kdf(&dhs, shared_secret),
+                Some(PqHeader {
+                    one_time,
+                    id,
+                    ciphertext: ciphertext.clone(),
+                }),
+            ),
+            (Some(_), _) => unreachable!("checked by check_kem_results"),
+        };
         let header = X3dhHeader {
             identity_key: self.identity_key,
             ephemeral_key: *results[0],
@@ -134,7 +169,8 @@ impl PendingInitiate {
         };
         let ad = associated_data(&self.identity_key, &self.bundle.identity_key);
         let spk = PublicKey::from(self.bundle.signed_prekey);
-        let init: PendingInit = PendingInit::for_x3dh(self.ratchet_secret, &spk, &sk, ad, header);
+        let init: PendingInit =
+            PendingInit::for_x3dh(self.ratchet_secret, &spk, &sk, ad, header, pq);
         init.complete(&results[1 + n..])
     }
 }
@@ -171,6 +207,8 @@ pub fn initiate(
         identity_key: *identity.public.as_bytes(),
         bundle: bundle.clone(),
         ratchet_secret,
+        kem_jobs: Vec::new(),
+        pq: None,
     })
 }
 
@@ -200,6 +238,12 @@ pub struct Responder {
     pub(crate) identity: KeyPair,
     pub(crate) signed_prekeys: Vec<SignedPreKey>,
     pub(crate) one_time_prekeys: Vec<KeyPair>,
+    /// PQXDH: signed last-resort PQ prekeys (the newest is published, older ones stay for
+    /// messages in flight, at most [`MAX_SIGNED_PREKEYS`]) and signed one-time PQ prekeys.
+    pub(crate) pq_last_resort: Vec<PqPreKeyPair>,
+    pub(crate) pq_one_time: Vec<PqPreKeyPair>,
+    /// Identifier of the next PQ prekey (identifiers are never reused).
+    pub(crate) next_pq_id: u32,
 }
 
 /// How many signed prekeys a responder keeps (the current one and older ones).
@@ -209,14 +253,20 @@ pub const MAX_SIGNED_PREKEYS: usize = 3;
 /// ratchet_A), new ratchet public, DH(new ratchet, ratchet_A)]`.
 pub struct PendingAccept {
     jobs: Vec<DhJob>,
+    kem_jobs: Vec<KemJob>,
     message: Vec<u8>,
     spk: KeyPair,
     new_secret: StaticSecret,
 }
 
 impl PendingAccept {
+    /// The X25519 jobs, in the order their results must be given back.
     pub fn jobs(&self) -> &[DhJob] {
         &self.jobs
+    }
+    /// The ML-KEM jobs (PQXDH: one decapsulation; X3DH: none).
+    pub fn kem_jobs(&self) -> &[KemJob] {
+        &self.kem_jobs
     }
 }
 
@@ -233,6 +283,9 @@ impl Responder {
             identity,
             signed_prekeys: Vec::new(),
             one_time_prekeys: Vec::new(),
+            pq_last_resort: Vec::new(),
+            pq_one_time: Vec::new(),
+            next_pq_id: 1,
         };
         r.rotate_signed_prekey(rng, dh)?;
         r.add_one_time_prekeys(one_time, rng, dh)?;
@@ -316,25 +369,40 @@ impl Responder {
         }
     }
 
-    /// First phase of accepting a prekey message: finds the prekeys it names and returns the
-    /// X25519 jobs (X3DH and the first DH ratchet step in one batch). Nothing changes yet.
+    /// First phase of accepting a prekey message (X3DH type 0x02 or PQXDH type 0x04): finds
+    /// the prekeys it names and returns the X25519 jobs (the key agreement and the first DH
+    /// ratchet step in one batch) and, for PQXDH, the ML-KEM decapsulation job. Nothing changes
+    /// yet.
     pub fn accept(&self, wire: &[u8], rng: &mut dyn CryptoRngCore) -> Result<PendingAccept, Error> {
-        let p = PreKeyMessage::parse(wire)?;
-        let spk = self.find_spk(&p.x3dh.signed_prekey)?.clone();
-        let opk = match &p.x3dh.one_time_prekey {
+        let env = Envelope::parse(wire)?;
+        let (x3dh, pq) = match &env {
+            Envelope::Ratchet(_) => return Err(Error::UnknownMessageType(wire[0])),
+            Envelope::PreKey(p) => (p.x3dh, None),
+            Envelope::PqPreKey(p) => (p.x3dh, Some(&p.pq)),
+        };
+        let message = env.ratchet();
+        let spk = self.find_spk(&x3dh.signed_prekey)?.clone();
+        let opk = match &x3dh.one_time_prekey {
             Some(o) => Some(self.find_opk(o)?.clone()),
             None => None,
         };
+        let kem_jobs = match pq {
+            None => Vec::new(),
+            Some(h) => vec![KemJob::Decapsulate {
+                seed: self.find_pq(h.one_time, h.id)?.seed.clone(),
+                ciphertext: h.ciphertext.clone(),
+            }],
+        };
         let limits = crate::session::Limits::default();
-        if u64::from(p.message.header.n) > u64::from(limits.max_skip) {
+        if u64::from(message.header.n) > u64::from(limits.max_skip) {
             return Err(Error::TooManySkipped {
-                skip: u64::from(p.message.header.n),
+                skip: u64::from(message.header.n),
                 max: limits.max_skip,
             });
         }
-        let ik_a = PublicKey::from(p.x3dh.identity_key);
-        let ek_a = PublicKey::from(p.x3dh.ephemeral_key);
-        let ratchet_a = PublicKey::from(p.message.header.ratchet_key);
+        let ik_a = PublicKey::from(x3dh.identity_key);
+        let ek_a = PublicKey::from(x3dh.ephemeral_key);
+        let ratchet_a = PublicKey::from(message.header.ratchet_key);
         let new_secret = generate_secret(rng)?;
         let mut jobs = vec![
             DhJob::agree(&spk.secret, &ik_a, DhPurpose::X3dh(1)),
@@ -357,52 +425,93 @@ impl Responder {
         ));
         Ok(PendingAccept {
             jobs,
+            kem_jobs,
             message: wire.to_vec(),
             spk,
             new_secret,
         })
     }
 
-    /// Second phase: derives SK, decrypts the first message and returns the new session and the
-    /// plaintext. Only on success is the one-time prekey consumed; on error nothing changes.
+    /// Second phase of an X3DH accept (a PQXDH accept needs [`Self::complete_accept_with_kem`]).
     pub fn complete_accept(
         &mut self,
         pending: PendingAccept,
         results: &[DhOutput],
     ) -> Result<(Session, Zeroizing<Vec<u8>>), Error> {
+        self.complete_accept_with_kem(pending, results, &[])
+    }
+
+    /// Second phase: derives SK (X3DH, or PQXDH with the decapsulated shared secret), decrypts
+    /// the first message and returns the new session and the plaintext. Only on success are
+    /// the one-time prekeys it used (curve and PQ) consumed; on error nothing changes.
+    pub fn complete_accept_with_kem(
+        &mut self,
+        pending: PendingAccept,
+        results: &[DhOutput],
+        kem: &[KemOutput],
+    ) -> Result<(Session, Zeroizing<Vec<u8>>), Error> {
         check_results(pending.jobs.len(), results)?;
-        let p = PreKeyMessage::parse(&pending.message)?;
-        // The one-time prekey may have been used by another session since `accept`.
-        if let Some(o) = &p.x3dh.one_time_prekey {
+        check_kem_results(&pending.kem_jobs, kem)?;
+        let env = Envelope::parse(&pending.message)?;
+        let x3dh = *env.x3dh().ok_or(Error::UnknownMessageType(pending.message[0]))?;
+        let pq = env.pq();
+        // A one-time prekey may have been used by another session since `accept`.
+        if let Some(o) = &x3dh.one_time_prekey {
             self.find_opk(o)?;
         }
-        let n = if p.x3dh.one_time_prekey.is_some() {
+        if let Some(h) = pq {
+            self.find_pq(h.one_time, h.id)?;
+        }
+        let n = if x3dh.one_time_prekey.is_some() {
             4
         } else {
             3
         };
         let dhs: Vec<&[u8; 32]> = results[..n].iter().map(|r| &**r).collect();
-        let sk = x3dh_kdf(&dhs);
-        let ad = associated_data(&p.x3dh.identity_key, self.identity.public.as_bytes());
+        let sk = match (pq, kem.first()) {
+            (None, _) => x3dh_kdf(&dhs),
+            (Some(_), Some(KemOutput::SharedSecret(ss))) => pqxdh_kdf(&dhs, ss),
+            (Some(_), _) => unreachable!("checked by check_kem_results"),
+        };
+        let ad = associated_data(&x3dh.identity_key, self.identity.public.as_bytes());
         let mut proto = Session::respond(&sk, pending.spk, &ad)?;
-        proto.x3dh = Some(p.x3dh);
-        let (session, pt) = proto.ratchet_step(&p.message, pending.new_secret, &results[n..])?;
-        if let Some(o) = &p.x3dh.one_time_prekey {
+        proto.x3dh = Some(x3dh);
+        proto.pq = pq.cloned();
+        let (session, pt) = proto.ratchet_step(env.ratchet(), pending.new_secret, &results[n..])?;
+        if let Some(o) = &x3dh.one_time_prekey {
             self.one_time_prekeys.retain(|k| k.public.as_bytes() != o);
+        }
+        if let Some(h) = pq {
+            if h.one_time {
+                self.pq_one_time.retain(|k| k.signed.id != h.id);
+            }
         }
         Ok((session, pt))
     }
 
-    /// Both phases with a blocking DH provider.
+    /// Both phases with a blocking DH provider; a PQXDH message's decapsulation runs on this
+    /// thread ([`crate::kem::CpuKem`]).
     pub fn accept_with(
         &mut self,
         wire: &[u8],
         rng: &mut dyn CryptoRngCore,
         dh: &mut dyn Dh,
     ) -> Result<(Session, Zeroizing<Vec<u8>>), Error> {
+        self.accept_with_kem(wire, rng, dh, &mut crate::kem::CpuKem)
+    }
+
+    /// Both phases with blocking DH and KEM providers.
+    pub fn accept_with_kem(
+        &mut self,
+        wire: &[u8],
+        rng: &mut dyn CryptoRngCore,
+        dh: &mut dyn Dh,
+        kem: &mut dyn crate::kem::Kem,
+    ) -> Result<(Session, Zeroizing<Vec<u8>>), Error> {
         let p = self.accept(wire, rng)?;
         let r = dh.run(p.jobs())?;
-        self.complete_accept(p, &r)
+        let k = kem.run(p.kem_jobs())?;
+        self.complete_accept_with_kem(p, &r, &k)
     }
 
     fn find_spk(&self, pubkey: &[u8; 32]) -> Result<&KeyPair, Error> {
@@ -411,6 +520,17 @@ impl Responder {
             .map(|s| &s.keypair)
             .find(|k| k.public.as_bytes() == pubkey)
             .ok_or(Error::UnknownPreKey("signed prekey"))
+    }
+
+    pub(crate) fn find_pq(&self, one_time: bool, id: u32) -> Result<&PqPreKeyPair, Error> {
+        let (set, what) = if one_time {
+            (&self.pq_one_time, "one-time PQ prekey")
+        } else {
+            (&self.pq_last_resort, "last-resort PQ prekey")
+        };
+        set.iter()
+            .find(|k| k.signed.id == id)
+            .ok_or(Error::UnknownPreKey(what))
     }
 
     fn find_opk(&self, pubkey: &[u8; 32]) -> Result<&KeyPair, Error> {

@@ -230,7 +230,7 @@ fn truncated_oversized_and_malformed_messages() {
     b.encrypt(&vec![0; MAX_PLAINTEXT_LEN]).unwrap();
     // Unknown type bytes, bad prekey flags.
     for t in 0..=255u8 {
-        if t == 1 || t == 2 {
+        if t == 1 || t == 2 || t == 4 {
             continue;
         }
         let mut x = m.clone();
@@ -239,6 +239,13 @@ fn truncated_oversized_and_malformed_messages() {
     }
     let mut p = vec![0x02, 0x80];
     p.extend_from_slice(&[0; 200]);
+    assert!(matches!(dec(&mut a, &p), Err(Error::Malformed(_))));
+    // type 0x04 (PQXDH prekey message): the ratchet message's type byte must follow CT.
+    let mut x = m.clone();
+    x[0] = 4;
+    assert!(matches!(dec(&mut a, &x), Err(Error::Malformed(_) | Error::Truncated { .. })));
+    let mut p = vec![0x04, 0x04];
+    p.extend_from_slice(&[0; 2000]);
     assert!(matches!(dec(&mut a, &p), Err(Error::Malformed(_))));
     assert!(a.to_bytes() == before);
 }
@@ -300,20 +307,20 @@ fn corrupted_session_state_refused() {
     ext.push(0);
     assert!(Session::from_bytes(&ext).is_err());
     // Another version, with a valid checksum.
-    let mut v2 = good.to_vec();
-    v2[4..6].copy_from_slice(&2u16.to_be_bytes());
-    refresh_checksum(&mut v2);
-    let e = Session::from_bytes(&v2).err().unwrap();
+    let mut v3 = good.to_vec();
+    v3[4..6].copy_from_slice(&3u16.to_be_bytes());
+    refresh_checksum(&mut v3);
+    let e = Session::from_bytes(&v3).err().unwrap();
     assert_eq!(
         e,
         Error::StateVersion {
-            found: 2,
-            supported: 1
+            found: 3,
+            supported: 2
         }
     );
     assert_eq!(
         e.to_string(),
-        "state is version 2, this build reads version 1 only"
+        "state is version 3, this build reads versions 1 to 2"
     );
     // A responder state is not a session.
     let (_, _, bob) = pair(false);
