@@ -47,6 +47,7 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     v.extend(areas::trng::soc::bench_providers());
     v.extend(areas::engine_service::bench_providers());
     v.extend(areas::chat::bench_providers());
+    v.extend(areas::ratchet::bench_providers());
     v.extend(areas::sim::bench_providers());
     v.extend(areas::sim::selftest::bench_providers());
     v

@@ -20,7 +20,14 @@ Ops:
   x3dh_active  {id, sess, bundle{...}, pt}       -> {wire, sk, ad}   X3DH as initiator + first message
   x3dh_passive {id, sess, wire}                  -> {pt, sk, ad}     X3DH as responder + first message
   xeddsa_sign  {priv, msg, nonce}                -> {sig}
+  pq_bob_new   {id, identity_priv, opks, pq_opks} -> {bundle}   PQXDH responder keys (pqxdh_spec.py)
+  pq_bundle    {id}                              -> {bundle}
+  pq_alice     {id, sess, identity_priv, bundle, pt} -> {wire, sk, ad}   PQXDH as initiator + first message
+  pq_accept    {id, sess, wire}                  -> {pt, sk, ad}     PQXDH as responder + first message
   quit
+
+PQXDH (pqxdh_spec.py) is written from Signal's PQXDH specification with kyber-py's ML-KEM-1024
+and `cryptography`; the Double Ratchet after it is DoubleRatchet 1.3.0 as above.
 """
 
 import argparse
@@ -30,9 +37,14 @@ import json
 import secrets
 import sys
 
+import os
+
 import doubleratchet
 import x3dh
 import xeddsa
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import pqxdh_spec  # noqa: E402
 from doubleratchet.recommended import (
     HashFunction,
     aead_aes_hmac,
@@ -181,6 +193,7 @@ def new_x3dh_state(identity_priv):
 SESSIONS = {}
 PREKEY_HEADERS = {}
 X3DH_STATES = {}
+PQ_BOBS = {}
 
 
 def h(b):
@@ -230,6 +243,12 @@ async def handle(req):
             header, wire = decode_prekey(wire)
             if PREKEY_HEADERS.get(req["id"]) != header:
                 raise ValueError("prekey message of another session")
+        elif wire[:1] == bytes([pqxdh_spec.TYPE_PQ_PREKEY]) and len(wire) > 1:
+            # The same for PQXDH: the whole PQXDH header must be the one that started the session.
+            n = 2 + 32 * (4 if wire[1] & 1 else 3) + 4 + pqxdh_spec.CT_LEN
+            if PREKEY_HEADERS.get(req["id"]) != wire[:n]:
+                raise ValueError("PQXDH prekey message of another session")
+            wire = wire[n:]
         return {"pt": h(await dr.decrypt_message(decode_message(wire), ad))}
     if op == "x3dh_new":
         st = new_x3dh_state(u(req["identity_priv"]))
@@ -274,11 +293,49 @@ async def handle(req):
         SESSIONS[req["sess"]] = (dr, ad)
         PREKEY_HEADERS[req["sess"]] = header
         return {"pt": h(pt), "sk": h(sk), "ad": h(ad)}
+    if op == "pq_bob_new":
+        PQ_BOBS[req["id"]] = pqxdh_spec.Bob(u(req["identity_priv"]), req["opks"], req["pq_opks"])
+        return {"bundle": h(PQ_BOBS[req["id"]].bundle())}
+    if op == "pq_bundle":
+        return {"bundle": h(PQ_BOBS[req["id"]].bundle())}
+    if op == "pq_alice":
+        sk, ad, header, spk = pqxdh_spec.alice(u(req["identity_priv"]), u(req["bundle"]))
+        dr, msg = await DoubleRatchet.encrypt_initial_message(
+            shared_secret=sk,
+            recipient_ratchet_pub=spk,
+            message=u(req["pt"]),
+            associated_data=ad,
+            **DR_PARAMS,
+        )
+        SESSIONS[req["sess"]] = (dr, ad)
+        return {"wire": h(header + encode_message(msg)), "sk": h(sk), "ad": h(ad)}
+    if op == "pq_accept":
+        bob = PQ_BOBS[req["id"]]
+        sk, ad, spk_priv, rest, used = bob.receive(u(req["wire"]))
+        dr, pt = await DoubleRatchet.decrypt_initial_message(
+            shared_secret=sk,
+            own_ratchet_priv=spk_priv,
+            message=decode_message(rest),
+            associated_data=ad,
+            **DR_PARAMS,
+        )
+        bob.consume(used)  # one-time prekeys go only after the first message decrypted
+        SESSIONS[req["sess"]] = (dr, ad)
+        PREKEY_HEADERS[req["sess"]] = u(req["wire"])[: len(u(req["wire"])) - len(rest)]
+        return {"pt": h(pt), "sk": h(sk), "ad": h(ad)}
     if op == "xeddsa_sign":
         priv = xeddsa.priv_force_sign(u(req["priv"]), False)
         return {"sig": h(xeddsa.ed25519_priv_sign(priv, u(req["msg"]), u(req["nonce"])))}
     if op == "versions":
-        return {"DoubleRatchet": doubleratchet.__version__, "x3dh": x3dh.__version__, "xeddsa": xeddsa.__version__}
+        import importlib.metadata as md
+
+        return {
+            "DoubleRatchet": doubleratchet.__version__,
+            "x3dh": x3dh.__version__,
+            "xeddsa": xeddsa.__version__,
+            "kyber-py": md.version("kyber-py"),
+            "cryptography": md.version("cryptography"),
+        }
     raise ValueError(f"unknown op {op!r}")
 
 

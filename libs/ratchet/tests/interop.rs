@@ -1,5 +1,7 @@
 //! Interop with independent implementations: PyPI DoubleRatchet 1.3.0 and x3dh 1.3.0 (and the
-//! xeddsa 1.2.0 they use), driven through libs/ratchet/interop/peer.py.
+//! xeddsa 1.2.0 they use), driven through libs/ratchet/interop/peer.py; and PQXDH written from
+//! Signal's specification in Python (libs/ratchet/interop/pqxdh_spec.py: kyber-py 1.2.0's
+//! ML-KEM-1024, `cryptography`'s X25519 and HKDF).
 //!
 //! These tests need the project's Python venv and are run by `cargo xtask test --only
 //! ratchet:interop`, which creates the venv (tools/requirements.txt) and sets
@@ -17,7 +19,8 @@ use std::time::Duration;
 use common::TestRng;
 use rand_core::{OsRng, RngCore};
 use ratchet::x25519_dalek::{PublicKey, StaticSecret};
-use ratchet::{x3dh, xeddsa, DalekDh, Decrypted, KeyPair, PreKeyBundle, Responder, Session};
+use ratchet::pqxdh::{self, PqxdhBundle};
+use ratchet::{x3dh, xeddsa, CpuKem, DalekDh, Decrypted, KeyPair, PreKeyBundle, Responder, Session};
 use serde_json::{json, Value};
 
 const PEER_TIMEOUT: Duration = Duration::from_secs(60);
@@ -63,6 +66,7 @@ impl Peer {
         let v = p.call(json!({"op": "versions"})).expect("versions");
         assert_eq!(v["DoubleRatchet"], "1.3.0", "{v}");
         assert_eq!(v["x3dh"], "1.3.0", "{v}");
+        assert_eq!(v["kyber-py"], "1.2.0", "{v}");
         p
     }
 
@@ -304,11 +308,15 @@ impl Side {
 /// tampering: every legitimate delivered message decrypts, every replay or tampered one is
 /// refused by both implementations.
 fn converse(peer: &mut Peer, a: &mut Side, b: &mut Side, seed: u64) {
+    converse_n(peer, a, b, seed, 800)
+}
+
+fn converse_n(peer: &mut Peer, a: &mut Side, b: &mut Side, seed: u64, steps: u32) {
     let mut g = TestRng(seed);
     let mut q_ab: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut q_ba: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let (mut ok, mut refused) = (0, 0);
-    for step in 0..800u32 {
+    for step in 0..steps {
         let r = g.next_u32() % 8;
         let (from_a, deliver) = (r % 2 == 0, r >= 2);
         let (q, to) = if from_a {
@@ -355,7 +363,10 @@ fn converse(peer: &mut Peer, a: &mut Side, b: &mut Side, seed: u64) {
             refused += 1;
         }
     }
-    assert!(ok > 100 && refused > 20, "ok {ok} refused {refused}");
+    assert!(
+        ok > steps / 8 && refused > steps / 40,
+        "ok {ok} refused {refused}"
+    );
 }
 
 #[test]
@@ -577,4 +588,131 @@ fn previous_chain_beyond_max_skip_difference() {
         b"new chain",
         "DoubleRatchet 1.3.0 accepts (documented difference)"
     );
+}
+
+/// A responder of this crate with `opks` curve and `pq_opks` PQ one-time prekeys and a
+/// last-resort PQ prekey.
+fn pq_responder(opks: usize, pq_opks: usize) -> Responder {
+    let mut dh = DalekDh;
+    let mut bob = Responder::generate(
+        KeyPair::generate(&mut OsRng, &mut dh).unwrap(),
+        opks,
+        &mut OsRng,
+        &mut dh,
+    )
+    .unwrap();
+    bob.add_pq_prekeys_with(1, false, &mut OsRng, &mut CpuKem)
+        .unwrap();
+    if pq_opks > 0 {
+        bob.add_pq_prekeys_with(pq_opks, true, &mut OsRng, &mut CpuKem)
+            .unwrap();
+    }
+    bob
+}
+
+/// The from-spec Python PQXDH (kyber-py + cryptography) as initiator, this crate as responder:
+/// the Python side verifies our XEdDSA signatures (curve and PQ prekey), encapsulates to our
+/// ML-KEM-1024 key with kyber-py; we decapsulate with libcrux-ml-kem and read its first message
+/// (so SK agrees), the AD agrees, then a conversation. With and without one-time prekeys. The
+/// Python side refuses a bundle whose PQ signature is flipped and one without a PQ prekey; we
+/// refuse a second use of the one-time PQ prekey.
+#[test]
+#[ignore = "needs the project venv: cargo xtask test --only ratchet:interop"]
+fn pqxdh_python_initiator_rust_responder() {
+    for (seed, opks, pq_opks) in [(71u64, 1usize, 1usize), (72, 0, 0)] {
+        let mut peer = Peer::spawn();
+        let mut bob = pq_responder(opks, pq_opks);
+        let bundle = bob.pqxdh_bundle();
+        assert_eq!(bundle.pq_prekey.as_ref().unwrap().one_time, pq_opks > 0);
+        let alice_priv = rand32(&mut OsRng);
+        // refusals first (they use no key)
+        let mut bad = bundle.clone();
+        bad.pq_prekey.as_mut().unwrap().signature[10] ^= 4;
+        let e = peer
+            .call(json!({"op": "pq_alice", "sess": "X", "identity_priv": hex(&alice_priv), "bundle": hex(&bad.encode()), "pt": "00"}))
+            .unwrap_err();
+        assert!(e.contains("PQ prekey signature does not verify"), "{e}");
+        let mut none = bundle.clone();
+        none.pq_prekey = None;
+        let e = peer
+            .call(json!({"op": "pq_alice", "sess": "X", "identity_priv": hex(&alice_priv), "bundle": hex(&none.encode()), "pt": "00"}))
+            .unwrap_err();
+        assert!(e.contains("without a PQ prekey"), "{e}");
+        let v = peer
+            .call(json!({"op": "pq_alice", "sess": "S", "identity_priv": hex(&alice_priv), "bundle": hex(&bundle.encode()), "pt": hex(b"hi from the spec")}))
+            .unwrap();
+        let wire = unhex(v["wire"].as_str().unwrap());
+        assert_eq!(wire[0], ratchet::wire::TYPE_PQ_PREKEY);
+        let (s, pt) = bob
+            .accept_with_kem(&wire, &mut OsRng, &mut DalekDh, &mut CpuKem)
+            .unwrap();
+        assert_eq!(&pt[..], b"hi from the spec");
+        assert!(s.is_pqxdh());
+        assert_eq!(
+            hex(s.associated_data()),
+            v["ad"].as_str().unwrap(),
+            "PQXDH associated data differs"
+        );
+        assert_eq!(bob.one_time_prekeys(), 0);
+        assert_eq!(bob.pq_one_time_prekeys(), 0);
+        if pq_opks > 0 {
+            // (its one-time curve prekey is looked up first, and is gone too)
+            assert!(matches!(
+                bob.accept_with_kem(&wire, &mut OsRng, &mut DalekDh, &mut CpuKem),
+                Err(ratchet::Error::UnknownPreKey(_))
+            ));
+        }
+        converse_n(&mut peer, &mut Side::Py("S"), &mut Side::Rs(s), seed, 200);
+    }
+}
+
+/// This crate as initiator, the from-spec Python PQXDH as responder: we parse its bundle and
+/// verify its libxeddsa signatures (curve and PQ prekey), encapsulate to its kyber-py key with
+/// libcrux-ml-kem; it decapsulates with kyber-py and reads our first message (SK agrees), the AD
+/// agrees, then a conversation (our initiator repeats the PQXDH header until the first reply,
+/// the peer checks it). A second use of its one-time PQ prekey is refused by the peer.
+#[test]
+#[ignore = "needs the project venv: cargo xtask test --only ratchet:interop"]
+fn pqxdh_rust_initiator_python_responder() {
+    for (seed, opks, pq_opks) in [(81u64, 1usize, 1usize), (82, 0, 0)] {
+        let mut peer = Peer::spawn();
+        let bob_priv = rand32(&mut OsRng);
+        let v = peer
+            .call(json!({"op": "pq_bob_new", "id": "B", "identity_priv": hex(&bob_priv), "opks": opks, "pq_opks": pq_opks}))
+            .unwrap();
+        let bundle = PqxdhBundle::parse(&unhex(v["bundle"].as_str().unwrap())).unwrap();
+        assert_eq!(
+            bundle.identity_key,
+            *PublicKey::from(&StaticSecret::from(bob_priv)).as_bytes()
+        );
+        assert_eq!(bundle.one_time_prekey.is_some(), opks > 0);
+        assert_eq!(bundle.pq_prekey.as_ref().unwrap().one_time, pq_opks > 0);
+        bundle
+            .verify()
+            .expect("libxeddsa signatures over the curve and the PQ prekey verify");
+        let alice = KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap();
+        let mut s =
+            pqxdh::initiate_with(&alice, &bundle, &mut OsRng, &mut DalekDh, &mut CpuKem).unwrap();
+        let w1 = s.encrypt(b"hi from rust").unwrap();
+        let r = peer
+            .call(json!({"op": "pq_accept", "id": "B", "sess": "S", "wire": hex(&w1)}))
+            .unwrap();
+        assert_eq!(r["pt"], hex(b"hi from rust"));
+        assert_eq!(
+            hex(s.associated_data()),
+            r["ad"].as_str().unwrap(),
+            "PQXDH associated data differs"
+        );
+        if pq_opks > 0 {
+            let mut again =
+                pqxdh::initiate_with(&alice, &bundle, &mut OsRng, &mut DalekDh, &mut CpuKem)
+                    .unwrap();
+            let w = again.encrypt(b"reused").unwrap();
+            let e = peer
+                .call(json!({"op": "pq_accept", "id": "B", "sess": "T", "wire": hex(&w)}))
+                .unwrap_err();
+            assert!(e.contains("unknown one-time"), "{e}");
+        }
+        converse_n(&mut peer, &mut Side::Rs(s), &mut Side::Py("S"), seed, 200);
+    }
 }

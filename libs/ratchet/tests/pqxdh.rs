@@ -193,6 +193,7 @@ fn every_bit_flip_of_the_initial_message_is_refused() {
         assert!(b.to_bytes() == before, "bit {bit}: responder changed ({e})");
     }
     // The refusals are of the expected kinds: the ciphertext and keys fail the tag.
+    eprintln!("{} flips refused: {kinds:?}", w.len() * 8);
     assert!(kinds["Authentication"] > CIPHERTEXT_LEN * 8, "{kinds:?}");
     let (mut bs, pt) = accept(&mut b, &w).unwrap();
     assert_eq!(pt, b"flip me");
