@@ -4,7 +4,7 @@
 //! every RFC 7748 vector before writing the numbers.
 
 use engine25519_core::isa::Isa;
-use engine25519_core::vectors::{hex32 as unhex32, RFC7748};
+use engine25519_core::vectors::{bytes32 as unhex32, RFC7748};
 
 fn main() {
     let mut text = String::new();

@@ -5,7 +5,7 @@
 //! vector (RFC 7748 5.2, first vector) as bytes.
 
 use engine25519_core::isa::Isa;
-use engine25519_core::vectors::{hex32, RFC7748};
+use engine25519_core::vectors::{bytes32, RFC7748};
 
 fn main() {
     let mut text = String::new();
@@ -16,9 +16,9 @@ fn main() {
     let (k, u, out) = RFC7748[0];
     text.push_str(&format!(
         "/// The hw backend's start-up known-answer test: RFC 7748 5.2's first vector (scalar, u, result).\npub const X25519_KAT: ([u8; 32], [u8; 32], [u8; 32]) = ({:?}, {:?}, {:?});\n",
-        hex32(k),
-        hex32(u),
-        hex32(out)
+        bytes32(k),
+        bytes32(u),
+        bytes32(out)
     ));
     let path = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap()).join("x25519_build.rs");
     std::fs::write(path, text).unwrap();

@@ -8,12 +8,8 @@ use anyhow::{Context, Result};
 use std::process::Command;
 use std::time::Duration;
 
-/// The median of `v` (the mean of the middle two for an even count).
-pub fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
-}
+/// The median of a sample set (the mean of the middle two for an even count).
+pub use verdict::bench::median;
 
 /// Parse one line of flat JSON (key -> number) into results.
 pub fn parse_flat_json(text: &str) -> Result<BenchResults> {
@@ -39,9 +35,8 @@ pub fn native_provider(cmd: &mut Command, timeout: Duration, what: &str) -> Resu
 pub fn hosted_bench_json(sys: &mut Hosted, count: usize, timeout: Duration) -> Result<BenchResults> {
     let mut out = BenchResults::new();
     for _ in 0..count {
-        let line = sys.wait_marker("BENCH-JSON", timeout)?;
-        let json = line.text.split_once("BENCH-JSON").map(|x| x.1).unwrap_or("");
-        out.extend(parse_flat_json(json)?);
+        let line = sys.wait_marker(verdict::bench::MARKER, timeout)?;
+        out.extend(parse_flat_json(verdict::bench::json_of(&line.text).unwrap_or(""))?);
     }
     Ok(out)
 }
@@ -69,11 +64,5 @@ mod tests {
             let e = format!("{:#}", parse_flat_json(bad).unwrap_err());
             assert!(e.contains(why), "{bad:?}: {e}");
         }
-    }
-
-    #[test]
-    fn median_of_even_and_odd_sets() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
     }
 }

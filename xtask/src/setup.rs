@@ -7,6 +7,22 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+/// The Debian packages xtask installs, one list per need; `require_apt` takes one or several
+/// (`&[apt::GATEWARE, apt::LITEX_SIM].concat()`).
+pub mod apt {
+    /// GNU binutils for RISC-V: objdump of device ELFs (compressed-instruction checks), as and
+    /// ld for the boot probe, objcopy for firmware images.
+    pub const RISCV_BINUTILS: &[&str] = &["binutils-riscv64-unknown-elf"];
+    /// The gateware flow: Verilator (built with the system C++ compiler and make) and yosys.
+    pub const GATEWARE: &[&str] = &["verilator", "yosys", "g++", "make"];
+    /// LiteX's simulation harness (litex_sim) links libevent, json-c and zlib.
+    pub const LITEX_SIM: &[&str] = &["libevent-dev", "libjson-c-dev", "zlib1g-dev"];
+    /// The TRNG stream's statistical tests: dieharder, rngtest, ent.
+    pub const TRNG_TOOLS: &[&str] = &["dieharder", "rng-tools5", "ent"];
+    /// The chat's terminal test drives a real terminal.
+    pub const TMUX: &[&str] = &["tmux"];
+}
+
 /// Ensure Debian packages are installed: installs them when root, otherwise fails printing the
 /// exact command to run. For area modules (e.g. `setup::require_apt(&["dieharder"])`).
 pub fn require_apt(packages: &[&str]) -> Result<()> {

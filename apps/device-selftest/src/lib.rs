@@ -80,21 +80,9 @@ pub fn expected_cycles(isa: Isa) -> u64 {
     }
 }
 
-/// 32 bytes from 64 hex digits (the vector table's format).
-pub fn unhex32(s: &str) -> Result<[u8; 32], String> {
-    if s.len() != 64 {
-        return Err(format!("vector '{s}' is not 64 hex digits"));
-    }
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).map_err(|_| format!("vector '{s}' is not hex"))?;
-    }
-    Ok(out)
-}
-
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+/// 32 bytes from 64 hex digits (the vector table's format), and bytes to hex.
+pub use engine25519_core::vectors::parse32 as unhex32;
+pub use hex::encode as hex;
 
 /// The cycles an engine reply reports, judged against the expected count. Exact for the
 /// backends that count engine cycles (model, rtl). The `hw` backend has no cycle counter (the

@@ -86,12 +86,4 @@ pub fn connect_all(names: &[String]) -> Result<Vec<xous::CID>, xous::Error> {
 }
 
 /// Median of a sample set (sorts in place). Panics on an empty set.
-pub fn median(samples: &mut [f64]) -> f64 {
-    samples.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    let n = samples.len();
-    if n % 2 == 1 {
-        samples[n / 2]
-    } else {
-        (samples[n / 2 - 1] + samples[n / 2]) / 2.0
-    }
-}
+pub use verdict::bench::median;

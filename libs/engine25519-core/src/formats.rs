@@ -103,20 +103,7 @@ pub mod export {
     /// RFC 7748 sections 5.2 and 6.1: (scalar, u, output) (one copy, in engine25519-core).
     pub use crate::vectors::RFC7748;
 
-    pub fn hex32(b: &[u8; 32]) -> String {
-        b.iter().map(|x| format!("{x:02x}")).collect()
-    }
-
-    pub fn unhex32(s: &str) -> Res<[u8; 32]> {
-        if s.len() != 64 || !s.bytes().all(|c| c.is_ascii_hexdigit()) {
-            return Err(format!("{s:?} is not 64 hex digits"));
-        }
-        let mut out = [0u8; 32];
-        for (i, o) in out.iter_mut().enumerate() {
-            *o = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).ctx("hex")?;
-        }
-        Ok(out)
-    }
+    use crate::vectors::parse32;
 
     fn words_of(b: &[u8; 32]) -> [u32; 8] {
         std::array::from_fn(|i| u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().unwrap()))
@@ -170,7 +157,7 @@ pub mod export {
         match p.name {
             "x25519" => {
                 for (k, u, _) in RFC7748 {
-                    v.push(("rfc7748", vec![unhex32(k)?, unhex32(u)?]));
+                    v.push(("rfc7748", vec![parse32(k)?, parse32(u)?]));
                 }
                 v.push(("edge", vec![[0xff; 32], small(0)]));
                 v.push(("edge", vec![[0x00; 32], small(9)]));
@@ -280,16 +267,16 @@ pub mod export {
                     .run(&inputs)
                     .map_err(|e| format!("model failed on {} ({}): {e}", p.name, p.isa))?;
                 if kind == "rfc7748" {
-                    let (_, _, want) = RFC7748.iter().find(|(k, u, _)| unhex32(k).ok() == Some(inputs[0]) && unhex32(u).ok() == Some(inputs[1])).unwrap();
-                    if hex32(&result) != *want {
-                        return Err(format!("{} ({}): model result {} != RFC 7748 {want}", p.name, p.isa, hex32(&result)));
+                    let (_, _, want) = RFC7748.iter().find(|(k, u, _)| parse32(k).ok() == Some(inputs[0]) && parse32(u).ok() == Some(inputs[1])).unwrap();
+                    if hex::encode(&result) != *want {
+                        return Err(format!("{} ({}): model result {} != RFC 7748 {want}", p.name, p.isa, hex::encode(&result)));
                     }
                 }
                 runner.engine.clear_window(job.window).map_err(|e| format!("{e}"))?;
                 vecs.push(json!({
                     "kind": kind,
-                    "inputs": inputs.iter().map(hex32).collect::<Vec<_>>(),
-                    "expected": hex32(&result),
+                    "inputs": inputs.iter().map(hex::encode).collect::<Vec<_>>(),
+                    "expected": hex::encode(&result),
                     "cycles": o.cycles,
                     "instructions": o.instructions,
                     "stop_reason": format!("{:?}", o.stop_reason),
@@ -362,16 +349,16 @@ pub mod export {
                     .as_array()
                     .ok_or_else(|| format!("{name}: vector inputs missing"))?
                     .iter()
-                    .map(|s| unhex32(s.as_str().unwrap_or("")))
+                    .map(|s| parse32(s.as_str().unwrap_or("")))
                     .collect::<Res<_>>()?;
-                let expected = unhex32(v["expected"].as_str().unwrap_or(""))?;
+                let expected = parse32(v["expected"].as_str().unwrap_or(""))?;
                 let in_words: Vec<[u32; 8]> = inputs.iter().map(words_of).collect();
                 if &in_words != vargs || words_of(&expected) != *vout {
                     return Err(format!("{name} ({isa}): VECT vector disagrees with the manifest"));
                 }
                 let (got, o) = runner.run(&inputs).map_err(|e| format!("{name} ({isa}): {e}"))?;
                 if got != expected || Some(o.cycles) != v["cycles"].as_u64() {
-                    return Err(format!("{name} ({isa}): model gives {} in {} cycles, manifest says {} in {}", hex32(&got), o.cycles, v["expected"], v["cycles"]));
+                    return Err(format!("{name} ({isa}): model gives {} in {} cycles, manifest says {} in {}", hex::encode(&got), o.cycles, v["expected"], v["cycles"]));
                 }
                 cycles.push(o.cycles);
                 checked += 1;

@@ -278,18 +278,12 @@ pub fn sqr(a: &U256) -> U256 {
 mod tests {
     use super::*;
 
-    fn xs(seed: &mut u64) -> u64 {
-        *seed ^= *seed << 13;
-        *seed ^= *seed >> 7;
-        *seed ^= *seed << 17;
-        *seed
-    }
 
     #[test]
     fn sqr_equals_mul() {
-        let mut s = 0x1234_5678_9abc_def1u64;
+        let mut s = det_rng::XorShift64(0x1234_5678_9abc_def1);
         for _ in 0..20000 {
-            let a = [xs(&mut s), xs(&mut s), xs(&mut s), xs(&mut s)];
+            let a = [s.next(), s.next(), s.next(), s.next()];
             assert_eq!(sqr(&a), mul(&a, &a));
         }
         for a in [[0u64; 4], [u64::MAX; 4], P, [u64::MAX, u64::MAX, u64::MAX, MASK63]] {

@@ -186,8 +186,8 @@ impl Runner {
 pub fn x25519_cycles_checked(isa: Isa) -> u64 {
     let mut cycles = None;
     for (k, u, want) in crate::vectors::RFC7748 {
-        let (got, c) = x25519(isa, &crate::vectors::hex32(k), &crate::vectors::hex32(u));
-        assert_eq!(got, crate::vectors::hex32(want), "model X25519 ({isa}) disagrees with RFC 7748");
+        let (got, c) = x25519(isa, &crate::vectors::bytes32(k), &crate::vectors::bytes32(u));
+        assert_eq!(got, crate::vectors::bytes32(want), "model X25519 ({isa}) disagrees with RFC 7748");
         match cycles {
             None => cycles = Some(c),
             Some(prev) => assert_eq!(prev, c, "X25519 cycles depend on the input ({isa})"),

@@ -45,13 +45,13 @@ pub const RFC7748: &[(&str, &str, &str)] = &[
 pub const RFC7748_ITERATED_1: &str = "422c8e7a6227d7bca1350b3e2bb7279f7897b87bb6854b783c60e80311ae3079";
 pub const RFC7748_ITERATED_1000: &str = "684cf59ba83309552800ef566f2f4d3c1c3887c49360e3875f2eb94d99532c51";
 
+/// 32 bytes from 64 hex digits (a vector's text form); the error names the text.
+pub fn parse32(s: &str) -> Result<[u8; 32], String> {
+    <[u8; 32] as hex::FromHex>::from_hex(s).map_err(|e| format!("{s:?} is not 64 hex digits ({e})"))
+}
+
 /// 32 bytes from the 64 hex digits of a vector above (panics on anything else: the tables are
-/// constants).
-pub fn hex32(s: &str) -> [u8; 32] {
-    assert_eq!(s.len(), 64, "a 32-byte vector is 64 hex digits: {s:?}");
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).expect("hex vector");
-    }
-    out
+/// constants). The other direction, bytes to hex, is `hex::encode`.
+pub fn bytes32(s: &str) -> [u8; 32] {
+    parse32(s).expect("a vector of 64 hex digits")
 }

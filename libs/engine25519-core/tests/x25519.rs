@@ -8,10 +8,7 @@ use rand_chacha::rand_core::{RngCore, SeedableRng};
 use rand_chacha::ChaCha20Rng;
 use x25519_dalek::{PublicKey, StaticSecret};
 
-fn hex32(s: &str) -> [u8; 32] {
-    let v: Vec<u8> = (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect();
-    v.try_into().unwrap()
-}
+use engine25519_core::vectors::bytes32;
 
 fn dalek(k: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
     *StaticSecret::from(*k).diffie_hellman(&PublicKey::from(*u)).as_bytes()
@@ -25,17 +22,17 @@ fn rfc7748_section_5_2_vectors() {
     let cases = &engine25519_core::vectors::RFC7748[..2];
     for isa in ISAS {
         for &(k, u, want) in cases {
-            let (got, _) = programs::x25519(isa, &hex32(k), &hex32(u));
-            assert_eq!(got, hex32(want), "{isa}: RFC 7748 5.2 vector k={k}");
-            assert_eq!(got, dalek(&hex32(k), &hex32(u)));
+            let (got, _) = programs::x25519(isa, &bytes32(k), &bytes32(u));
+            assert_eq!(got, bytes32(want), "{isa}: RFC 7748 5.2 vector k={k}");
+            assert_eq!(got, dalek(&bytes32(k), &bytes32(u)));
         }
     }
 }
 
 #[test]
 fn rfc7748_iterated_1_and_1000() {
-    let after_1 = hex32(engine25519_core::vectors::RFC7748_ITERATED_1);
-    let after_1000 = hex32(engine25519_core::vectors::RFC7748_ITERATED_1000);
+    let after_1 = bytes32(engine25519_core::vectors::RFC7748_ITERATED_1);
+    let after_1000 = bytes32(engine25519_core::vectors::RFC7748_ITERATED_1000);
     for isa in ISAS {
         let mut r = Runner::new(programs::x25519_program(isa));
         let mut k = [0u8; 32];
@@ -127,7 +124,7 @@ fn random_pairs_match_dalek_with_constant_cycles() {
     lo[0] = 7;
     extreme.push(lo);
     for k in extreme {
-        for u in [[0u8; 32], [0xff; 32], hex32("0900000000000000000000000000000000000000000000000000000000000000")] {
+        for u in [[0u8; 32], [0xff; 32], bytes32("0900000000000000000000000000000000000000000000000000000000000000")] {
             for (i, r) in runners.iter_mut().enumerate() {
                 let (out, o) = r.run(&[k, u]).unwrap();
                 assert_eq!(out, dalek(&k, &u));

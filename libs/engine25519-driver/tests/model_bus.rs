@@ -161,13 +161,7 @@ const RFC7748_SCALAR: &str = "a546e36bf0527c9d3b16154b82465edd62144c0ac1fc5a1850
 const RFC7748_U: &str = "e6db6867583030db3594c1a424b15f7c726624ec26b3353b10a903a6d0ab1c4c";
 const RFC7748_OUT: &str = "c3da55379de9c6908e94ea4df28d084f32eccf03491c71f754b4075577a28552";
 
-fn hex32(s: &str) -> [u8; 32] {
-    let mut out = [0u8; 32];
-    for (i, b) in out.iter_mut().enumerate() {
-        *b = u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap();
-    }
-    out
-}
+use engine25519_core::vectors::bytes32;
 
 fn program(isa: Isa) -> &'static programs::MicroProgram {
     match isa {
@@ -191,14 +185,14 @@ fn dalek(k: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
 
 #[test]
 fn x25519_rfc7748_and_dalek_on_v1_and_v2() {
-    let (k, u) = (hex32(RFC7748_SCALAR), hex32(RFC7748_U));
+    let (k, u) = (bytes32(RFC7748_SCALAR), bytes32(RFC7748_U));
     for isa in [Isa::V1, Isa::V2] {
         let mut d = Driver::new(ModelBus::new(isa, 97));
         assert!(d.present());
         let l = load_x25519(&mut d, isa, 5, 3, &k, &u);
         assert_eq!(d.run(l, 100_000), Ok(Stop::Finished), "{isa}");
         let out = d.read_reg(3, programs::RESULT_REG).unwrap();
-        assert_eq!(out, hex32(RFC7748_OUT), "{isa}: RFC 7748 vector");
+        assert_eq!(out, bytes32(RFC7748_OUT), "{isa}: RFC 7748 vector");
         // more inputs, checked against x25519-dalek
         for i in 0..3u8 {
             let k: [u8; 32] = core::array::from_fn(|j| (j as u8).wrapping_mul(31).wrapping_add(i * 7 + 1));
@@ -245,7 +239,7 @@ fn start_programs_the_launch_registers_then_go() {
 
 #[test]
 fn pause_and_resume_give_the_same_result() {
-    let (k, u) = (hex32(RFC7748_SCALAR), hex32(RFC7748_U));
+    let (k, u) = (bytes32(RFC7748_SCALAR), bytes32(RFC7748_U));
     for isa in [Isa::V1, Isa::V2] {
         let mut d = Driver::new(ModelBus::new(isa, 13));
         let l = load_x25519(&mut d, isa, 0, 1, &k, &u);
@@ -275,7 +269,7 @@ fn pause_and_resume_give_the_same_result() {
             }
         }
         assert!(pauses > 5, "{isa}: paused {pauses} times");
-        assert_eq!(d.read_reg(1, programs::RESULT_REG).unwrap(), hex32(RFC7748_OUT), "{isa}");
+        assert_eq!(d.read_reg(1, programs::RESULT_REG).unwrap(), bytes32(RFC7748_OUT), "{isa}");
     }
 }
 

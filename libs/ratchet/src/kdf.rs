@@ -208,7 +208,5 @@ mod tests {
         }
     }
 
-    pub(crate) fn hex(b: &[u8]) -> String {
-        b.iter().map(|x| format!("{x:02x}")).collect()
-    }
+    pub(crate) use hex::encode as hex;
 }

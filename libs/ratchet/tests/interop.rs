@@ -113,14 +113,9 @@ impl Drop for Peer {
     }
 }
 
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
+use hex::encode as hex;
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    hex::decode(s).unwrap()
 }
 fn rand32(r: &mut impl RngCore) -> [u8; 32] {
     let mut b = [0u8; 32];

@@ -388,14 +388,11 @@ impl Pipeline {
 mod tests {
     use super::*;
 
-    struct Counter(u32);
+    struct Counter(det_rng::XorShift32);
     impl WordSource for Counter {
         fn next_word(&mut self) -> Option<u32> {
-            // a deterministic but test-passing byte stream (xorshift)
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 17;
-            self.0 ^= self.0 << 5;
-            Some(self.0)
+            // a deterministic but test-passing byte stream
+            Some(self.0.next())
         }
     }
 
@@ -412,7 +409,7 @@ mod tests {
         e.fill_conditioned(&mut b).unwrap();
         assert_ne!(a, b);
         assert!(e.conditioner_valid());
-        let mut e = Pipeline::new(Feed::External, Some(Box::new(Counter(1))), [9; 32], ConditionerConfig::default());
+        let mut e = Pipeline::new(Feed::External, Some(Box::new(Counter(det_rng::XorShift32(1)))), [9; 32], ConditionerConfig::default());
         e.fill_conditioned(&mut a).unwrap();
         assert!(e.health(SLOT_EXT).startup_done());
     }

@@ -360,15 +360,8 @@ mod tests {
     use super::*;
 
     fn xorshift(seed: u32, n: usize) -> Vec<u32> {
-        let mut x = seed;
-        (0..n)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 17;
-                x ^= x << 5;
-                x
-            })
-            .collect()
+        let mut r = det_rng::XorShift32(seed);
+        (0..n).map(|_| r.next()).collect()
     }
 
     #[test]

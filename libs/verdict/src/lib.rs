@@ -20,6 +20,15 @@
 //! allocation-free line writers [`write_head`], [`write_field`], [`write_detail`] (bare-metal
 //! firmware such as firmware/soc-bench prints its verdict with them); the parser and
 //! [`Verdict`] need `std`.
+//!
+//! Benchmark figures have a line of their own, written and found with [`bench`]:
+//!
+//! ```text
+//! BENCH-JSON {"<key>": <number>, ...}
+//! ```
+//!
+//! one flat JSON object (key -> number) after the marker; `cargo xtask bench` merges every
+//! provider's keys into one table.
 
 #![cfg_attr(not(feature = "std"), no_std)]
 
@@ -220,6 +229,78 @@ impl fmt::Display for Verdict {
     }
 }
 
+/// The benchmark line: `BENCH-JSON {"key": number, ...}` (see the crate doc).
+pub mod bench {
+    /// The word a benchmark line starts with.
+    pub const MARKER: &str = "BENCH-JSON";
+
+    /// The median of a sample set, the figure most bench keys report (sorts in place; the mean
+    /// of the middle two for an even count). Panics on an empty set or a NaN.
+    pub fn median(samples: &mut [f64]) -> f64 {
+        samples.sort_unstable_by(|a, b| a.partial_cmp(b).expect("a NaN sample"));
+        let n = samples.len();
+        assert!(n > 0, "the median of no samples");
+        if n % 2 == 1 {
+            samples[n / 2]
+        } else {
+            (samples[n / 2 - 1] + samples[n / 2]) / 2.0
+        }
+    }
+
+    /// The JSON object of a benchmark line: the text after its marker (None: no marker).
+    pub fn json_of(line: &str) -> Option<&str> {
+        line.split_once(MARKER).map(|(_, j)| j.trim())
+    }
+
+    /// A benchmark line being built: keys are lower-case ASCII words (`[a-z0-9_]`), values
+    /// numbers with a given count of decimals.
+    #[cfg(feature = "std")]
+    #[derive(Debug, Clone, Default, PartialEq)]
+    pub struct BenchLine {
+        fields: Vec<(String, String)>,
+    }
+
+    #[cfg(feature = "std")]
+    impl BenchLine {
+        pub fn new() -> Self {
+            Self::default()
+        }
+
+        /// `key` with `value` printed with `decimals` decimals. A non-finite value is written
+        /// as `null`, which a reader refuses as not a number.
+        pub fn num(mut self, key: &str, value: f64, decimals: usize) -> Self {
+            let v = if value.is_finite() { format!("{value:.decimals$}") } else { "null".into() };
+            self.push(key, v);
+            self
+        }
+
+        /// `key` with an integer value.
+        pub fn int(mut self, key: &str, value: u64) -> Self {
+            self.push(key, value.to_string());
+            self
+        }
+
+        fn push(&mut self, key: &str, v: String) {
+            assert!(!key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'), "bench key {key:?}");
+            assert!(!self.fields.iter().any(|(k, _)| k == key), "bench key {key} twice");
+            self.fields.push((key.to_string(), v));
+        }
+
+        /// The JSON object alone.
+        pub fn json(&self) -> String {
+            let body: Vec<String> = self.fields.iter().map(|(k, v)| format!("\"{k}\": {v}")).collect();
+            format!("{{{}}}", body.join(", "))
+        }
+    }
+
+    #[cfg(feature = "std")]
+    impl core::fmt::Display for BenchLine {
+        fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+            write!(f, "{MARKER} {}", self.json())
+        }
+    }
+}
+
 /// Writes the start of a verdict line, `VERDICT <subject> <STATUS>` (no allocation; `subject`
 /// must be one word).
 pub fn write_head(out: &mut impl fmt::Write, subject: &str, status: Status) -> fmt::Result {
@@ -239,6 +320,18 @@ pub fn write_detail(out: &mut impl fmt::Write, detail: impl fmt::Display) -> fmt
 #[cfg(all(test, feature = "std"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bench_lines_are_flat_json_after_the_marker() {
+        let l = bench::BenchLine::new().num("a_us_p50", 1.23456, 2).int("n", 7).num("bad", f64::NAN, 1);
+        assert_eq!(l.to_string(), "BENCH-JSON {\"a_us_p50\": 1.23, \"n\": 7, \"bad\": null}");
+        assert_eq!(bench::json_of(&format!("prefix: {l}")), Some(l.json().as_str()));
+        assert_eq!(bench::json_of("VERDICT x PASS"), None);
+        assert_eq!(bench::median(&mut [3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(bench::median(&mut [4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(std::panic::catch_unwind(|| bench::BenchLine::new().int("Bad Key", 1)).is_err());
+        assert!(std::panic::catch_unwind(|| bench::BenchLine::new().int("k", 1).int("k", 2)).is_err());
+    }
 
     #[test]
     fn round_trips() {

@@ -746,22 +746,7 @@ mod tests {
     use std::collections::HashSet;
     use std::sync::mpsc;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn bytes(&mut self) -> [u8; 32] {
-            let mut b = [0u8; 32];
-            for c in b.chunks_mut(8) {
-                c.copy_from_slice(&self.next().to_le_bytes());
-            }
-            b
-        }
-    }
+    use det_rng::XorShift64 as Rng;
 
     fn start(cfg: Config) -> Arc<Executor> {
         Executor::start(Box::new(ModelEngine::new(Isa::V1)), x25519_program(Isa::V1), cfg)
@@ -789,7 +774,7 @@ mod tests {
         let mut rng = Rng(0x1234_5678_9abc_def1);
         let mut cycles = HashSet::new();
         for _ in 0..6 {
-            let (k, u) = (rng.bytes(), rng.bytes());
+            let (k, u) = (rng.bytes32(), rng.bytes32());
             let (reply, rx) = chan();
             ex.submit_x25519(7, &k, &u, reply).unwrap();
             let o = rx.recv_timeout(T).unwrap();
@@ -824,7 +809,7 @@ mod tests {
             for _ in 0..3 {
                 let rxs: Vec<_> = (0..4)
                     .map(|c| {
-                        let (k, u) = (rng.bytes(), rng.bytes());
+                        let (k, u) = (rng.bytes32(), rng.bytes32());
                         let (reply, rx) = chan();
                         ex.submit_x25519(c, &k, &u, reply).unwrap();
                         (rx, x25519_dalek::x25519(k, u))
@@ -857,7 +842,7 @@ mod tests {
         let mut rng = Rng(0xfeed_beef_0bad_cafe);
         let reference = engine25519_core::programs::x25519(Isa::V1, &[9; 32], &[5; 32]);
         for round in 0..4 {
-            let (k, u) = (rng.bytes(), rng.bytes());
+            let (k, u) = (rng.bytes32(), rng.bytes32());
             let want = x25519_dalek::x25519(k, u);
             let mut e = ModelEngine::new(Isa::V1);
             e.write_ucode(100, &prog.words);
@@ -901,7 +886,7 @@ mod tests {
         let mut rng = Rng(42);
         let mut pending = vec![];
         for c in 0..6u32 {
-            let (k, u) = (rng.bytes(), rng.bytes());
+            let (k, u) = (rng.bytes32(), rng.bytes32());
             let (reply, rx) = chan();
             ex.submit_x25519(c, &k, &u, reply).unwrap();
             pending.push((x25519_dalek::x25519(k, u), rx));
@@ -1112,7 +1097,7 @@ mod tests {
                 let mut rng = Rng(0x5eed + c as u64);
                 let mut pending = vec![];
                 for _ in 0..5 {
-                    let (k, u) = (rng.bytes(), rng.bytes());
+                    let (k, u) = (rng.bytes32(), rng.bytes32());
                     let (reply, rx) = chan();
                     ex.submit_x25519(c, &k, &u, reply).unwrap();
                     ex.drive();

@@ -81,7 +81,7 @@ impl Drop for RtlEngine {
 }
 
 fn hex(v: &Reg) -> String {
-    v.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(v)
 }
 
 impl EngineBackend for RtlEngine {

@@ -105,8 +105,9 @@ pub fn decode(d: &[u8]) -> Result<Vec<Tag>> {
         let crc = u16::from_le_bytes([d[o + 4], d[o + 5]]);
         let n = u16::from_le_bytes([d[o + 6], d[o + 7]]) as usize;
         let body = d.get(o + 8..o + 8 + n * 4).filter(|_| o + 8 + n * 4 <= total).with_context(|| format!("bad tags: {} at {o:#x} runs past the list", String::from_utf8_lossy(&name)))?;
-        if crc16_x25(body) != crc {
-            bail!("bad tags: {} at {o:#x}: CRC-16 mismatch", String::from_utf8_lossy(&name));
+        let got = crc16_x25(body);
+        if got != crc {
+            bail!("bad tags: {} at {o:#x}: CRC-16 mismatch ({got:#06x}, stored {crc:#06x})", String::from_utf8_lossy(&name));
         }
         tags.push(Tag { name, data: (0..n).map(|i| word(o + 8 + i * 4)).collect() });
         o += 8 + n * 4;

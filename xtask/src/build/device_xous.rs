@@ -160,7 +160,7 @@ pub fn ensure_kernel(power: &PowerPids, verbose: bool) -> Result<PathBuf> {
         return Ok(bin);
     }
     crate::build::target::ensure_toolchain()?;
-    crate::setup::require_apt(&["binutils-riscv64-unknown-elf"])?;
+    crate::setup::require_apt(crate::setup::apt::RISCV_BINUTILS)?;
     let src = unpack_crate(&KERNEL)?;
     crate::build::xous::apply_patch_list(&src, &device_patch_files()?)?;
     workspace_root(&src)?;

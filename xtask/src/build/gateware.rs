@@ -13,8 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-/// Debian packages the gateware flow runs (Verilator builds with the system C++ compiler).
-pub const APT: &[&str] = &["verilator", "yosys", "g++", "make"];
 
 /// Where Verilated models are cached.
 pub fn build_dir() -> PathBuf {
@@ -23,7 +21,7 @@ pub fn build_dir() -> PathBuf {
 
 /// The venv's python with the gateware tools installed (apt + pinned pip).
 pub fn python() -> Result<PathBuf> {
-    setup::require_apt(APT)?;
+    setup::require_apt(setup::apt::GATEWARE)?;
     setup::venv()
 }
 

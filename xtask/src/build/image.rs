@@ -86,8 +86,6 @@ pub fn check_inputs(kernel: &Path, programs: &[PathBuf], limit: usize) -> Result
 // ---------------------------------------------------------------------------------------------
 // The signed image
 
-/// CRC-16/X-25: the tags' checksum.
-pub use xous_layout::tags::crc16_x25;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tag {
@@ -123,44 +121,23 @@ fn semver_string(b: &[u8]) -> String {
     }
 }
 
-/// Parse the argument tags at the start of an unsigned image, checking each CRC.
+/// Parse the argument tags at the start of an unsigned image (tools/xous-layout's parser:
+/// every CRC, the XArg size), with each tag's offset, and check the XArg version.
 pub fn parse_tags(img: &[u8]) -> Result<Vec<Tag>> {
-    if img.len() < 8 || &img[0..4] != b"XArg" {
-        bail!("bad header: the image does not start with an XArg tag");
+    let tags = xous_layout::tags::decode(img)?;
+    let xarg = &tags[0].data;
+    if xarg.len() < 5 || xarg[1] != 1 {
+        bail!("bad tags: XArg tag of {} words, version {}", xarg.len(), xarg.get(1).copied().unwrap_or(0));
     }
-    let mut tags = Vec::new();
-    let mut o = 0usize;
-    let mut total_words: Option<usize> = None;
-    loop {
-        if let Some(t) = total_words {
-            if o >= t * 4 {
-                break;
-            }
-        }
-        if o + 8 > img.len() {
-            bail!("tag at {o:#x}: truncated header");
-        }
-        let name = String::from_utf8_lossy(&img[o..o + 4]).into_owned();
-        let crc = u16::from_le_bytes([img[o + 4], img[o + 5]]);
-        let words = u16::from_le_bytes([img[o + 6], img[o + 7]]) as usize;
-        let data = img.get(o + 8..o + 8 + words * 4).with_context(|| format!("tag {name} at {o:#x}: {words} words run past the end"))?;
-        let got = crc16_x25(data);
-        if got != crc {
-            bail!("tag {name} at {o:#x}: CRC-16 {got:#06x} does not match the stored {crc:#06x}");
-        }
-        if total_words.is_none() {
-            if words < 5 || word(data, 4) != 1 {
-                bail!("bad header: XArg tag of {words} words, version {}", if words >= 2 { word(data, 4) } else { 0 });
-            }
-            total_words = Some(word(data, 0) as usize);
-        }
-        tags.push(Tag { name, offset: o, data: data.to_vec() });
-        o += 8 + words * 4;
-    }
-    if Some(o / 4) != total_words {
-        bail!("bad header: tags end at word {} but XArg says {}", o / 4, total_words.unwrap_or(0));
-    }
-    Ok(tags)
+    let mut offset = 0;
+    Ok(tags
+        .into_iter()
+        .map(|t| {
+            let tag = Tag { name: t.name_str(), offset, data: t.data.iter().flat_map(|w| w.to_le_bytes()).collect() };
+            offset += 8 + 4 * t.data.len();
+            tag
+        })
+        .collect())
 }
 
 /// Check a signed image: container, signature by `pubkey`, trailer, tags, payload bounds, fit.
@@ -400,7 +377,7 @@ pub fn build_for(out: &Path, key: &Option<PathBuf>, power: &PowerPids, features:
     let kernel = device_xous::ensure_kernel(power, verbose)?;
     let programs = image_programs(power, features, verbose)?;
     // the simulated SoC's CPU has no C extension: every ELF must be free of compressed code
-    crate::setup::require_apt(&["binutils-riscv64-unknown-elf"])?;
+    crate::setup::require_apt(crate::setup::apt::RISCV_BINUTILS)?;
     for p in std::iter::once(&kernel).chain(programs.iter()) {
         let n = device_xous::compressed_instructions(p)?;
         if n != 0 {
@@ -419,6 +396,7 @@ pub fn build_for(out: &Path, key: &Option<PathBuf>, power: &PowerPids, features:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use xous_layout::tags::crc16_x25;
 
     /// A minimal ELF32 with the given machine/class and PT_LOAD segments (vaddr, memsz, filesz),
     /// read + execute, entry at the first segment.
@@ -589,7 +567,7 @@ mod tests {
         let mut img = synthetic_image();
         let xkrn_at = 8 + 20;
         img[xkrn_at + 8 + 4] ^= 1;
-        assert!(err(&signed(&img, &seed), KERNEL_IMAGE_MAX).contains("tag XKrn at 0x1c: CRC-16"));
+        assert!(err(&signed(&img, &seed), KERNEL_IMAGE_MAX).contains("XKrn at 0x1c: CRC-16 mismatch"));
         // not tags at all
         let mut img = synthetic_image();
         img[0] = b'Y';

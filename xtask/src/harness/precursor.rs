@@ -13,17 +13,16 @@ use std::process::Command;
 use std::time::Duration;
 
 /// The simulated SoC's CPU clock, Precursor's (docs/sim.md: 100,000 cycles per ticktimer
-/// millisecond): device time is simulated cycles over this.
+/// millisecond): device time is simulated cycles over this. The SoC declares it
+/// (gateware/precursor/map.py `CLK_FREQ`); a unit test keeps the two equal.
 pub const SIM_CLK_HZ: f64 = 100e6;
 
-/// Debian packages the simulator needs beyond the gateware flow's: LiteX's simulation harness
-/// links libevent and json-c (and zlib); the test programs are assembled with GNU binutils.
-pub const APT: &[&str] = &["libevent-dev", "libjson-c-dev", "zlib1g-dev", "binutils-riscv64-unknown-elf"];
 
 /// The Python that runs gateware/precursor (venv with litex, apt packages installed) and the
 /// environment the SoC build needs (the TRNG's health-test cutoffs come from trng-core).
 pub fn python() -> Result<(PathBuf, Vec<(&'static str, PathBuf)>)> {
-    setup::require_apt(APT)?;
+    // LiteX's simulation harness; the test programs are assembled with GNU binutils
+    setup::require_apt(&[setup::apt::LITEX_SIM, setup::apt::RISCV_BINUTILS].concat())?;
     let py = gateware::python()?;
     let replay = gateware::health_replay()?;
     Ok((py, vec![("TRNG_HEALTH_REPLAY", replay)]))
@@ -217,6 +216,14 @@ pub fn report(r: &SmokeResult) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_clock_is_the_socs() {
+        let map = std::fs::read_to_string(crate::util::root().join("gateware/precursor/map.py")).unwrap();
+        let line = map.lines().find(|l| l.starts_with("CLK_FREQ = ")).expect("CLK_FREQ in map.py");
+        let hz: f64 = line["CLK_FREQ = ".len()..].split('#').next().unwrap().trim().replace('_', "").parse().unwrap();
+        assert_eq!(hz, SIM_CLK_HZ, "map.py declares {hz} Hz");
+    }
 
     #[test]
     fn phase_flags_parse_and_bad_ones_are_refused() {

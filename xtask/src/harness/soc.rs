@@ -19,10 +19,6 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use verdict::{Status, Verdict};
 
-/// Debian packages of the LiteX simulation (Verilator, its C++ build, the sim core's libraries)
-/// and of the firmware image (objcopy).
-pub const APT: &[&str] =
-    &["verilator", "g++", "make", "libevent-dev", "libjson-c-dev", "zlib1g-dev", "binutils-riscv64-unknown-elf"];
 /// The SoC's CPU target.
 pub const FW_TARGET: &str = "riscv32imac-unknown-none-elf";
 /// Wall-clock limit of one firmware run (~9 M simulated cycles at ~0.3-0.8 M cycles/s).
@@ -104,7 +100,9 @@ fn input_hash() -> Result<String> {
 
 /// Build the SoC simulator (or reuse the cached one).
 pub fn build_soc(verbose: bool) -> Result<Soc> {
-    setup::require_apt(APT)?;
+    // the LiteX simulation (Verilator, its C++ build, the sim core's libraries) and the
+    // firmware image (objcopy)
+    setup::require_apt(&[setup::apt::GATEWARE, setup::apt::LITEX_SIM, setup::apt::RISCV_BINUTILS].concat())?;
     let py = gateware::python()?;
     let dir = soc_root().join(input_hash()?);
     let stamp = dir.join(".complete");

@@ -11,24 +11,7 @@ use engine25519::api::{self, JobMsg, Opcode, ProgramMsg, Status, X25519Msg, MAGI
 use xous::{Message, MemoryMessage, MemoryRange};
 use xous_ipc::Buffer;
 
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn fill(&mut self, b: &mut [u8]) {
-        for c in b.chunks_mut(8) {
-            let v = self.next().to_le_bytes();
-            c.copy_from_slice(&v[..c.len()]);
-        }
-    }
-}
+use det_rng::XorShift64 as Rng;
 
 fn arg(name: &str) -> Option<u64> {
     let a: Vec<String> = std::env::args().collect();

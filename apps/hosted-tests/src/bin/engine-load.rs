@@ -16,19 +16,7 @@ fn arg(name: &str) -> Option<u64> {
     a.iter().position(|x| x == name).and_then(|i| a.get(i + 1)).and_then(|v| v.parse().ok())
 }
 
-struct Rng(u64);
-impl Rng {
-    fn bytes(&mut self) -> [u8; 32] {
-        let mut b = [0u8; 32];
-        for c in b.chunks_mut(8) {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            c.copy_from_slice(&self.0.to_le_bytes());
-        }
-        b
-    }
-}
+use det_rng::XorShift64 as Rng;
 
 fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
@@ -56,7 +44,7 @@ fn main() {
         let mut inflight = std::collections::VecDeque::new();
         loop {
             while inflight.len() < depth {
-                let (k, u) = (rng.bytes(), rng.bytes());
+                let (k, u) = (rng.bytes32(), rng.bytes32());
                 let p = if sync_only { None } else { Some(e.x25519_async(&k, &u)) };
                 inflight.push_back((k, u, p));
             }
@@ -99,7 +87,7 @@ fn main() {
     let mut cycles: Option<(Option<engine25519::BackendId>, u64)> = None;
     let mut cycles_differ = 0u64;
     for i in 0..calls {
-        let (k, u) = (rng.bytes(), rng.bytes());
+        let (k, u) = (rng.bytes32(), rng.bytes32());
         let r = if sync_only || i % 2 == 0 {
             e.x25519_detailed(&k, &u)
         } else {

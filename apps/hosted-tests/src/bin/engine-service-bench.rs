@@ -15,21 +15,9 @@
 use engine25519_core::isa::Isa;
 use std::time::Instant;
 
-fn p50(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
 
 fn key(i: u64) -> [u8; 32] {
-    let mut s = 0x9E37_79B9_7F4A_7C15u64 ^ i.wrapping_mul(0x2545_F491_4F6C_DD1D);
-    let mut b = [0u8; 32];
-    for c in b.chunks_mut(8) {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        c.copy_from_slice(&s.to_le_bytes());
-    }
-    b
+    det_rng::XorShift64(0x9E37_79B9_7F4A_7C15u64 ^ i.wrapping_mul(0x2545_F491_4F6C_DD1D)).bytes32()
 }
 
 /// p50 in microseconds of `f(i)` over n calls after `warm` warm-up calls.
@@ -39,7 +27,7 @@ fn time_us<R>(n: u64, warm: u64, f: impl FnMut(u64) -> R) -> f64 {
 
 /// Like `time_us`, and `check(i, result)` is called on every result outside the timed region.
 fn time_check_us<R>(n: u64, warm: u64, f: impl FnMut(u64) -> R, check: impl FnMut(u64, R)) -> f64 {
-    p50(samples_us(n, warm, f, check))
+    hosted_tests::median(&mut samples_us(n, warm, f, check))
 }
 
 /// Every timing (us) of `f(i)` over n calls after `warm` warm-up calls; `check(i, result)` runs
@@ -118,9 +106,9 @@ fn main() {
             },
         ));
     }
-    let svc_p50 = p50(svc);
-    let inproc_p50 = p50(inproc);
-    let floor_p50 = p50(floor);
+    let svc_p50 = hosted_tests::median(&mut svc);
+    let inproc_p50 = hosted_tests::median(&mut inproc);
+    let floor_p50 = hosted_tests::median(&mut floor);
 
     // the provider table
     let m = n / 3;
@@ -170,21 +158,18 @@ fn main() {
         ));
     }
     let stats = e.stats().expect("stats");
-    hosted_tests::marker(&format!(
-        "BENCH-JSON {{\"service_x25519_us_p50\": {:.1}, \"service_model_inproc_us_p50\": {:.1}, \"service_overhead_ratio\": {:.3}, \
-\"service_ipc_floor_us_p50\": {:.1}, \"service_keygen_us_model_ipc\": {:.1}, \"service_shared_us_model_ipc\": {:.1}, \"service_keygen_us_model_v2_inproc\": {:.1}, \
-\"service_keygen_us_software\": {:.1}, \"service_x25519_cycles_v1\": {}, \"service_x25519_cycles_v2\": {}, \"service_wrong_results\": {}, \"service_errors\": {}}}",
-        svc_p50,
-        inproc_p50,
-        svc_p50 / inproc_p50,
-        floor_p50,
-        rows[0].1,
-        rows[0].2,
-        rows[2].1,
-        rows[3].1,
-        rows[1].3,
-        rows[2].3,
-        wrong,
-        stats.errors
-    ));
+    let line = verdict::bench::BenchLine::new()
+        .num("service_x25519_us_p50", svc_p50, 1)
+        .num("service_model_inproc_us_p50", inproc_p50, 1)
+        .num("service_overhead_ratio", svc_p50 / inproc_p50, 3)
+        .num("service_ipc_floor_us_p50", floor_p50, 1)
+        .num("service_keygen_us_model_ipc", rows[0].1, 1)
+        .num("service_shared_us_model_ipc", rows[0].2, 1)
+        .num("service_keygen_us_model_v2_inproc", rows[2].1, 1)
+        .num("service_keygen_us_software", rows[3].1, 1)
+        .int("service_x25519_cycles_v1", rows[1].3 as u64)
+        .int("service_x25519_cycles_v2", rows[2].3 as u64)
+        .int("service_wrong_results", wrong as u64)
+        .int("service_errors", stats.errors as u64);
+    hosted_tests::marker(&line.to_string());
 }

@@ -348,7 +348,7 @@ fn bench() {
         lat.push(s.elapsed().as_secs_f64() * 1e6);
     }
     let p50 = median(&mut lat);
-    marker(&format!("BENCH-JSON {{\"trng_fill_mb_s\": {mb_s:.2}, \"trng_u32_us_p50\": {p50:.2}}}"));
+    marker(&verdict::bench::BenchLine::new().num("trng_fill_mb_s", mb_s, 2).num("trng_u32_us_p50", p50, 2).to_string());
 }
 
 fn main() {

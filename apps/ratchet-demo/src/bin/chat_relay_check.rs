@@ -97,13 +97,8 @@ fn run() -> Result<u32, String> {
         xous::send_message(c.conn, Message::new_scalar(op, 1, 2, 3, 4)).map_err(|e| format!("scalar: {e:?}"))?;
     }
     // random pages to random opcodes: each gets a reply (any), nothing hangs
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = det_rng::XorShift64(0x9E37_79B9_7F4A_7C15);
+    let mut next = || rng.next();
     let mut garbage = vec![0u8; 4096];
     for _ in 0..2000 {
         for b in garbage.iter_mut() {

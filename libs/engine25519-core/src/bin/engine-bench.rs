@@ -15,10 +15,7 @@ use engine25519_core::programs::{self, Runner};
 use std::time::Instant;
 use x25519_dalek::{PublicKey, StaticSecret};
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
+use verdict::bench::median;
 
 /// Deterministic test inputs (splitmix64): the bench measures real work on varying data.
 fn inputs(n: usize) -> Vec<([u8; 32], [u8; 32])> {
@@ -137,9 +134,9 @@ fn main() {
         t_dalek.push((t3 - t2).as_secs_f64() * 1e6);
     }
     std::hint::black_box(sink);
-    let m2 = median(t_model2);
-    let m1 = median(t_model1);
-    let md = median(t_dalek);
+    let m2 = median(&mut t_model2);
+    let m1 = median(&mut t_model1);
+    let md = median(&mut t_dalek);
     keys.push(("model_x25519_us".into(), m2));
     keys.push(("model_v1_x25519_us".into(), m1));
     keys.push(("dalek_x25519_us".into(), md));

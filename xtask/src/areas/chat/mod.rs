@@ -503,7 +503,7 @@ pub fn bench_providers() -> Vec<BenchProvider> {
 }
 
 fn bench_json(line: &str) -> Result<serde_json::Value> {
-    let j = line.split_once("BENCH-JSON").map(|x| x.1.trim()).context("no BENCH-JSON")?;
+    let j = verdict::bench::json_of(line).context("no BENCH-JSON line")?;
     Ok(serde_json::from_str(j)?)
 }
 
@@ -519,8 +519,9 @@ fn bench_run(ctx: &Ctx, engine: Engine, sync_dh: bool, pace: bool, n: u32, fps: 
         relay_args: vec![],
     };
     let mut sys = launch(ctx, &o, Flavor::Patched, &[], ctx.verbose)?;
-    let line = match sys.wait_line(Duration::from_secs(300), "BENCH-JSON", |l| l.contains("BENCH-JSON") || Verdict::parse(l).is_some() || l.contains("SYSCTL ERROR")) {
-        Ok(l) if l.text.contains("BENCH-JSON") => l.text,
+    let is_bench = |l: &str| verdict::bench::json_of(l).is_some();
+    let line = match sys.wait_line(Duration::from_secs(300), verdict::bench::MARKER, |l| is_bench(l) || Verdict::parse(l).is_some() || l.contains("SYSCTL ERROR")) {
+        Ok(l) if is_bench(&l.text) => l.text,
         Ok(l) => {
             sys.stop();
             bail!("chat bench ({} {}): {}", engine.name(), if sync_dh { "sync" } else { "async" }, l.text.trim());
@@ -633,7 +634,7 @@ fn processes_with_store(store: &Path) -> Vec<(i32, String)> {
 /// send-keys, the screen read with capture-pane (own message, Bob's reply, the ticker moving, a
 /// live fault command), Ctrl-C; then no process may be left and the terminal must be sane.
 fn tmux_test(ctx: &Ctx) -> Result<()> {
-    crate::setup::require_apt(&["tmux"])?;
+    crate::setup::require_apt(crate::setup::apt::TMUX)?;
     // build first: the pane only runs the finished binaries
     ctx.xous()?;
     ctx.programs()?;

@@ -52,7 +52,7 @@ fn rtl_backend(ctx: &Ctx) -> Result<()> {
 
 /// yosys per block (gateware/engine/synth.py) with the v2 DSP and LUT budgets checked; flat results.
 pub fn synth(isas: &[String], json: Option<&Path>) -> Result<BenchResults> {
-    setup::require_apt(gateware::APT)?;
+    setup::require_apt(setup::apt::GATEWARE)?;
     let py = gateware::python()?;
     let dir = util::target_dir().join("gateware").join("engine-synth");
     std::fs::create_dir_all(&dir)?;
@@ -138,22 +138,9 @@ pub mod cases {
     use serde_json::{json, Value};
     use std::path::Path;
 
-    struct Rng(u64);
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
+    use det_rng::XorShift64 as Rng;
 
-    fn hex(b: &[u8; 32]) -> String {
-        b.iter().map(|x| format!("{x:02x}")).collect()
-    }
+    use hex::encode as hex;
 
     fn reg_value(r: &mut Rng) -> [u8; 32] {
         let mut v = [0u8; 32];

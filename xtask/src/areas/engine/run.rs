@@ -140,7 +140,7 @@ fn run_rtl(a: &EngineRunArgs, isa: Isa, words: &[u32]) -> Result<Outcome> {
     let v: Value = serde_json::from_str(out.trim()).context("engine.run output")?;
     let regs = v["regs"]
         .as_array()
-        .map(|a| a.iter().map(|h| engine25519_core::formats::export::unhex32(h.as_str().unwrap_or("")).map_err(|e| anyhow!("{e}"))).collect::<Result<Vec<_>>>())
+        .map(|a| a.iter().map(|h| engine25519_core::vectors::parse32(h.as_str().unwrap_or("")).map_err(|e| anyhow!("{e}"))).collect::<Result<Vec<_>>>())
         .transpose()?
         .unwrap_or_default();
     Ok(Outcome {

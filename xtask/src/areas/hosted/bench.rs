@@ -49,7 +49,7 @@ fn hosted_startup(ctx: &Ctx) -> Result<BenchResults> {
     }
     let mut out = BenchResults::new();
     for (i, flavor) in [Flavor::Patched, Flavor::Stock].into_iter().enumerate() {
-        out.insert(format!("hosted_startup_ms{}", suffix(flavor)), median(samples[i].clone()));
+        out.insert(format!("hosted_startup_ms{}", suffix(flavor)), median(&mut samples[i]));
     }
     Ok(out)
 }
@@ -84,5 +84,5 @@ fn hosted_ipc(ctx: &Ctx) -> Result<BenchResults> {
             }
         }
     }
-    Ok(runs.into_iter().map(|(k, v)| (k, median(v))).collect())
+    Ok(runs.into_iter().map(|(k, v)| (k, median(&mut v.clone()))).collect())
 }

@@ -102,7 +102,7 @@ fn probe_elf(name: &str, base: u32, dir: &Path) -> Result<PathBuf> {
 /// Lay out the probe (kernel stand-in + a user program) and boot it on the simulated SoC; the
 /// probe prints `VERDICT sim-layout/boot PASS|FAIL` and finishes the simulation.
 fn boot_probe(_ctx: &Ctx) -> Result<()> {
-    crate::setup::require_apt(crate::harness::precursor::APT)?;
+    crate::setup::require_apt(&[crate::setup::apt::LITEX_SIM, crate::setup::apt::RISCV_BINUTILS].concat())?;
     let dir = sim_dir().join("boot-probe");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
@@ -153,7 +153,7 @@ fn run_probe(rom: &Path, ram: &Path, expect: &str, json: &Path) -> Result<serde_
 }
 
 pub fn test_step(_ctx: &Ctx) -> Result<()> {
-    crate::setup::require_apt(&["binutils-riscv64-unknown-elf"])?;
+    crate::setup::require_apt(crate::setup::apt::RISCV_BINUTILS)?;
     let verbose = false;
     let kernel = device_xous::ensure_kernel(&PowerPids::of_image(&[]), verbose)?;
     // unit tests, with the kernel's own argument parser compiled in

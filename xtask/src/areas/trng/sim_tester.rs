@@ -196,7 +196,7 @@ pub fn run(a: &SimTesterArgs, verbose: bool) -> Result<()> {
     let _ = reader.join();
     let _ = lines.drain();
     let (boot, results, abandoned) = res.with_context(|| format!("trng-sim-tester (simulation log: {})", log_path.display()))?;
-    eprintln!("trng-sim-tester: mailbox up at cycle {boot} ({:.1} ms of device time at 100 MHz)", boot as f64 / 1e5);
+    eprintln!("trng-sim-tester: mailbox up at cycle {boot} ({:.1} ms of device time at 100 MHz)", boot as f64 / sim::SIM_CLK_HZ * 1e3);
     for r in &results {
         let c = &r.fill_cycles;
         let avg = if c.is_empty() { 0 } else { c.iter().sum::<u64>() / c.len() as u64 };
@@ -205,7 +205,7 @@ pub fn run(a: &SimTesterArgs, verbose: bool) -> Result<()> {
             r.source.name(),
             r.frames,
             T::BUFFER_BYTES,
-            avg as f64 / 1e5,
+            avg as f64 / sim::SIM_CLK_HZ * 1e3,
             avg as f64 / (T::BUFFER_BYTES / 4) as f64,
             r.wall_s / r.frames.max(1) as f64,
             r.bits_per_byte

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 /// dieharder, rngtest (rng-tools5) and ent from Debian: installed when missing (as root),
 /// otherwise the exact apt-get command is printed and we fail.
 pub fn ensure_tools() -> Result<()> {
-    setup::require_apt(&["dieharder", "rng-tools5", "ent"])
+    setup::require_apt(setup::apt::TRNG_TOOLS)
 }
 
 pub fn tool_path() -> PathBuf {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use ratchet_demo::party::{DhInfo, Dir};
 use ratchet_demo::BOB;
 use ratatui::Terminal;
+use verdict::bench::BenchLine;
 use verdict::Verdict;
 
 use crate::app::*;
@@ -21,8 +22,9 @@ pub struct Expect {
     pub resume: bool,
 }
 
-/// Headless: `script` sends `n` messages (a window of 4 in flight); `bench` sends one at a time
-/// and measures frame intervals. Both draw every frame into an off-screen terminal.
+/// Headless: `script` sends `n` messages (a window of 4 in flight) and returns its verdict line;
+/// `bench` sends one at a time, measures frame intervals and returns its `BENCH-JSON` line.
+/// Both draw every frame into an off-screen terminal.
 pub fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect) -> Result<String, String> {
     let mut term = Terminal::new(ratatui::backend::TestBackend::new(120, 36)).map_err(|e| e.to_string())?;
     let frame = Duration::from_secs(1) / fps;
@@ -71,18 +73,17 @@ pub fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect
         let dh: Vec<&DhInfo> = app.dh_lat.iter().collect();
         let dev = if dh.is_empty() { 0.0 } else { dh.iter().map(|d| d.device_us as f64).sum::<f64>() / dh.len() as f64 / 1e3 };
         let host = if dh.is_empty() { 0.0 } else { dh.iter().map(|d| d.host_us as f64).sum::<f64>() / dh.len() as f64 / 1e3 };
-        return Ok(format!(
-            "{{\"frame_p99_ms\":{:.2},\"frame_p50_ms\":{:.2},\"frames\":{},\"msgs_per_s\":{:.3},\"dh_device_ms\":{:.3},\"dh_host_ms\":{:.3},\"dh_steps\":{},\"draw_p99_ms\":{:.3},\"store_write_ms\":{:.3}}}",
-            percentile(intervals.clone(), 0.99),
-            percentile(intervals.clone(), 0.5),
-            intervals.len(),
-            n as f64 / elapsed,
-            dev,
-            host,
-            dh.len(),
-            percentile(draw_ms, 0.99),
-            app.party.save_time.as_secs_f64() * 1e3 / app.party.saves.max(1) as f64
-        ));
+        return Ok(BenchLine::new()
+            .num("frame_p99_ms", percentile(intervals.clone(), 0.99), 2)
+            .num("frame_p50_ms", percentile(intervals.clone(), 0.5), 2)
+            .int("frames", intervals.len() as u64)
+            .num("msgs_per_s", n as f64 / elapsed, 3)
+            .num("dh_device_ms", dev, 3)
+            .num("dh_host_ms", host, 3)
+            .int("dh_steps", dh.len() as u64)
+            .num("draw_p99_ms", percentile(draw_ms, 0.99), 3)
+            .num("store_write_ms", app.party.save_time.as_secs_f64() * 1e3 / app.party.saves.max(1) as f64, 3)
+            .to_string());
     }
     // every reply arrived exactly once and echoes the text that was sent
     let mut seen: BTreeMap<u32, u32> = BTreeMap::new();

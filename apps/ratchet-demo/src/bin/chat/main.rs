@@ -205,7 +205,7 @@ fn main() {
             let r = run_headless(&mut app, args.fps, n, bench, args.expect);
             let ok = match &r {
                 Ok(line) if bench => {
-                    println!("BENCH-JSON {line}");
+                    println!("{line}");
                     true
                 }
                 Ok(line) => {
