@@ -35,6 +35,8 @@ CSR_LOCS = {
     "wdt": 0x22,         # 0xF002_2000
     "wfi": 0x25,         # 0xF002_5000
     "simctl": 0x3F,      # 0xF003_F000 simulation control: not on Precursor (its last page is empty)
+    "simfault": 0x10,    # 0xF001_0000 fault injection: not on Precursor (an empty page inside the CSR
+                         # region a Precursor image's MREx tag gives the kernel, so a process may map it)
 }
 
 # Blocks from other parts of the gateware, as whole 4 KiB pages (soc.add_csr_page): page
@@ -85,7 +87,7 @@ CSR_LOCS["trng_tester"] = (_tester_base - CSR_BASE) // CSR_PAGING
 
 # Blocks that exist only in the simulation (not compared with the SVD; the test checks that
 # Precursor has nothing at their pages).
-SIM_ONLY = {"simctl", "trng_tester"}
+SIM_ONLY = {"simctl", "simfault", "trng_tester"}
 
 
 def csr_base(name: str) -> int:

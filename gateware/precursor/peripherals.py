@@ -323,3 +323,36 @@ class SimCtl(Module, AutoCSR):
             If(self.finish.re, code.eq(self.finish.storage)).Elif(bite, code.eq(WDT_BITE_CODE)).Else(code.eq(POWERDOWN_CODE)),
         ]
         self.specials += Instance("sim_finish", p_FILENAME=filename, i_clk=ClockSignal("sys"), i_valid=valid, i_code=code, i_cycles=cycles)
+
+
+class SimFault(Module, AutoCSR):
+    """Fault injection (not on Precursor; an empty page of its CSR region, map.py `simfault`, so
+    that a test process may map it): ENGINE_IRQ_DROP (+0x00, write N: the engine's next N
+    interrupts never reach the CPU) and ENGINE_IRQ_LEFT (+0x04, read: how many are still to be
+    dropped). The engine block routes its line through an `IrqDropper` driven by them."""
+
+    def __init__(self):
+        self.engine_irq_drop = CSRStorage(8, description="Write N: the engine's next N interrupts are not delivered.")
+        self.engine_irq_left = CSRStatus(8, description="Engine interrupts still to be dropped.")
+
+
+class IrqDropper(Module):
+    """An interrupt line through a fault injector: `out` follows `line`, except that after a
+    write of N to `count` (`load` pulses) the next N interrupts (a rising edge each, held until
+    the line falls) are swallowed. `left` reads how many are still to be dropped."""
+
+    def __init__(self, line: Signal, count: Signal, load: Signal):
+        self.out = Signal()
+        self.left = Signal(len(count))
+        prev = Signal()
+        masking = Signal()
+        swallow = Signal()
+        self.comb += [
+            swallow.eq(line & ~prev & (self.left != 0)),
+            self.out.eq(line & ~masking & ~swallow),
+        ]
+        self.sync += [
+            prev.eq(line),
+            If(swallow, masking.eq(1)).Elif(~line, masking.eq(0)),
+            If(load, self.left.eq(count)).Elif(swallow, self.left.eq(self.left - 1)),
+        ]

@@ -43,7 +43,7 @@ if __package__ in (None, ""):
 from . import blocks
 from . import map as pmap
 from . import tester
-from .peripherals import VERILOG_SOURCES, CycleCounter, PrecursorUART, SimCtl, SusRes, TickTimer, Timer0, WDT, WFI
+from .peripherals import VERILOG_SOURCES, CycleCounter, PrecursorUART, SimCtl, SimFault, SusRes, TickTimer, Timer0, WDT, WFI
 
 HERE = Path(__file__).resolve().parent
 # the files that define the hardware (the build cache key; of this file, the SoC class and
@@ -99,6 +99,7 @@ class PrecursorSim(SoCCore):
         self.submodules.timer0 = Timer0(clk_freq)
         self.submodules.susres = SusRes(self.ticktimer)
         self.submodules.simctl = SimCtl(cycles.value, bite=self.wdt.bite, filename=FINISH, off=self.susres.off)
+        self.submodules.simfault = SimFault()
         for v in VERILOG_SOURCES:
             platform.add_source(str(v))
         for fn in blocks:

@@ -35,6 +35,15 @@ pub const NUM_WINDOWS: usize = 16;
 pub const NUM_REGS: usize = 32;
 /// Microcode RAM words.
 pub const UCODE_WORDS: usize = 1024;
+/// The `hw` backend waits for the engine's interrupt and counts time only in ticks of this
+/// many milliseconds (its ticker thread): the engine cycles it reports are the full ticks a job
+/// waited x the engine clock (0 for a job shorter than a tick), and slices, the runaway limit
+/// and a lost interrupt are seen at this resolution (services/engine25519/src/hw.rs). Each tick
+/// is a sleep request to xous-ticktimer and a wake-up of the waiting thread, about 300 us of
+/// device CPU on the simulated Precursor (measured at 10 ms ticks: 99 us per v1 X25519 back to
+/// back); at 50 ms that is under 1% of the CPU while jobs run, and a lost interrupt fails its
+/// job within 100 ms.
+pub const HW_TICK_MS: u64 = 50;
 
 #[derive(Debug, Copy, Clone, PartialEq, Eq, FromPrimitive, ToPrimitive)]
 pub enum Opcode {
@@ -104,6 +113,10 @@ pub enum Status {
     /// a privileged opcode (Suspend, Resume, Quit) sent to the public server: only the
     /// control server serves it (docs/security.md)
     NotPermitted = 13,
+    /// the engine did not report the job's end in time (its interrupt never came, or it did not
+    /// stop within the job's budget in wall time): the job failed, the server keeps serving
+    /// and the next job is tried normally
+    EngineFault = 14,
 }
 
 impl service_ipc::ErrorCode for Status {
@@ -132,6 +145,7 @@ impl Status {
             Status::BadArgument => "argument out of range",
             Status::BadState => "operation not valid in the current engine state",
             Status::NotPermitted => "not permitted: privileged operation (control server only)",
+            Status::EngineFault => "the engine did not report the job's end (lost interrupt): job failed, retry",
         }
     }
 }

@@ -22,6 +22,29 @@ fn say(line: &str) {
     let _ = out.flush();
 }
 
+/// The spinner process (src/bin/spinner.rs), if the system runs one (the device image built by
+/// xtask for the simulated Precursor does; hosted systems do not).
+struct Spinner(xous::CID);
+
+impl Spinner {
+    #[cfg(target_os = "xous")]
+    fn connect() -> Option<Spinner> {
+        let xns = xous_api_names::XousNames::new().ok()?;
+        xns.request_connection_blocking(SPINNER_NAME).ok().map(Spinner)
+    }
+    #[cfg(not(target_os = "xous"))]
+    fn connect() -> Option<Spinner> {
+        None
+    }
+    /// A request (SPIN_*); the answer is its loop iterations so far.
+    fn request(&self, what: usize) -> Result<u64, String> {
+        match xous::send_message(self.0, xous::Message::new_blocking_scalar(what, 0, 0, 0, 0)) {
+            Ok(xous::Result::Scalar2(lo, hi)) => Ok(lo as u64 | (hi as u64) << 32),
+            other => Err(format!("spinner query answered {other:?}")),
+        }
+    }
+}
+
 /// Results so far, and the ticktimer (the finest clock a user process has on the device).
 struct Run {
     opts: Options,
@@ -244,6 +267,24 @@ fn main() -> ! {
             }
             say(&format!("{TIMING_END_MARKER} calls={n}"));
             let ms = run.tt.elapsed_ms() - t0;
+            // then the same calls again beside the spinner (a low-priority process counting
+            // loop iterations): its rate with the CPU to itself (this client sleeps), then
+            // beside the calls; each count is taken right before / after the stamped line
+            // that carries it
+            if let Some(sp) = Spinner::connect() {
+                sp.request(SPIN_START)?;
+                say(&format!("{SPIN_IDLE_START_MARKER} spin={}", sp.request(SPIN_QUERY)?));
+                run.tt.sleep_ms(SPIN_IDLE_MS).map_err(|e| format!("sleep: {e:?}"))?;
+                say(&format!("{SPIN_IDLE_END_MARKER} spin={}", sp.request(SPIN_QUERY)?));
+                say(&format!("{SPIN_BUSY_START_MARKER} spin={}", sp.request(SPIN_QUERY)?));
+                for i in 0..n {
+                    let r = e.x25519_detailed(&k, &u).map_err(|e| format!("call {i} beside the spinner: {e}"))?;
+                    if r.result != want {
+                        return Err(format!("call {i} beside the spinner: result {}", hex(&r.result)));
+                    }
+                }
+                say(&format!("{SPIN_BUSY_END_MARKER} spin={}", sp.request(SPIN_STOP)?));
+            }
             let us = us_per_call(ms, n);
             // the whole call cannot take less than the engine's own time for it
             let engine_us = expected_cycles(run.isa) as f64 * 1e6 / run.isa.info().eng_clk_hz as f64;
@@ -252,6 +293,42 @@ fn main() -> ! {
             }
             say(&format!("{BENCH_MARKER} {{\"x25519_us_per_call\": {us:.1}, \"calls\": {n}, \"ms\": {ms}, \"isa\": \"{}\", \"backend\": \"{}\"}}", run.isa, run.opts.backend.name()));
             Ok(vec![("calls", n.to_string()), ("total_ms", ms.to_string()), ("us_per_call", format!("{us:.1}")), ("engine_us", format!("{engine_us:.1}"))])
+        });
+    }
+
+    // bad input from the hardware: the engine finishes a job but its completion interrupt never
+    // reaches the CPU (the simulated SoC's fault injector drops exactly one). That job must fail
+    // with a clear error within a bounded time, and the next one must work (device only: the
+    // injector is part of the simulated Precursor)
+    #[cfg(target_os = "xous")]
+    if let Some(e) = &engine {
+        run.check("selftest/engine-lost-irq", |run| {
+            let (k, u, want) = vector(0)?;
+            let flags = xous::MemoryFlags::R | xous::MemoryFlags::W;
+            let page = xous::map_memory(xous::MemoryAddress::new(SIMFAULT_BASE), None, 4096, flags).map_err(|e| format!("map the simulated SoC's fault-injection page: {e:?}"))?;
+            let regs = page.as_mut_ptr() as *mut u32;
+            // Safety: the page was just mapped for this process; 32-bit registers
+            unsafe { regs.add(SIMFAULT_ENGINE_IRQ_DROP / 4).write_volatile(1) };
+            let t0 = run.tt.elapsed_ms();
+            let lost = e.x25519_detailed(&k, &u);
+            let ms = run.tt.elapsed_ms() - t0;
+            let left = unsafe { regs.add(SIMFAULT_ENGINE_IRQ_LEFT / 4).read_volatile() };
+            let _ = xous::unmap_memory(page);
+            match lost {
+                Err(engine25519::Error::Service(engine25519::Status::EngineFault)) => {}
+                other => return Err(format!("the job whose interrupt was dropped answered {other:?} (want EngineFault)")),
+            }
+            if left != 0 {
+                return Err(format!("the injector still holds {left} interrupt(s): none was dropped"));
+            }
+            if ms > LOST_IRQ_BOUND_MS {
+                return Err(format!("the failure took {ms} ms (bound {LOST_IRQ_BOUND_MS} ms)"));
+            }
+            let next = x25519_checked(run, e, &k, &u)?;
+            if next != want {
+                return Err(format!("the next job's result {} differs from RFC 7748", hex(&next)));
+            }
+            Ok(vec![("failed_after_ms", ms.to_string()), ("bound_ms", LOST_IRQ_BOUND_MS.to_string())])
         });
     }
 

@@ -37,6 +37,9 @@ pub enum RunEnd {
     Runaway { cycles: u64 },
     /// the backend refused the job (bad launch parameters or inconsistent paused state)
     Fault { cycles: u64, reason: String },
+    /// the engine stopped but did not say so (its completion interrupt never came): the job
+    /// failed, the engine is idle and may take the next job
+    Lost { cycles: u64, reason: String },
 }
 
 impl RunEnd {
@@ -46,7 +49,8 @@ impl RunEnd {
             | RunEnd::Illegal { cycles, .. }
             | RunEnd::Paused { cycles, .. }
             | RunEnd::Runaway { cycles }
-            | RunEnd::Fault { cycles, .. } => *cycles,
+            | RunEnd::Fault { cycles, .. }
+            | RunEnd::Lost { cycles, .. } => *cycles,
         }
     }
 }

@@ -649,6 +649,11 @@ impl Executor {
                     log::error!("engine backend fault: {}", reason);
                     return Some(Status::Internal);
                 }
+                RunEnd::Lost { reason, .. } => {
+                    // a hardware fault the server survives: warn, fail this job only
+                    log::warn!("engine25519: {}", reason);
+                    return Some(Status::EngineFault);
+                }
             }
         }
     }
@@ -786,6 +791,66 @@ mod tests {
         assert_eq!(cycles.len(), 1, "X25519 cycle count must not depend on the inputs: {cycles:?}");
         let s = ex.stats();
         assert_eq!((s.jobs, s.errors, s.queue_depth), (6, 0, 0));
+    }
+
+    /// A backend whose engine loses the completion of one job (the hw backend's lost interrupt,
+    /// `RunEnd::Lost`): that job fails with `EngineFault`, the server keeps serving, and the
+    /// next job gets the right answer.
+    #[test]
+    fn a_lost_completion_fails_that_job_only() {
+        struct LosesOne {
+            inner: ModelEngine,
+            lose_at_run: usize,
+            runs: usize,
+        }
+        impl EngineBackend for LosesOne {
+            fn id(&self) -> BackendId {
+                self.inner.id()
+            }
+            fn available(&self) -> Result<(), String> {
+                self.inner.available()
+            }
+            fn write_ucode(&mut self, s: usize, w: &[u32]) {
+                self.inner.write_ucode(s, w)
+            }
+            fn read_ucode(&mut self, s: usize, o: &mut [u32]) {
+                self.inner.read_ucode(s, o)
+            }
+            fn write_reg(&mut self, w: usize, r: usize, v: &Reg) {
+                self.inner.write_reg(w, r, v)
+            }
+            fn read_reg(&mut self, w: usize, r: usize) -> Reg {
+                self.inner.read_reg(w, r)
+            }
+            fn run(&mut self, l: Launch, at: Option<u32>, slice: u64, max: u64) -> RunEnd {
+                self.runs += 1;
+                let r = self.inner.run(l, at, slice, max);
+                if self.runs == self.lose_at_run {
+                    return RunEnd::Lost { cycles: r.cycles(), reason: "test: completion lost".into() };
+                }
+                r
+            }
+            fn reset(&mut self) {
+                self.inner.reset()
+            }
+        }
+        let engine = LosesOne { inner: ModelEngine::new(Isa::V1), lose_at_run: 1, runs: 0 };
+        let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config::default());
+        let mut rng = Rng(0x5eed);
+        let mut statuses = Vec::new();
+        for _ in 0..3 {
+            let (k, u) = (rng.bytes(), rng.bytes());
+            let (reply, rx) = chan();
+            ex.submit_x25519(3, &k, &u, reply).unwrap();
+            let o = rx.recv_timeout(T).expect("every job is answered");
+            if o.status == Status::Ok {
+                assert_eq!(o.result, x25519_dalek::x25519(k, u));
+            }
+            statuses.push(o.status);
+        }
+        assert_eq!(statuses, [Status::EngineFault, Status::Ok, Status::Ok]);
+        let s = ex.stats();
+        assert_eq!((s.jobs, s.errors, s.queue_depth), (2, 1, 0));
     }
 
     /// Every window is all zeros after X25519 jobs, although only the registers the microcode

@@ -44,6 +44,16 @@ fn hw_backend(isa: Option<engine25519_core::isa::Isa>) -> Result<(Box<dyn Engine
         Ok(polls) => log::info!("engine25519: hw known-answer test passed (X25519 on {isa}, {polls} status polls)"),
         Err(err) => log::error!("{err}"),
     }
+    // completion by interrupt from here on (the start-up jobs above poll). A build with
+    // ENGINE25519_HW_WAIT=poll keeps polling: the A/B figure of docs/selftest.md, nothing else
+    if option_env!("ENGINE25519_HW_WAIT") == Some("poll") {
+        log::warn!("engine25519: hw completion by polling STATUS (built with ENGINE25519_HW_WAIT=poll)");
+    } else {
+        match e.enable_interrupt() {
+            Ok(()) => log::info!("engine25519: hw completion by interrupt {}", engine25519_core::isa::csr::IRQ),
+            Err(err) => log::error!("{err}; polling STATUS instead"),
+        }
+    }
     Ok((Box::new(e) as Box<dyn EngineBackend>, isa))
 }
 

@@ -4,25 +4,37 @@
 //! address, offset and bit field comes from `engine25519_core::isa` (generated from
 //! spec/engine25519.toml).
 //!
-//! The map has no cycle counter, and on Xous every clock read (`std::time::Instant`) is an IPC
-//! round trip to xous-ticktimer (about 170 us of device time on the simulated Precursor:
-//! docs/selftest.md, "Where the time went"). So the backend never reads a clock while a job
-//! runs: it counts STATUS polls. At start-up [`HwEngine::self_test`] runs one X25519 of RFC
-//! 7748 5.2 on the engine (a known-answer test: a wrong result makes the backend unavailable)
-//! and, since the model gives that job's exact cycle count (build time), learns the engine
-//! cycles per poll. Cycles reported by this backend, slices and the runaway limit are
-//! counted in polls converted with that figure: an estimate (time other threads take while
-//! this one has yielded is not counted). Completion is polled back to back; the CPU is offered
-//! to other threads (`yield_slice`) after every `YIELD_MS` milliseconds of estimated engine time
-//! (an X25519, 2.3 ms on v1, runs without one: each yield costs ~100 us of device time and its
-//! time is not counted; Xous preempts a thread after its 10 ms quantum anyway).
+//! Completion by interrupt: after its start-up jobs the backend claims the engine's interrupt
+//! (IRQ 18, `claim_interrupt`). A job is started with EV_ENABLE set and the thread blocks in the
+//! kernel on a private "doorbell" server; the interrupt handler (a kernel callback in this
+//! process) acknowledges EV_PENDING and sends the doorbell a scalar with the events it saw, so
+//! the CPU runs other processes while the engine works. There is no clock on this path: every
+//! clock read on Xous is an IPC to xous-ticktimer (about 170 us of device time on the simulated
+//! Precursor, docs/selftest.md). Time is kept by a ticker thread that, while jobs run, sleeps
+//! `HW_TICK_MS` at a time and sends the waiting job a tick; it blocks (no timer traffic) once a
+//! tick finds no job since the previous one. Ticks bound a job: its slice (then the engine is
+//! paused), its cycle budget in wall time (Runaway), and a lost interrupt (the engine stopped
+//! but no interrupt came for a full tick: the job fails with `RunEnd::Lost`, the next is tried
+//! normally). The cycles this backend reports are the full ticks a job waited (0 for a job
+//! shorter than a tick): the CSR map has no cycle counter. Jobs whose whole budget is shorter
+//! than an interrupt's round trip (the executor's window wipe) are polled.
+//!
+//! Polling is kept for the start-up jobs and as the fallback when the interrupt cannot be
+//! claimed (or the server was built with `ENGINE25519_HW_WAIT=poll`, the A/B figure of
+//! docs/selftest.md): STATUS polls back to back, counted; at start-up [`HwEngine::self_test`]
+//! runs one X25519 of RFC 7748 5.2 on the engine (a known-answer test: a wrong result makes
+//! the backend unavailable) and, since the model gives that job's exact cycle count (build
+//! time), learns the engine cycles per poll, which converts polls into the cycles, slices and
+//! runaway limit of polled jobs.
 //!
 //! Precursor's engine implements ISA v1; a SoC may carry the v2 engine instead (the simulated
 //! Precursor built with `PRECURSOR_ENGINE_ISA=v2`). The CSR map and the memory window are the
 //! same, so [`HwEngine::probe_isa`] tells them apart by running one job.
 
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+
 use engine25519_core::isa::{self, csr, mem, Isa};
-use engine25519_driver::{Driver, MmioBus, Paused, Stop};
+use engine25519_driver::{Bus, Driver, MmioBus, Paused, Stop};
 
 use crate::api::BackendId;
 use crate::backend::{EngineBackend, Launch, Reg, RunEnd};
@@ -35,10 +47,93 @@ const PAUSE_POLLS: u32 = 1_000_000;
 /// Polls the start-up X25519 may take before the engine counts as hung (a poll is at least a
 /// few CPU cycles; v1's 114,072 engine cycles take a few thousand).
 const KAT_MAX_POLLS: u64 = 50_000_000;
+/// Jobs whose cycle budget is at most this are polled even when the interrupt is claimed: the
+/// kernel's way from the interrupt to the waiting thread (handler callback, message, switch)
+/// costs more CPU than such a job takes on the engine (200 us at 50 MHz; the executor's window
+/// wipe, WIPE_BUDGET, is one).
+const POLL_UP_TO_CYCLES: u64 = 10_000;
 /// Engine milliseconds (estimated) between two offers of the CPU while a job runs.
 const YIELD_MS: u64 = 5;
 /// Fixed-point fraction bits of the cycles-per-poll figure.
 const CPP_FRAC: u32 = 16;
+/// Period of the ticker thread while jobs wait for their interrupt (ms): the resolution of
+/// slices, of the runaway limit, of lost-interrupt detection and of the cycles reported.
+use crate::api::HW_TICK_MS as TICK_MS;
+/// Scalar message ids on the doorbell server: the handler's (arg1 = EV_PENDING bits it
+/// acknowledged, arg2 = the job's generation) and the ticker's (arg1 = generation).
+const BELL_DONE: usize = 1;
+const BELL_TICK: usize = 2;
+/// Ticker states: blocked until the next job / no job since the last tick / a job since.
+const TICKER_IDLE: u8 = 0;
+const TICKER_QUIET: u8 = 1;
+const TICKER_ACTIVE: u8 = 2;
+/// Every event bit of EV_PENDING / EV_ENABLE.
+const EVENTS: usize = (csr::ev_pending::FINISHED.mask() | csr::ev_pending::ILLEGAL_OPCODE.mask()) as usize;
+
+/// What the interrupt handler, the ticker thread and the thread waiting for a job share (leaked
+/// once: the kernel keeps the handler's argument pointer for good).
+struct Bell {
+    /// the engine's CSR page in this process
+    csr: *mut u32,
+    /// connection to the doorbell server (the waiting thread receives there)
+    cid: xous::CID,
+    /// the job now waiting: messages about earlier jobs are stale
+    gen: AtomicUsize,
+    /// a job is waiting: the ticker sends it ticks
+    waiting: AtomicBool,
+    /// TICKER_*
+    ticker: AtomicU8,
+    /// wakes the ticker from TICKER_IDLE
+    ticker_cid: xous::CID,
+}
+
+// The CSR pointer is used only by the interrupt handler (interrupts off, nothing else runs) to
+// acknowledge events; the other fields are atomics or connection ids.
+unsafe impl Sync for Bell {}
+unsafe impl Send for Bell {}
+
+struct IrqWait {
+    bell: &'static Bell,
+    /// the doorbell server
+    sid: xous::SID,
+    /// interrupts that never came (jobs failed for it)
+    lost: u64,
+    /// engine cycles per tick (no 64-bit division per job: on RV32 that is a library call)
+    tick_cycles: u64,
+}
+
+/// The interrupt handler (a kernel callback in this process, interrupts off): acknowledge the
+/// events (the line drops) and tell the waiting thread which ones. Nothing here blocks.
+fn engine_irq(_irq: usize, arg: *mut usize) {
+    // Safety: `arg` is the leaked Bell (enable_interrupt); its CSR page stays mapped.
+    let bell = unsafe { &*(arg as *const Bell) };
+    let pending_reg = unsafe { bell.csr.add(csr::ev_pending::OFFSET as usize / 4) };
+    let pending = unsafe { pending_reg.read_volatile() } as usize & EVENTS;
+    unsafe { pending_reg.write_volatile(pending as u32) };
+    let _ = xous::try_send_message(bell.cid, xous::Message::new_scalar(BELL_DONE, pending, bell.gen.load(Ordering::SeqCst), 0, 0));
+}
+
+/// The ticker thread: while jobs run, a tick every TICK_MS to the waiting job (if any); after a
+/// tick with no job since the previous one it blocks until the next job wakes it, so an idle
+/// engine costs no timer traffic and back-to-back jobs pay no wake-up each.
+fn ticker(bell: &'static Bell, wake: xous::SID) {
+    loop {
+        let _ = xous::receive_message(wake);
+        loop {
+            std::thread::sleep(std::time::Duration::from_millis(TICK_MS));
+            if bell.waiting.load(Ordering::SeqCst) {
+                let _ = xous::try_send_message(bell.cid, xous::Message::new_scalar(BELL_TICK, bell.gen.load(Ordering::SeqCst), 0, 0, 0));
+                continue;
+            }
+            if bell.ticker.compare_exchange(TICKER_ACTIVE, TICKER_QUIET, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                continue;
+            }
+            if bell.ticker.compare_exchange(TICKER_QUIET, TICKER_IDLE, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
+                break;
+            }
+        }
+    }
+}
 
 pub struct HwEngine {
     drv: Driver<MmioBus>,
@@ -54,6 +149,10 @@ pub struct HwEngine {
     yield_every: u64,
     /// why the engine may not be used (its known-answer test failed), if it may not
     failed: Option<String>,
+    /// the CSR page as mapped (the interrupt handler's view of it)
+    csr_ptr: *mut u32,
+    /// completion by interrupt (`enable_interrupt`); None: STATUS is polled
+    irq: Option<IrqWait>,
 }
 
 // The mappings belong to this process. Several threads may drive the engine (the server's
@@ -71,7 +170,17 @@ impl HwEngine {
                 .map_err(|e| format!("hw backend: cannot map engine memory window at {:#x}: {:?}", mem::BASE, e))?;
         // Safety: both ranges were just mapped for this process (sizes as above) and stay mapped.
         let bus = unsafe { MmioBus::new(csr_range.as_mut_ptr() as *mut u32, mem_range.as_mut_ptr() as *mut u32) };
-        Ok(HwEngine { drv: Driver::new(bus), probe: bus, eng_clk_hz: isa.info().eng_clk_hz, cycles_per_poll: 1 << CPP_FRAC, polls_per_cycle: 1 << CPP_FRAC, yield_every: u64::MAX, failed: None })
+        Ok(HwEngine {
+            drv: Driver::new(bus),
+            probe: bus,
+            eng_clk_hz: isa.info().eng_clk_hz,
+            cycles_per_poll: 1 << CPP_FRAC,
+            polls_per_cycle: 1 << CPP_FRAC,
+            yield_every: u64::MAX,
+            failed: None,
+            csr_ptr: csr_range.as_mut_ptr() as *mut u32,
+            irq: None,
+        })
     }
 
     /// The start-up known-answer test, which also calibrates the poll clock: X25519 of RFC 7748
@@ -177,6 +286,179 @@ impl HwEngine {
         Ok(isa)
     }
 
+    /// Claim the engine's interrupt (IRQ 18, spec `csr.irq`) and start the ticker thread: from
+    /// now on a job's completion is awaited in the kernel (the thread blocks on a private
+    /// server that the interrupt handler notifies), not polled. On failure the backend keeps
+    /// polling and the error says why.
+    pub fn enable_interrupt(&mut self) -> Result<(), String> {
+        let sid = xous::create_server().map_err(|e| format!("hw backend: doorbell server: {e:?}"))?;
+        let cid = xous::connect(sid).map_err(|e| format!("hw backend: doorbell connection: {e:?}"))?;
+        let wake = xous::create_server().map_err(|e| format!("hw backend: ticker server: {e:?}"))?;
+        let ticker_cid = xous::connect(wake).map_err(|e| format!("hw backend: ticker connection: {e:?}"))?;
+        let bell: &'static Bell = Box::leak(Box::new(Bell {
+            csr: self.csr_ptr,
+            cid,
+            gen: AtomicUsize::new(0),
+            waiting: AtomicBool::new(false),
+            ticker: AtomicU8::new(TICKER_IDLE),
+            ticker_cid,
+        }));
+        // events latched before (the start-up jobs ran with the interrupt masked)
+        self.drv.bus().csr_write(csr::ev_pending::OFFSET, EVENTS as u32);
+        xous::claim_interrupt(isa::csr::IRQ as usize, engine_irq, bell as *const Bell as *mut usize)
+            .map_err(|e| format!("hw backend: cannot claim the engine's interrupt {}: {e:?}", isa::csr::IRQ))?;
+        std::thread::Builder::new()
+            .name("engine25519-ticker".into())
+            .spawn(move || ticker(bell, wake))
+            .map_err(|e| format!("hw backend: ticker thread: {e}"))?;
+        self.irq = Some(IrqWait { bell, sid, lost: 0, tick_cycles: self.tick_cycles().max(1) });
+        Ok(())
+    }
+
+    /// Engine cycles in one tick of the ticker.
+    fn tick_cycles(&self) -> u64 {
+        self.eng_clk_hz / 1000 * TICK_MS
+    }
+
+    /// One job (or slice) with completion by interrupt. The thread blocks in the kernel until
+    /// the handler reports the job's end, or a tick of the ticker finds that the slice
+    /// (`budget`) or the job's cycle budget (`max_cycles`) has run out in wall time (then the
+    /// engine is paused), or that the engine has stopped although no interrupt came (a lost
+    /// interrupt: the job fails, `RunEnd::Lost`, which says so; the next job is tried normally).
+    /// Cycles reported: full ticks that passed while waiting (a lower bound of the engine's
+    /// time at the tick's resolution; 0 for a job shorter than a tick).
+    fn run_irq(&mut self, launch: engine25519_driver::Launch, resume_at: Option<u32>, budget: u64, max_cycles: u64) -> RunEnd {
+        let (bell, sid, tick) = {
+            let w = self.irq.as_ref().expect("interrupt claimed");
+            (w.bell, w.sid, w.tick_cycles)
+        };
+        let gen = bell.gen.fetch_add(1, Ordering::SeqCst).wrapping_add(1);
+        self.drv.bus().csr_write(csr::ev_enable::OFFSET, EVENTS as u32);
+        bell.waiting.store(true, Ordering::SeqCst);
+        if bell.ticker.swap(TICKER_ACTIVE, Ordering::SeqCst) == TICKER_IDLE {
+            let _ = xous::try_send_message(bell.ticker_cid, xous::Message::new_scalar(0, 0, 0, 0, 0));
+        }
+        let started = match resume_at {
+            None => self.drv.start(launch),
+            Some(mpc) => self.drv.resume(launch, mpc),
+        };
+        if let Err(e) = started {
+            bell.waiting.store(false, Ordering::SeqCst);
+            return RunEnd::Fault { cycles: 0, reason: format!("hw backend: {e}") };
+        }
+        let mut ticks = 0u64;
+        enum Wake {
+            Done(usize),
+            Slice,
+            Overdue,
+            Lost,
+            Failed(String),
+        }
+        let wake = loop {
+            let env = match xous::receive_message(sid) {
+                Ok(env) => env,
+                Err(e) => break Wake::Failed(format!("hw backend: receive on the doorbell: {e:?}")),
+            };
+            let Some(m) = env.body.scalar_message() else { continue };
+            match m.id {
+                BELL_DONE if m.arg2 == gen => {
+                    if m.arg1 & EVENTS != 0 || !self.drv.status().running {
+                        break Wake::Done(m.arg1);
+                    }
+                    // a spurious call (no event, still running): keep waiting
+                }
+                BELL_TICK if m.arg1 == gen => {
+                    // the first tick may come at once (its phase is the ticker's): after n
+                    // ticks, n - 1 full ticks have surely passed
+                    ticks += 1;
+                    let passed = ticks - 1;
+                    let slice_ticks = budget.div_ceil(tick);
+                    let limit_ticks = max_cycles.div_ceil(tick) + 1;
+                    if passed >= 1 && !self.drv.status().running {
+                        // stopped, yet no interrupt for at least one full tick
+                        break Wake::Lost;
+                    }
+                    if passed >= limit_ticks {
+                        break Wake::Overdue;
+                    }
+                    if passed >= slice_ticks {
+                        break Wake::Slice;
+                    }
+                }
+                _ => {} // a message about an earlier job
+            }
+        };
+        bell.waiting.store(false, Ordering::SeqCst);
+        let cycles = ticks.saturating_sub(1).saturating_mul(tick);
+        match wake {
+            Wake::Done(ev) => {
+                let stop = self.stop_from(ev);
+                self.end(stop, cycles)
+            }
+            Wake::Failed(reason) => {
+                let _ = self.drv.pause(PAUSE_POLLS);
+                RunEnd::Fault { cycles, reason }
+            }
+            Wake::Lost => {
+                let pending = self.drv.bus().csr_read(csr::ev_pending::OFFSET);
+                self.drv.bus().csr_write(csr::ev_pending::OFFSET, pending & EVENTS as u32);
+                let w = self.irq.as_mut().expect("interrupt claimed");
+                w.lost += 1;
+                RunEnd::Lost {
+                    cycles,
+                    reason: format!(
+                        "hw backend: the engine stopped (EV_PENDING {:#x}) but its interrupt {} did not arrive within {} ms; job failed ({} lost so far)",
+                        pending,
+                        isa::csr::IRQ,
+                        ticks.saturating_sub(1) * TICK_MS,
+                        w.lost
+                    ),
+                }
+            }
+            Wake::Slice | Wake::Overdue => {
+                // mask the line while pausing: an end seen here is read from EV_PENDING, or
+                // from the handler's message if it ran first
+                self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
+                let paused = self.drv.pause(PAUSE_POLLS);
+                let handled = Self::take_done(sid, gen);
+                match (paused, handled) {
+                    (_, Some(ev)) if ev & EVENTS != 0 => {
+                        let stop = self.stop_from(ev);
+                        self.end(stop, cycles)
+                    }
+                    (Ok(Paused::At { mpc }), _) => match wake {
+                        Wake::Slice => RunEnd::Paused { cycles, mpc },
+                        _ => RunEnd::Runaway { cycles },
+                    },
+                    (Ok(Paused::Ended(stop)), _) => self.end(stop, cycles),
+                    (Err(e), _) => RunEnd::Fault { cycles, reason: format!("hw backend: pause after {} ms: {e}", ticks.saturating_sub(1) * TICK_MS) },
+                }
+            }
+        }
+    }
+
+    /// The handler's message for job `gen` if one is queued (others are dropped).
+    fn take_done(sid: xous::SID, gen: usize) -> Option<usize> {
+        let mut found = None;
+        while let Ok(Some(env)) = xous::try_receive_message(sid) {
+            if let Some(m) = env.body.scalar_message() {
+                if m.id == BELL_DONE && m.arg2 == gen {
+                    found = Some(m.arg1);
+                }
+            }
+        }
+        found
+    }
+
+    /// How a job ended, from the EV_PENDING bits the handler saw.
+    fn stop_from(&mut self, ev: usize) -> Stop {
+        if csr::ev_pending::ILLEGAL_OPCODE.get(ev as u32) != 0 {
+            Stop::Illegal { mpc: self.drv.status().mpc }
+        } else {
+            Stop::Finished
+        }
+    }
+
     fn end(&self, stop: Stop, cycles: u64) -> RunEnd {
         match stop {
             Stop::Finished => RunEnd::Finished { cycles },
@@ -229,9 +511,14 @@ impl EngineBackend for HwEngine {
             [0u8; 32]
         })
     }
-    fn run(&mut self, l: Launch, resume_at: Option<u32>, budget: u64, _max_cycles: u64) -> RunEnd {
-        // the executor enforces max_cycles from the returned (poll-estimated) cycles
+    fn run(&mut self, l: Launch, resume_at: Option<u32>, budget: u64, max_cycles: u64) -> RunEnd {
         let launch = engine25519_driver::Launch { window: l.window, mpstart: l.mpstart, mplen: l.mplen };
+        if self.irq.is_some() && max_cycles > POLL_UP_TO_CYCLES {
+            return self.run_irq(launch, resume_at, budget, max_cycles);
+        }
+        // polling: jobs whose whole budget is shorter than an interrupt's round trip (the
+        // executor's window wipe), or every job when the interrupt could not be claimed; the
+        // executor enforces max_cycles from the returned (poll-estimated) cycles
         let started = match resume_at {
             None => self.drv.start(launch),
             Some(mpc) => self.drv.resume(launch, mpc),

@@ -97,6 +97,8 @@ pub const FAIL_LINES: &[&str] = &[r"VERDICT \S+ FAIL", r"PROGRAM HALT|PANIC|pani
 pub struct PhaseResult {
     pub name: String,
     pub at: Option<(u64, f64)>,
+    /// the output line that reached it
+    pub line: Option<String>,
 }
 
 #[derive(Debug)]
@@ -114,6 +116,10 @@ pub struct SmokeResult {
 impl SmokeResult {
     pub fn phase(&self, name: &str) -> Option<(u64, f64)> {
         self.phases.iter().find(|p| p.name == name).and_then(|p| p.at)
+    }
+    /// The line that reached phase `name`.
+    pub fn phase_line(&self, name: &str) -> Option<&str> {
+        self.phases.iter().find(|p| p.name == name).and_then(|p| p.line.as_deref())
     }
 }
 
@@ -179,12 +185,12 @@ pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeou
     let text = std::fs::read_to_string(&json).with_context(|| format!("the runner wrote no summary ({}): {r:?}", json.display()))?;
     let v: serde_json::Value = serde_json::from_str(&text).with_context(|| json.display().to_string())?;
     let at = |m: &serde_json::Value| -> Option<(u64, f64)> { Some((m.get("cycle")?.as_u64()?, m.get("wall_s")?.as_f64()?)) };
-    let mut out: Vec<PhaseResult> = phases.iter().map(|p| PhaseResult { name: p.name.clone(), at: at(&v["expect"][&p.line]) }).collect();
+    let mut out: Vec<PhaseResult> = phases.iter().map(|p| PhaseResult { name: p.name.clone(), at: at(&v["expect"][&p.line]), line: v["expect"][&p.line]["line"].as_str().map(String::from) }).collect();
     let reason = v["reason"].as_str().unwrap_or("?").to_string();
     let cycles = v["cycles"].as_u64();
     let wall_s = v["wall_s"].as_f64().unwrap_or(0.0);
     if !boot_only {
-        out.push(PhaseResult { name: SHUTDOWN.into(), at: (reason == "powerdown").then(|| (cycles.unwrap_or(0), wall_s)) });
+        out.push(PhaseResult { name: SHUTDOWN.into(), at: (reason == "powerdown").then(|| (cycles.unwrap_or(0), wall_s)), line: None });
     }
     let failed_lines = v["failed"].as_array().map(|a| a.iter().filter_map(|l| l.as_str().map(String::from)).collect()).unwrap_or_default();
     let ok = v["ok"].as_bool() == Some(true) && r.is_ok() && out.iter().all(|p| p.at.is_some());

@@ -47,6 +47,8 @@ pub const CHECKS: &[&str] = &[
     "selftest/trng-health",
     "selftest/kernel-trng",
 ];
+/// Checks the client runs only on the simulated Precursor, right after `selftest/x25519-timing`.
+pub const DEVICE_CHECKS: &[&str] = &["selftest/engine-lost-irq"];
 /// Malformed options and the text the refusal must contain.
 pub const BAD_OPTIONS: &[(&str, &str)] = &[
     ("--calls many", "--calls: 'many' is not a number"),
@@ -71,14 +73,31 @@ pub fn sim_phases() -> Vec<Phase> {
         if *c == "selftest/x25519-timing" {
             v.push(Phase::new(TIMING_START, &format!(r"^SELFTEST-TIMING-START calls={DEVICE_CALLS}$")));
             v.push(Phase::new(TIMING_END, &format!(r"^SELFTEST-TIMING-END calls={DEVICE_CALLS}$")));
+            v.push(Phase::new(SPIN_IDLE_START, r"^SELFTEST-SPIN-IDLE-START spin=\d+$"));
+            v.push(Phase::new(SPIN_IDLE_END, r"^SELFTEST-SPIN-IDLE-END spin=\d+$"));
+            v.push(Phase::new(SPIN_BUSY_START, r"^SELFTEST-SPIN-BUSY-START spin=\d+$"));
+            v.push(Phase::new(SPIN_BUSY_END, r"^SELFTEST-SPIN-BUSY-END spin=\d+$"));
         }
         v.push(Phase::new(c, &format!(r"^VERDICT {} PASS", regex_escape(c))));
+        if *c == "selftest/x25519-timing" {
+            for d in DEVICE_CHECKS {
+                v.push(Phase::new(d, &format!(r"^VERDICT {} PASS", regex_escape(d))));
+            }
+        }
     }
     v.push(Phase::new(PROGRAM, &format!(r"^VERDICT {PROGRAM} PASS")));
     v
 }
 pub const TIMING_START: &str = "timing-start";
 pub const TIMING_END: &str = "timing-end";
+/// The spinner's counts around the client's idle window and around its second run of the
+/// timed calls (docs/selftest.md, "CPU left to other processes").
+pub const SPIN_IDLE_START: &str = "spin-idle-start";
+pub const SPIN_IDLE_END: &str = "spin-idle-end";
+pub const SPIN_BUSY_START: &str = "spin-busy-start";
+pub const SPIN_BUSY_END: &str = "spin-busy-end";
+/// The low-priority process that counts loop iterations (apps/device-selftest/src/bin/spinner.rs).
+pub const SPINNER: &str = "spinner";
 
 fn regex_escape(s: &str) -> String {
     s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == ' ' { c.to_string() } else { format!("\\{c}") }).collect()
@@ -96,7 +115,9 @@ pub fn sim_extras(verbose: bool) -> Result<(Vec<Extra>, Vec<Phase>)> {
     let client = device_elf(verbose)?;
     let probe = client.with_file_name(POWER_PROBE);
     check_device_elf(&probe)?;
-    let extras = vec![Extra::system(client), Extra::app(probe)];
+    let spinner = client.with_file_name(SPINNER);
+    check_device_elf(&spinner)?;
+    let extras = vec![Extra::system(client), Extra::app(probe), Extra::app(spinner)];
     let allowed = PowerPids::of_image(&extras).0.iter().map(|p| p.to_string()).collect::<Vec<_>>().join(", ");
     let mut phases = sim_phases();
     phases.extend([
@@ -227,6 +248,11 @@ mod tests {
         assert_eq!(p.last().unwrap().name, PROGRAM);
         let i = |n: &str| p.iter().position(|x| x.name == n).unwrap();
         assert!(i(TIMING_START) < i(TIMING_END) && i(TIMING_END) < i("selftest/x25519-timing"));
+        assert!(i(TIMING_END) < i(SPIN_IDLE_START) && i(SPIN_IDLE_START) < i(SPIN_IDLE_END));
+        assert!(i(SPIN_IDLE_END) < i(SPIN_BUSY_START) && i(SPIN_BUSY_START) < i(SPIN_BUSY_END) && i(SPIN_BUSY_END) < i("selftest/x25519-timing"));
+        for d in DEVICE_CHECKS {
+            assert!(i("selftest/x25519-timing") < i(d) && i(d) < i("selftest/trng-words"), "{d}");
+        }
         assert_eq!(regex_escape("selftest/x25519-rfc7748-0"), "selftest/x25519\\-rfc7748\\-0");
     }
 }

@@ -6,7 +6,7 @@
 //! client's timing-start and timing-end lines (stamped by the simulator with the CPU cycle at
 //! which each was written) over the number of calls.
 
-use crate::areas::selftest::{sim_extras, DEVICE_CALLS, PACKAGE, TIMING_END, TIMING_START};
+use crate::areas::selftest::{sim_extras, DEVICE_CALLS, PACKAGE, SPIN_BUSY_END, SPIN_BUSY_START, SPIN_IDLE_END, SPIN_IDLE_START, TIMING_END, TIMING_START};
 use crate::ctx::Ctx;
 use crate::harness::precursor::{self, ProfileReq, RunOptions, SmokeResult, SIM_CLK_HZ};
 use crate::harness::profile::{self, RunInfo};
@@ -29,7 +29,12 @@ fn sim_step(ctx: &Ctx) -> Result<()> {
     // cycles is printed, and the profiler's attribution is checked on a real system
     let dir = profile::out_dir();
     let (r, info) = profiled_selftest("v1", 256, ctx.verbose, &dir)?;
-    eprintln!("sim:selftest: one X25519 through the hw backend, end to end: {:.1} us at 100 MHz ({DEVICE_CALLS} calls)", us_per_call(&r)?);
+    eprintln!(
+        "sim:selftest: one X25519 through the hw backend, end to end: {:.1} us at 100 MHz ({DEVICE_CALLS} calls); beside a spinner {:.1} us, which got {:.1}% of the CPU meanwhile",
+        us_per_call(&r)?,
+        us_per_call_beside_spinner(&r)?,
+        cpu_free_pct(&r)?
+    );
     let show = profile::Show { window: profile::Window::Timing, top: 12, trace: None };
     let p = profile::report(&dir, &info, &show)?;
     check_profile(&p)
@@ -85,6 +90,40 @@ fn us_per_call(r: &SmokeResult) -> Result<f64> {
     Ok((b - a) as f64 / DEVICE_CALLS as f64 / SIM_CLK_HZ * 1e6)
 }
 
+/// The share of the CPU (percent) the spinner got during the second run of the timed calls: its
+/// loop rate there over its rate while it had the CPU to itself (the client's idle window), each
+/// rate its count difference over the cycles between the two stamped lines that carry the counts.
+pub fn cpu_free_pct(r: &SmokeResult) -> Result<f64> {
+    let at = |name: &str| -> Result<(u64, u64)> {
+        let (cycle, _) = r.phase(name).with_context(|| format!("no {name} line"))?;
+        let line = r.phase_line(name).with_context(|| format!("no {name} line text"))?;
+        let spin = line.rsplit("spin=").next().and_then(|v| v.trim().parse::<u64>().ok()).with_context(|| format!("no spin count in '{line}'"))?;
+        Ok((cycle, spin))
+    };
+    let rate = |a: (u64, u64), b: (u64, u64)| -> Result<f64> {
+        if b.0 <= a.0 || b.1 < a.1 {
+            bail!("spinner lines out of order: {a:?} .. {b:?}");
+        }
+        Ok((b.1 - a.1) as f64 / (b.0 - a.0) as f64)
+    };
+    let idle = rate(at(SPIN_IDLE_START)?, at(SPIN_IDLE_END)?)?;
+    let busy = rate(at(SPIN_BUSY_START)?, at(SPIN_BUSY_END)?)?;
+    if idle <= 0.0 {
+        bail!("the spinner did not count while the client slept");
+    }
+    Ok(100.0 * busy / idle)
+}
+
+/// Device microseconds per X25519 beside the spinner (the busy window's lines).
+pub fn us_per_call_beside_spinner(r: &SmokeResult) -> Result<f64> {
+    let (a, _) = r.phase(SPIN_BUSY_START).context("no spin-busy-start line")?;
+    let (b, _) = r.phase(SPIN_BUSY_END).context("no spin-busy-end line")?;
+    if b <= a {
+        bail!("spinner lines out of order ({a} .. {b} cycles)");
+    }
+    Ok((b - a) as f64 / DEVICE_CALLS as f64 / SIM_CLK_HZ * 1e6)
+}
+
 /// sim_x25519_hw_us_at_100mhz on Precursor's v1 engine, and _v2 on a SoC with the v2 engine.
 /// With each, from the same (profiled) run, where the time of one call went:
 /// `sim_x25519_hw_profile_{engine_wait,server,kernel,client}_us` (and `_v2`), `sim_profile::Split`.
@@ -94,8 +133,12 @@ fn sim_bench(ctx: &Ctx) -> Result<BenchResults> {
         let dir = profile::out_dir().with_file_name(format!("profile-bench-{isa}"));
         let (r, info) = profiled_selftest(isa, 256, ctx.verbose, &dir)?;
         let us = us_per_call(&r)?;
-        eprintln!("sim-selftest: engine {isa}: {us:.1} us per X25519 at 100 MHz");
+        let free = cpu_free_pct(&r)?;
+        let beside = us_per_call_beside_spinner(&r)?;
+        eprintln!("sim-selftest: engine {isa}: {us:.1} us per X25519 at 100 MHz; beside a spinner {beside:.1} us, which got {free:.1}% of the CPU meanwhile");
         out.insert(key.into(), us);
+        out.insert(format!("sim_cpu_free_during_x25519_pct_{isa}"), free);
+        out.insert(format!("sim_x25519_hw_us_beside_spinner_{isa}"), beside);
         let show = profile::Show { window: profile::Window::Timing, top: 8, trace: None };
         let p = profile::report(&dir, &info, &show)?;
         check_profile(&p)?;
