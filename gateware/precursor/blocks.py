@@ -53,11 +53,15 @@ def add_engine(soc, cfg):
     soc.add_bus_region("engine_mem", e.mem_bus)
     # through the simulation's fault injector (simfault ENGINE_IRQ_DROP: interrupts that never
     # arrive, docs/sim.md); untouched, the line passes as is
+    from types import SimpleNamespace
     from .peripherals import IrqDropper
     f = soc.simfault
     drop = IrqDropper(e.ev.irq, f.engine_irq_drop.storage, f.engine_irq_drop.re)
     soc.submodules.engine_irq_drop = drop
     soc.comb += f.engine_irq_left.status.eq(drop.left)
+    # LiteX wires each pinned IRQ from its module's `ev.irq` by itself: that must be the
+    # injector's output too, or the engine's own line would drive the CPU beside it
+    e.ev = SimpleNamespace(irq=drop.out)
     soc.add_irq("engine", drop.out)
     soc.extra_clocks["eng_clk"] = e.clock_hz["eng"]
 
