@@ -247,12 +247,13 @@ mod tests {
         assert!(check_cycles(BackendId::Model, Isa::V2, 22_099).is_ok());
         assert!(check_cycles(BackendId::Model, Isa::V2, 22_100).is_err());
         assert!(check_cycles(BackendId::Model, Isa::V1, 22_099).is_err());
-        // hw by interrupt: whole ticks (10 ms = 500,000 eng cycles), at most two
+        // hw by interrupt: whole ticks (HW_TICK_MS of the 50 MHz engine clock), at most two
+        let tick = 50_000 * engine25519::api::HW_TICK_MS;
         assert!(check_cycles(BackendId::Hw, Isa::V1, 0).is_ok());
-        assert!(check_cycles(BackendId::Hw, Isa::V1, 500_000).is_ok());
-        assert!(check_cycles(BackendId::Hw, Isa::V2, 1_000_000).is_ok());
-        assert!(check_cycles(BackendId::Hw, Isa::V1, 1_500_000).is_err());
-        assert!(check_cycles(BackendId::Hw, Isa::V2, 499_999).is_err());
+        assert!(check_cycles(BackendId::Hw, Isa::V1, tick).is_ok());
+        assert!(check_cycles(BackendId::Hw, Isa::V2, 2 * tick).is_ok());
+        assert!(check_cycles(BackendId::Hw, Isa::V1, 3 * tick).is_err());
+        assert!(check_cycles(BackendId::Hw, Isa::V2, tick - 1).is_err());
         // hw polling: a poll-count estimate, within a factor of 2
         assert!(check_cycles(BackendId::Hw, Isa::V1, 114_072).is_ok());
         assert!(check_cycles(BackendId::Hw, Isa::V1, 160_636).is_ok());
