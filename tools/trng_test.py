@@ -226,7 +226,7 @@ def read_port_file(path: Path, timeout: float) -> int:
 
 
 class HostedSource:
-    """Client of the tester's TCP server (interface 5)."""
+    """Client of the tester's TCP server (docs/trng-tester-protocol.md section 2)."""
 
     def __init__(self, spec: Spec, mode: int, timeout: float, port: Optional[int] = None,
                  port_file: Optional[Path] = None, host: str = "127.0.0.1"):

@@ -29,7 +29,7 @@ from .alu import Alu
 from .mul import FieldMul
 from .ucode import MicrocodeRam
 
-# v2 budgets of issue 10, asserted (--check fails over budget; docs/gateware.md, "Figures").
+# v2 budgets, asserted (--check fails over budget; docs/gateware.md, "Figures").
 BUDGET_V2 = {"dsps": 30, "luts": 4000}
 
 

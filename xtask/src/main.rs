@@ -206,6 +206,87 @@ mod workspace_tests {
         assert!(found.is_empty(), "references to files outside the repository:\n{}", found.join("\n"));
     }
 
+    /// Where `text` refers to the project's own bookkeeping instead of saying what a thing is:
+    /// a work item by number ("issue 5", "interface 3"), who wrote something ("helper x-y"), or
+    /// a defect number without docs/reference-system.md, whose table numbers them, next to it.
+    /// Returns the byte offsets and the words found.
+    fn bookkeeping_words(text: &str) -> Vec<(usize, String)> {
+        let lower = text.to_lowercase();
+        let b = lower.as_bytes();
+        let mut found = Vec::new();
+        let number_after = |at: usize| {
+            let rest = &lower[at..];
+            let rest = rest.strip_prefix(' ').unwrap_or(rest);
+            let rest = rest.strip_prefix('#').unwrap_or(rest);
+            rest.starts_with(|c: char| c.is_ascii_digit())
+        };
+        let word_start = |i: usize| i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        for (word, rule) in [("issue", 0), ("interface", 0), ("defect", 1), ("helper", 2)] {
+            let mut from = 0;
+            while let Some(k) = lower[from..].find(word) {
+                let i = from + k;
+                from = i + word.len();
+                if !word_start(i) {
+                    continue;
+                }
+                let end = i + word.len();
+                let hit = match rule {
+                    // "issue 5", "interface #3"; an upstream project's issue is a public reference
+                    0 => number_after(end) && !lower[..i].ends_with("upstream "),
+                    // "defect 1" without the table that numbers defects within 200 bytes
+                    1 => {
+                        let (lo, hi) = (i.saturating_sub(200), (end + 200).min(lower.len()));
+                        let near = lower.get(lo..hi).unwrap_or(&lower[i..end]);
+                        number_after(end) && !near.contains("reference-system")
+                    }
+                    // "helper engine-isa", "helper \"trng-tool\"", "helper/issue"
+                    _ => {
+                        let rest = &lower[end..];
+                        rest.starts_with('/') || rest.starts_with(" \"") || rest.strip_prefix(' ').is_some_and(|r| {
+                            let w: String = r.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+                            w.contains('-')
+                        })
+                    }
+                };
+                if hit {
+                    found.push((i, lower[i..(end + 12).min(lower.len())].to_string()));
+                }
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_repository_speaks_of_itself() {
+        let out = std::process::Command::new("git").args(["ls-files", "-z"]).current_dir(crate::util::root()).output().expect("git ls-files");
+        assert!(out.status.success(), "git ls-files failed");
+        let mut found = Vec::new();
+        for path in out.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+            let path = String::from_utf8_lossy(path).to_string();
+            // this file holds the words as test cases
+            if path == "Cargo.lock" || path == file!() {
+                continue;
+            }
+            let Ok(text) = std::fs::read_to_string(crate::util::root().join(&path)) else { continue };
+            for (at, w) in bookkeeping_words(&text) {
+                let line = text[..at].matches('\n').count() + 1;
+                found.push(format!("{path}:{line}: {w:?}"));
+            }
+        }
+        assert!(found.is_empty(), "say what a thing is, or cite docs/reference-system.md:\n{}", found.join("\n"));
+    }
+
+    #[test]
+    fn bookkeeping_words_are_found() {
+        let words = |t: &str| bookkeeping_words(t).into_iter().map(|(_, w)| w.split_whitespace().next().unwrap().to_string()).collect::<Vec<_>>();
+        for bad in ["see issue 10", "(Issue #5)", "interface 3 of", "written by helper engine-isa", "helper \"trng-tool\"", "owner: helper/issue x", "reference defect #1 here"] {
+            assert_eq!(words(bad).len(), 1, "{bad:?} not found");
+        }
+        for good in ["upstream issue #76", "issues in 2 cycles", "a helper function", "the interface of", "defect 3 (docs/reference-system.md)", "tissue 5"] {
+            assert!(words(good).is_empty(), "{good:?} flagged: {:?}", words(good));
+        }
+    }
+
     /// Every binary of the workspace lands in target/release/<name>: two packages declaring the
     /// same bin name silently overwrite each other (it happened: a hosted bench client and a
     /// native bench provider were both `engine-bench`, and the wrong one was launched).

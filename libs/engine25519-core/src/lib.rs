@@ -1,5 +1,5 @@
 //! engine25519-core: the Curve25519 engine's ISA (generated from `spec/engine25519.toml`),
-//! assembler, disassembler and (helper engine-model) the cycle-exact model.
+//! assembler, disassembler and the cycle-exact model.
 //!
 //! # Running microcode on the model (the hosted engine)
 //! ```

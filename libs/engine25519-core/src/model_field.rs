@@ -2,15 +2,17 @@
 //!
 //! These functions implement the datapath semantics the model executes; they are exact
 //! definitions (the gateware must match them bit for bit), written for speed: no allocation,
-//! u128 products, branch-free reductions.
+//! u128 products; the final reductions are conditional subtractions that branch on the value
+//! (the model defines the engine's results and cycle counts, not its timing on the host).
 //!
 //! Multiplier input interpretation (both ISAs): the hardware splits each operand into fifteen
 //! 17-bit limbs, i.e. it sees bits 0..=254 only; bit 255 of each operand is ignored. Any value
 //! of those 255 bits is accepted (values in [p, 2^255) are not an error: the x19 wrap-around is a
 //! congruence mod p, so they multiply as their residue). The result is always fully reduced:
-//! `mul(a, b) = ((a mod 2^255) * (b mod 2^255)) mod p`, in [0, p). Reference defect #1 (an overflow
-//! detector that looked at too many bits and left some results unreduced / wrong) cannot occur in
-//! this definition; `tests/model_field.rs` checks the boundary cases against a big-integer reference.
+//! `mul(a, b) = ((a mod 2^255) * (b mod 2^255)) mod p`, in [0, p). The reference's defect 1
+//! (docs/reference-system.md: an overflow detector that looked at too many bits and left some
+//! results unreduced / wrong) cannot occur in this definition; `tests/field_ops.rs` checks the
+//! boundary cases against a big-integer reference.
 
 /// A 256-bit register value: four little-endian 64-bit limbs.
 pub type U256 = [u64; 4];

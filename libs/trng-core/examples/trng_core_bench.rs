@@ -1,4 +1,4 @@
-//! Native bench provider (interface 3): one line of flat JSON on stdout, a table on stderr.
+//! Native bench provider (`cargo xtask bench`): one line of flat JSON on stdout, a table on stderr.
 //! In-process throughput of the software pipeline (no IPC): conditioned bytes and raw models.
 use std::time::{Duration, Instant};
 use trng_core::conditioner::ConditionerConfig;

@@ -319,7 +319,7 @@ impl Executor {
         if self.refuse_closed() {
             return Err(Status::BadState);
         }
-        if let Some(_) = self.unavailable {
+        if self.unavailable.is_some() {
             self.count_error();
             return Err(Status::EngineUnavailable);
         }

@@ -1,7 +1,8 @@
 //! Fair, bounded job queue with register-window allocation (no Xous dependency).
 //!
 //! * Each client (Xous PID) has its own FIFO; the engine serves clients round robin, one job (or
-//!   one quantum of a long job) per turn, so no client can lock out the others (reference defect 3).
+//!   one quantum of a long job) per turn, so no client can lock out the others (the reference's defect 3,
+//!   docs/reference-system.md).
 //! * The queue is bounded globally and per client: `submit` answers `Busy` instead of blocking.
 //! * A job holds one of the 16 register windows from its first dispatch until it completes, so a
 //!   job preempted at a quantum boundary (or parked by Suspend) keeps its registers in the engine

@@ -1,6 +1,6 @@
 //! TRNG server (`trng`): raw sources -> SP 800-90B health tests -> ChaCha20 conditioner ->
 //! clients over Xous IPC, plus the tester (docs/trng-tester-protocol.md): hosted over TCP
-//! (interface 5), on the device through the mailbox (cargo feature `tester`).
+//! (docs/trng-tester-protocol.md section 2), on the device through the mailbox (cargo feature `tester`).
 //!
 //! This file decodes, dispatches and replies (service-ipc conventions, docs/ipc.md); the work is
 //! done by the kernel-free [`server::TrngServer`]. Two servers (docs/security.md): the control

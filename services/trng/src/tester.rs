@@ -1,4 +1,4 @@
-//! Hosted tester transport (interface 5, docs/trng-tester-protocol.md section 2): serves
+//! Hosted tester transport (docs/trng-tester-protocol.md section 2): serves
 //! 512 KiB buffers of conditioned or raw output on a loopback TCP port, ping-pong style.
 //!
 //! Threads here make no Xous calls (each Xous-calling thread costs a kernel slot for good): the

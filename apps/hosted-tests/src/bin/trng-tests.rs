@@ -59,7 +59,7 @@ fn fill_lengths() -> StepResult {
 }
 
 /// Large fills: several chunks, distinct 4 KiB blocks, tail of each 4 KiB chunk written
-/// (upstream defect 7: last 16 bytes of each 4096 chunk untouched, >= 4096 panicking).
+/// (the reference's defect 7, docs/reference-system.md: last 16 bytes of each 4096 chunk untouched, >= 4096 panicking).
 fn fill_large() -> StepResult {
     let mut t = connect()?;
     for len in [4096usize, 4097, 65_536, 65_537, 200_000, 1 << 20] {

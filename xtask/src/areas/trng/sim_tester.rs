@@ -60,8 +60,10 @@ fn parse_line(l: &str) -> Option<(u64, &str)> {
 }
 
 fn is_failure(text: &str) -> bool {
-    // the device's failure lines (sim::FAIL_LINES, as plain substrings)
-    ["PROGRAM HALT", "PANIC", "panicked at", "CPU Exception", "ERROR"].iter().any(|p| text.contains(p))
+    // the device's failure lines (precursor::FAIL_LINES): a failed verdict, and the second
+    // pattern's alternatives as plain substrings
+    matches!(verdict::Verdict::parse(text), Some(Ok(v)) if v.status == verdict::Status::Fail)
+        || ["PROGRAM HALT", "PANIC", "panicked at", "CPU Exception", "ERROR"].iter().any(|p| text.contains(p))
 }
 
 struct Lines {
