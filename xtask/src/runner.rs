@@ -39,16 +39,34 @@ pub fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> 
             Err(e) => eprintln!("=== {}: FAIL ({secs:.1} s): {e:#}", s.name),
         }
         results.push((s.name, r.is_ok(), secs));
+        // after every step, so that a run cut short still leaves its times
+        if let Err(e) = write_times(&results) {
+            eprintln!("xtask: could not write {}: {e:#}", times_path().display());
+        }
     }
     eprintln!("\n{:<28} {:>6} {:>9}", "step", "result", "seconds");
     for (n, ok, secs) in &results {
         eprintln!("{:<28} {:>6} {:>9.1}", n, if *ok { "PASS" } else { "FAIL" }, secs);
     }
     let failed = results.iter().filter(|r| !r.1).count();
-    eprintln!("total {:.1} s; {} passed, {} failed", t_all.elapsed().as_secs_f64(), results.len() - failed, failed);
+    eprintln!("total {:.1} s; {} passed, {} failed (times: {})", t_all.elapsed().as_secs_f64(), results.len() - failed, failed, times_path().display());
     if failed > 0 {
         bail!("{failed} test step(s) failed");
     }
+    Ok(())
+}
+
+/// Where `cargo xtask test` records each step's result and wall time.
+pub fn times_path() -> PathBuf {
+    crate::util::target_dir().join("xtask-test-times.json")
+}
+
+/// The steps run so far: `[{"step", "pass", "seconds"}, ...]` in run order.
+fn write_times(results: &[(&str, bool, f64)]) -> Result<()> {
+    let v: Vec<serde_json::Value> = results.iter().map(|(n, ok, s)| serde_json::json!({"step": n, "pass": ok, "seconds": (s * 10.0).round() / 10.0})).collect();
+    let path = times_path();
+    std::fs::create_dir_all(path.parent().unwrap())?;
+    std::fs::write(&path, serde_json::to_string_pretty(&v)? + "\n")?;
     Ok(())
 }
 
