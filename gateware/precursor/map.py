@@ -19,6 +19,9 @@ ROM_BASE = 0x0000_0000            # reset vector: the machine-mode start stub (n
 ROM_SIZE = 0x1_0000
 SRAM_EXT_BASE = 0x4000_0000       # Precursor's main RAM (external SRAM)
 SRAM_EXT_SIZE = 0x100_0000        # 16 MiB
+# The memory LCD's frame buffer (Precursor's `memlcd` memory region): 536 lines of 11 words
+MEMLCD_FB_BASE = 0xB000_0000
+MEMLCD_FB_SIZE = 0x5C20
 
 # Declared clock: Precursor's CPU clock (LITEX_CONFIG_CLOCK_FREQUENCY = 100 MHz). The ticktimer
 # counts milliseconds of this clock (CLK_FREQ / 1000 cycles per tick), so every time the
@@ -34,6 +37,7 @@ CSR_LOCS = {
     "susres": 0x13,      # 0xF001_3000 suspend/resume (xous-susres)
     "wdt": 0x22,         # 0xF002_2000
     "wfi": 0x25,         # 0xF002_5000
+    "memlcd": 0x0C,      # 0xF000_C000 the memory LCD's registers (its frame buffer: MEMLCD_FB)
     "simctl": 0x3F,      # 0xF003_F000 simulation control: not on Precursor (its last page is empty)
     "simfault": 0x10,    # 0xF001_0000 fault injection: not on Precursor (an empty page inside the CSR
                          # region a Precursor image's MREx tag gives the kernel, so a process may map it)

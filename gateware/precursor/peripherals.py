@@ -22,7 +22,7 @@ from litex.soc.cores.uart import _get_uart_fifo
 HERE = Path(__file__).resolve().parent
 WDT_BITE_CODE = 0xDEAD_0001
 POWERDOWN_CODE = 0xDEAD_0002      # the susres block's POWERDOWN: the SoC powered itself off
-VERILOG_SOURCES = [HERE / "sim_uart_sink.v", HERE / "sim_finish.v"]
+VERILOG_SOURCES = [HERE / "sim_uart_sink.v", HERE / "sim_finish.v", HERE / "sim_memlcd_sink.v"]
 
 
 class CycleCounter(Module):
@@ -356,3 +356,123 @@ class IrqDropper(Module):
             If(swallow, masking.eq(1)).Elif(~line, masking.eq(0)),
             If(load, self.left.eq(count)).Elif(swallow, self.left.eq(self.left - 1)),
         ]
+
+
+class MemLCD(Module, AutoCSR):
+    """Precursor's `memlcd` (CSR page 0xF000_C000, no interrupt line) and its frame buffer
+    (0xB000_0000, 0x5C20 bytes: 536 lines of 11 words), the display of the Sharp memory LCD.
+
+    Frame buffer: line y at word 11 * y; pixel x of a line is bit x % 32 of its word x // 32
+    (336 pixels: words 0..9 and the low half of word 10); a 1 is a light pixel, 0 dark (the
+    graphics server clears the screen to all ones). Bit 16 of word 10 is the line's dirty bit.
+
+    Registers (the SVD's): COMMAND (UpdateDirty bit 0, UpdateAll bit 1, pulses) starts a
+    transfer of the dirty lines (those whose dirty bit is set) or of every line; BUSY.busy is 1
+    while it runs; PRESCALER (reset 99): the LCD's serial clock is the system clock /
+    (prescaler + 1); the `done` event on BUSY's falling edge (EV_STATUS / EV_PENDING /
+    EV_ENABLE); DEVBOOT.devboot (write 1: latched until reset) and DEVSTATUS.devstatus (reads
+    the latch). The strike-through DEVBOOT draws on Precursor's screen is not modelled.
+
+    Timing (this model's serial protocol, the memory LCD's line-addressed write): per transfer
+    a mode byte and a trailing dummy byte, per line sent an address byte, its 336 data bits and
+    a dummy byte: (16 + 352 x lines) serial clocks of (prescaler + 1) system cycles each. Lines
+    not sent cost nothing.
+
+    The panel: every line sent is appended to a simulation file (`filename`) as
+    `<cycle> <line> <88 hex digits: words 10..0>`; the host's screenshot (run.py --memlcd)
+    rebuilds what the panel shows from it."""
+
+    LINES = 536
+    WORDS_PER_LINE = 11
+    WIDTH = 336
+    DIRTY_BIT = 16
+    LINE_BITS = 8 + 336 + 8
+    TRANSFER_BITS = 16
+
+    def __init__(self, cycles: Signal, filename: str):
+        from migen import Cat, Memory
+        from litex.soc.interconnect import wishbone
+
+        self.command = CSRStorage(fields=[
+            CSRField("UpdateDirty", size=1, pulse=True, description="Write 1 to send the dirty lines to the LCD."),
+            CSRField("UpdateAll", size=1, offset=1, pulse=True, description="Write 1 to send every line."),
+        ])
+        self.busy = CSRStatus(fields=[CSRField("busy", size=1, description="1 while a transfer runs.")])
+        self.prescaler = CSRStorage(fields=[CSRField("prescaler", size=8, reset=99, description="LCD serial clock = sys clock / (prescaler + 1).")])
+        self.submodules.ev = EventManager()
+        self.ev.done = EventSourceProcess(edge="falling")
+        self.ev.finalize()
+        self.devboot = CSRStorage(fields=[CSRField("devboot", size=1, description="Write 1: latched until reset.")])
+        self.devstatus = CSRStatus(fields=[CSRField("devstatus", size=1, description="The devboot latch.")])
+
+        words = self.LINES * self.WORDS_PER_LINE
+        # power-on contents: every line light and clean (Precursor's are whatever the RAM
+        # held; the graphics server clears the screen first)
+        clean = [0xFFFF_FFFF] * (self.WORDS_PER_LINE - 1) + [(1 << self.DIRTY_BIT) - 1]
+        mem = Memory(32, words, init=clean * self.LINES, name="memlcd_fb")
+        self.submodules.sram = wishbone.SRAM(mem)
+        self.bus = self.sram.bus
+        rd = mem.get_port()
+        self.specials += rd
+
+        latched = Signal()
+        self.sync += If(self.devboot.fields.devboot, latched.eq(1))
+        self.comb += self.devstatus.fields.devstatus.eq(latched)
+
+        busy = Signal()
+        self.comb += [self.busy.fields.busy.eq(busy), self.ev.done.trigger.eq(busy)]
+        update_all = Signal()
+        line = Signal(max=self.LINES + 1)
+        word = Signal(max=self.WORDS_PER_LINE + 1)
+        data = Signal(32 * self.WORDS_PER_LINE)
+        wait = Signal(32)
+        emit = Signal()
+        self.comb += rd.adr.eq(line * self.WORDS_PER_LINE + word)
+        per_bit = Signal(9)
+        self.comb += per_bit.eq(self.prescaler.fields.prescaler + 1)
+
+        fsm = FSM(reset_state="IDLE")
+        self.submodules.fsm = fsm
+        fsm.act("IDLE",
+            If(self.command.fields.UpdateDirty | self.command.fields.UpdateAll,
+                NextState("READ")))
+        self.sync += [
+            emit.eq(0),
+            If(fsm.ongoing("IDLE") & (self.command.fields.UpdateDirty | self.command.fields.UpdateAll),
+                busy.eq(1),
+                update_all.eq(self.command.fields.UpdateAll),
+                line.eq(0), word.eq(0),
+                wait.eq(self.TRANSFER_BITS * per_bit),
+            ),
+        ]
+        # READ: one word per cycle (the port's data is the previous cycle's address)
+        rdata_valid = Signal()
+        self.sync += rdata_valid.eq(fsm.ongoing("READ") & (word < self.WORDS_PER_LINE))
+        self.sync += If(rdata_valid, data.eq(Cat(data[32:], rd.dat_r)))
+        fsm.act("READ",
+            If(word == self.WORDS_PER_LINE, NextState("DECIDE")))
+        self.sync += If(fsm.ongoing("READ") & (word < self.WORDS_PER_LINE), word.eq(word + 1))
+        send = Signal()
+        self.comb += send.eq(update_all | data[32 * (self.WORDS_PER_LINE - 1) + self.DIRTY_BIT])
+        fsm.act("DECIDE",
+            If(~rdata_valid, NextState("SEND")))
+        self.sync += If(fsm.ongoing("DECIDE") & ~rdata_valid,
+            If(send, emit.eq(1), wait.eq(wait + self.LINE_BITS * per_bit)))
+        fsm.act("SEND",
+            If(line == self.LINES - 1, NextState("FINISH")).Else(NextState("READ")))
+        self.sync += If(fsm.ongoing("SEND"), line.eq(line + 1), word.eq(0))
+        # the serial transfer's time: the accumulated clocks, then BUSY falls
+        fsm.act("FINISH",
+            If(wait == 0, NextState("IDLE")))
+        self.sync += If(fsm.ongoing("FINISH"),
+            If(wait == 0, busy.eq(0)).Else(wait.eq(wait - 1)))
+
+        self.specials += Instance(
+            "sim_memlcd_sink",
+            p_FILENAME=filename,
+            i_clk=ClockSignal("sys"),
+            i_valid=emit,
+            i_line=line,
+            i_data=data,
+            i_cycles=cycles,
+        )

@@ -20,6 +20,9 @@
 * `--profile FILE` (`--profile-period P`, default 256 cycles): sample the CPU every P cycles
   (PC of the instruction in write-back, privilege, satp ASID = Xous PID) and write the samples
   to FILE, one per line: `<cycle> <pc hex> <priv> <asid>` (`cargo xtask sim-profile` reads them).
+* `--memlcd FILE`: copy the memory LCD's panel log to FILE after the run: every line the
+  memlcd block sent, `<cycle> <line> <88 hex digits>` (`python -m precursor.memlcd` turns it
+  into a PNG: the screen).
 * `--bridge-port PORT`: serve the SoC's UART Wishbone bridge (tester.py: the TRNG tester's host
   bridge, a bus master) on TCP PORT while the simulation runs; without it nothing listens.
 """
@@ -140,13 +143,14 @@ class _Tail:
 
 def run(rom: bytes, ram: bytes | None = None, timeout: float = 60.0, expect=(), until: str | None = None,
         fail=(DEFAULT_FAIL,), echo: bool = True, gw: Path | None = None, keep: Path | None = None,
-        on_line=None, bridge_port: int | None = None, profile: tuple[Path, int] | None = None) -> Result:
+        on_line=None, bridge_port: int | None = None, profile: tuple[Path, int] | None = None,
+        memlcd: Path | None = None) -> Result:
     rom_hex = words_hex(rom, pmap.ROM_SIZE, "the ROM image")
     ram_hex = words_hex(ram or b"", pmap.SRAM_EXT_SIZE, "the RAM image")
     gw = gw or soc.build()
     runs = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="precursor-run-"))
     try:
-        return _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port, profile)
+        return _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port, profile, memlcd)
     finally:
         if not keep:
             shutil.rmtree(runs, ignore_errors=True)
@@ -175,7 +179,7 @@ def link_build_inits(gw: Path, runs: Path) -> None:
         dst.symlink_to(src)
 
 
-def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port=None, profile=None) -> Result:
+def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port=None, profile=None, memlcd=None) -> Result:
     runs.mkdir(parents=True, exist_ok=True)
     for name in ("modules", "sim_config.js"):
         link = runs / name
@@ -187,7 +191,7 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
     (runs / soc.ROM_INIT).write_text(rom_hex)
     (runs / soc.RAM_INIT).write_text(ram_hex)
     link_build_inits(gw, runs)
-    for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH, soc.PROGRESS, soc.PROFILE):
+    for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH, soc.PROGRESS, soc.PROFILE, soc.MEMLCD_LOG):
         (runs / f).unlink(missing_ok=True)
 
     expect_re = [(p, re.compile(p)) for p in expect]
@@ -251,6 +255,11 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
         if not samples.is_file():
             raise RuntimeError(f"the simulator wrote no profile ({samples}): is the SoC build older than the profiler?")
         shutil.copyfile(samples, profile[0])
+    if memlcd:
+        panel = runs / soc.MEMLCD_LOG
+        if not panel.is_file():
+            raise RuntimeError(f"the simulator wrote no memory LCD log ({panel}): is the SoC build older than the memlcd block?")
+        shutil.copyfile(panel, memlcd)
     fin = runs / soc.FINISH
     if fin.is_file():
         code, cycles = fin.read_text().split()
@@ -303,6 +312,7 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", type=Path, metavar="FILE", help="write PC samples of the whole run to FILE")
     ap.add_argument("--profile-period", type=int, default=256, metavar="CYCLES",
                     help="cycles between two PC samples with --profile (default 256)")
+    ap.add_argument("--memlcd", type=Path, metavar="FILE", help="write the memory LCD's panel log (every line sent) to FILE")
     a = ap.parse_args(argv)
     for what, pats in (("--expect", a.expect), ("--fail", a.fail or []), ("--until", [a.until] if a.until else [])):
         for pat in pats:
@@ -321,6 +331,9 @@ def main(argv=None) -> int:
     if not 1 <= a.profile_period <= 1 << 31:
         print(f"precursor.run: --profile-period {a.profile_period}: not a period in cycles (1..2^31)", file=sys.stderr)
         return 2
+    if a.memlcd is not None and not a.memlcd.resolve().parent.is_dir():
+        print(f"precursor.run: --memlcd {a.memlcd}: no such directory {a.memlcd.parent}", file=sys.stderr)
+        return 2
     if a.profile is not None and not a.profile.parent.is_dir():
         print(f"precursor.run: --profile {a.profile}: no such directory {a.profile.parent}", file=sys.stderr)
         return 2
@@ -328,7 +341,8 @@ def main(argv=None) -> int:
         rom = a.rom.read_bytes()
         ram = a.ram.read_bytes() if a.ram else None
         res = run(rom, ram, a.timeout, a.expect, a.until, a.fail or [DEFAULT_FAIL], not a.quiet, keep=a.keep,
-                  bridge_port=a.bridge_port, profile=(a.profile.resolve(), a.profile_period) if a.profile else None)
+                  bridge_port=a.bridge_port, profile=(a.profile.resolve(), a.profile_period) if a.profile else None,
+                  memlcd=a.memlcd.resolve() if a.memlcd else None)
     except ValueError as e:
         print(f"precursor.run: {e}", file=sys.stderr)
         return 2

@@ -43,7 +43,7 @@ if __package__ in (None, ""):
 from . import blocks
 from . import map as pmap
 from . import tester
-from .peripherals import VERILOG_SOURCES, CycleCounter, PrecursorUART, SimCtl, SimFault, SusRes, TickTimer, Timer0, WDT, WFI
+from .peripherals import VERILOG_SOURCES, CycleCounter, MemLCD, PrecursorUART, SimCtl, SimFault, SusRes, TickTimer, Timer0, WDT, WFI
 
 HERE = Path(__file__).resolve().parent
 # the files that define the hardware (the build cache key; of this file, the SoC class and
@@ -55,6 +55,7 @@ ROM_INIT = "sim_rom.init"
 RAM_INIT = "sim_sram_ext.init"
 UART_LOG = "uart.log"
 CONSOLE_LOG = "console.log"
+MEMLCD_LOG = "memlcd.log"      # every line the memory LCD block sends to its panel
 FINISH = "finish.txt"
 PROGRESS = "progress.txt"      # the cycle count, rewritten every 2^22 cycles
 PROFILE = "profile.txt"        # PC samples with the plusarg +profile=<period> (sim_finish.v)
@@ -98,6 +99,9 @@ class PrecursorSim(SoCCore):
         self.submodules.wfi = WFI()
         self.submodules.timer0 = Timer0(clk_freq)
         self.submodules.susres = SusRes(self.ticktimer)
+        # the memory LCD: registers on its CSR page, the frame buffer at Precursor's region
+        self.submodules.memlcd = MemLCD(cycles.value, MEMLCD_LOG)
+        self.bus.add_slave("memlcd_fb", self.memlcd.bus, SoCRegion(origin=pmap.MEMLCD_FB_BASE, size=pmap.MEMLCD_FB_SIZE, cached=False))
         self.submodules.simctl = SimCtl(cycles.value, bite=self.wdt.bite, filename=FINISH, off=self.susres.off)
         self.submodules.simfault = SimFault()
         for v in VERILOG_SOURCES:

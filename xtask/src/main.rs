@@ -44,7 +44,7 @@ enum Cmd {
         #[arg(long)]
         stock: bool,
         /// The DH device: engine ISA v1 or v2 (paced to the engine clock), or software
-        /// (100 ms per X25519, a 100 MHz RV32 CPU).
+        /// (73.2 ms per X25519: x25519-dalek measured on the simulated Precursor, docs/chat.md).
         #[arg(long, value_enum, default_value = "v2")]
         engine: areas::chat::Engine,
         /// Run the DH on the UI thread (shows the stall the async path avoids).
@@ -118,6 +118,12 @@ enum Cmd {
     /// Profile the simulated Precursor (PC samples of kernel and processes) while the device
     /// self-test times its X25519 calls: a table per process and function (docs/sim.md).
     SimProfile(areas::sim::profile::SimProfileArgs),
+    /// Time the chat's cryptography per operation on the simulated Precursor
+    /// (apps/device-crypto; docs/chat.md "On the device").
+    SimCrypto(areas::sim::crypto::SimCryptoArgs),
+    /// The simulated Precursor's screen as a PNG: what the memory LCD's panel received in the
+    /// last simulated run (or --log), docs/sim.md "The screen".
+    SimScreenshot(areas::sim::SimScreenshotArgs),
     /// Boot files for the simulated Precursor without the upstream loader: target/sim/ram.bin, rom.bin, layout.json (docs/sim-boot.md)
     SimLayout(areas::sim::layout::SimLayoutArgs),
     #[command(flatten)]
@@ -155,6 +161,8 @@ fn main() {
         Cmd::SimRun(a) => areas::sim::run(a, ctx.verbose),
         Cmd::SimSmoke(a) => areas::sim::smoke(a, ctx.verbose, areas::selftest::sim_extras),
         Cmd::SimProfile(a) => areas::sim::profile::main(a, ctx.verbose),
+        Cmd::SimCrypto(a) => areas::sim::crypto::main(a, ctx.verbose),
+        Cmd::SimScreenshot(a) => areas::sim::screenshot(a),
         Cmd::SimLayout(a) => areas::sim::layout::run(a, ctx.verbose),
         Cmd::Engine(c) => areas::engine::isa::run(c),
         Cmd::Trng(c) => areas::trng::run(&ctx, c),

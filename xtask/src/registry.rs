@@ -50,6 +50,7 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     v.extend(areas::ratchet::bench_providers());
     v.extend(areas::sim::bench_providers());
     v.extend(areas::sim::selftest::bench_providers());
+    v.extend(areas::sim::crypto::bench_providers());
     v
 }
 

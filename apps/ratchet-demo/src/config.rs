@@ -72,7 +72,7 @@ impl Common {
     pub fn describe(&self) -> String {
         match self.pacing() {
             Pacing::Engine { clock_hz } => format!("engine {} paced at {:.0} MHz", self.engine.name(), clock_hz as f64 / 1e6),
-            Pacing::Software { per_dh } => format!("software X25519, {} ms per DH (100 MHz RV32)", per_dh.as_millis()),
+            Pacing::Software { per_dh } => format!("software X25519, {:.1} ms per DH (x25519-dalek on the simulated 100 MHz Precursor)", per_dh.as_secs_f64() * 1e3),
             Pacing::Off { .. } => format!("engine {} unpaced", self.engine.name()),
         }
     }

@@ -5,8 +5,8 @@
 //! Device time of one job:
 //! - engine (v1 or v2 microcode): the engine cycles the service reports, at the engine clock
 //!   (`eng_clk_hz` of spec/engine25519.toml, handed to the app by xtask);
-//! - software: [`SOFTWARE_DH`] per X25519, the time of a software X25519 on a 100 MHz RV32 core
-//!   (docs/chat.md).
+//! - software: [`SOFTWARE_DH`] per X25519, the time x25519-dalek takes on the simulated
+//!   Precursor's 100 MHz CPU (docs/chat.md).
 //!
 //! The engine is one device: jobs run one after the other on a virtual device timeline, and a
 //! batch completes no earlier than that timeline says (and no earlier than the real result).
@@ -19,8 +19,10 @@ use std::time::{Duration, Instant};
 use ratchet::{DhJob, DhOutput};
 use zeroize::Zeroizing;
 
-/// Device time of one software X25519 on the Precursor's 100 MHz RV32 CPU.
-pub const SOFTWARE_DH: Duration = Duration::from_millis(100);
+/// Device time of one software X25519: x25519-dalek measured on the simulated Precursor
+/// (VexRiscv at the declared 100 MHz), bench key `device_crypto_x25519_software_us` of `cargo
+/// xtask bench --only device-crypto`: 7,317,632 cycles (docs/chat.md, "On the device").
+pub const SOFTWARE_DH: Duration = Duration::from_micros(73_176);
 
 /// How completions are paced.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -8,6 +8,12 @@
  *              power-on, delivers conditioned words (URANDOM_VALID, then URANDOM), two differ
  *   engine     the engine (CSR page 0xF002_0000, memory window 0xE002_0000, spec/engine25519.toml)
  *              answers: MPSTART and a microcode word read back what was written
+ *   memlcd     the memory LCD (registers 0xF000_C000, frame buffer 0xB000_0000): PRESCALER resets
+ *              to 99; sixteen lines drawn (one dark pixel each, x = 20k + 3 on line 200 + k)
+ *              and marked dirty, one line drawn but not marked; COMMAND.UpdateDirty: BUSY
+ *              until the transfer ends, then EV_PENDING.done; DEVBOOT latches DEVSTATUS. The
+ *              host (tests/test_soc.py) decodes the panel log: exactly the dirty lines, those
+ *              pixels, and BUSY's length
  *   ticktimer  TIME advances by one every CLK_FREQ/1000 cycles (checked against simctl CYCLES)
  *   timer0     the preemption timer (0xF000_1000) counts 12 MHz: with RELOAD = 1199 its zero
  *              event comes every 10,000 cycles (+/- 50)
@@ -53,6 +59,15 @@
     .equ ENGINE_CSR, 0xF0020000
     .equ ENGINE_MEM, 0xE0020000
     .equ EN_MPSTART, 0x04
+    .equ MEMLCD,     0xF000C000
+    .equ MEMLCD_FB,  0xB0000000
+    .equ ML_COMMAND, 0x00
+    .equ ML_BUSY,    0x04
+    .equ ML_PRESCALER, 0x08
+    .equ ML_PENDING, 0x10
+    .equ ML_DEVBOOT, 0x18
+    .equ ML_DEVSTATUS, 0x1C
+    .equ ML_LINE_BYTES, 44            /* 11 words per line */
     .equ RXTX,       0x00
     .equ TXFULL,     0x04
     .equ TT_CONTROL, 0x00
@@ -139,11 +154,93 @@ engine:
     bne  t1, t2, engine_fail
     la   a0, v_engine
     call puts
-    j    ticktimer
+    j    memlcd
 engine_fail:
     la   a0, f_engine
     call puts
     mv   a0, t2
+    call put_hex
+    call newline
+    j    fail
+
+/* ---- memlcd ------------------------------------------------------------------------------ */
+memlcd:
+    li   s3, MEMLCD
+    li   s4, MEMLCD_FB
+    li   s8, 1
+    lw   t1, ML_PRESCALER(s3)
+    li   t0, 99
+    bne  t1, t0, ml_fail              /* step 1: PRESCALER's reset value */
+    sw   zero, ML_PRESCALER(s3)       /* one system cycle per serial clock: a short test */
+    li   s5, 0                        /* k */
+1:  li   t0, 20
+    mul  t0, t0, s5
+    addi t0, t0, 3                    /* x = 20k + 3 */
+    srli t1, t0, 5                    /* word x / 32 */
+    andi t2, t0, 31
+    li   t3, 1
+    sll  t3, t3, t2
+    not  t3, t3                       /* light everywhere but bit x % 32 */
+    addi t4, s5, 200                  /* line 200 + k */
+    li   t5, ML_LINE_BYTES
+    mul  t4, t4, t5
+    add  t4, t4, s4                   /* the line's first word */
+    slli t1, t1, 2
+    add  t1, t1, t4
+    sw   t3, 0(t1)
+    li   t3, 0x0001FFFF               /* word 10: light pixels 320..335, dirty bit 16 */
+    sw   t3, 40(t4)
+    addi s5, s5, 1
+    li   t0, 16
+    blt  s5, t0, 1b
+    li   t4, 300 * ML_LINE_BYTES      /* line 300: drawn dark, not marked dirty */
+    add  t4, t4, s4
+    sw   zero, 0(t4)
+    lw   s5, SC_CYCLES0(s2)
+    li   t0, 1
+    sw   t0, ML_COMMAND(s3)           /* UpdateDirty */
+    li   s8, 2
+    li   t2, 1000000
+2:  lw   t0, ML_BUSY(s3)
+    andi t0, t0, 1
+    beqz t0, 3f
+    addi t2, t2, -1
+    bnez t2, 2b
+    j    ml_fail                      /* step 2: BUSY never fell */
+3:  lw   s6, SC_CYCLES0(s2)
+    sub  s6, s6, s5                   /* cycles from the command until BUSY read 0 */
+    li   s8, 3
+    lw   t1, ML_PENDING(s3)
+    li   t0, 1
+    bne  t1, t0, ml_fail              /* step 3: the done event */
+    sw   t0, ML_PENDING(s3)
+    li   s8, 4
+    lw   t1, ML_PENDING(s3)
+    bnez t1, ml_fail                  /* step 4: cleared */
+    li   s8, 5
+    lw   t1, ML_DEVSTATUS(s3)
+    bnez t1, ml_fail                  /* step 5: DEVSTATUS 0 after reset */
+    li   t0, 1
+    sw   t0, ML_DEVBOOT(s3)
+    sw   zero, ML_DEVBOOT(s3)
+    li   s8, 6
+    lw   t1, ML_DEVSTATUS(s3)
+    li   t0, 1
+    bne  t1, t0, ml_fail              /* step 6: latched */
+    la   a0, v_memlcd
+    call puts
+    mv   a0, s6
+    call put_dec
+    call newline
+    j    ticktimer
+ml_fail:
+    la   a0, f_memlcd
+    call puts
+    mv   a0, s8
+    call put_dec
+    la   a0, s_read
+    call puts
+    mv   a0, t1
     call put_hex
     call newline
     j    fail
@@ -570,6 +667,8 @@ f_trng:      .asciz "VERDICT sim-soc/trng FAIL -- no valid word on the kernel po
 f_trng_same: .asciz "VERDICT sim-soc/trng FAIL -- two consecutive kernel-port words are equal\n"
 v_engine:    .asciz "VERDICT sim-soc/engine PASS\n"
 f_engine:    .asciz "VERDICT sim-soc/engine FAIL -- read back "
+v_memlcd:    .asciz "VERDICT sim-soc/memlcd PASS busy_cycles="
+f_memlcd:    .asciz "VERDICT sim-soc/memlcd FAIL step="
 v_tick:      .asciz "VERDICT sim-soc/ticktimer PASS cycles_per_tick="
 f_tick:      .asciz "VERDICT sim-soc/ticktimer FAIL cycles_per_tick="
 v_timer0:    .asciz "VERDICT sim-soc/timer0 PASS cycles_per_period="

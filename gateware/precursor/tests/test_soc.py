@@ -22,6 +22,7 @@ import pytest
 
 from precursor import blocks
 from precursor import map as pmap
+from precursor import memlcd
 from precursor import run as prun
 from precursor import soc as psoc
 
@@ -153,6 +154,8 @@ def test_map_irqs_and_ram_equal_precursor(built):
             assert consts.get(f"{b}_interrupt") == str(irq)
     assert ours["sram_ext"] == regions["sram_ext"] == (pmap.SRAM_EXT_BASE, pmap.SRAM_EXT_SIZE)
     assert ours["csr"] == (pmap.CSR_BASE, pmap.CSR_SIZE)
+    assert ours["memlcd_fb"] == regions["memlcd"] == (pmap.MEMLCD_FB_BASE, pmap.MEMLCD_FB_SIZE)
+    assert pmap.MEMLCD_FB_SIZE == memlcd.LINES * memlcd.WORDS_PER_LINE * 4
     # regions of other blocks (spec files) where Precursor has them: engine_mem = ENGINE
     svd_name = {"engine_mem": "engine"}
     for name, region in pmap.REGIONS.items():
@@ -171,18 +174,50 @@ def assemble(src: Path, out_dir: Path) -> bytes:
     return binf.read_bytes()
 
 
-CHECKS = ["uart", "trng", "engine", "ticktimer", "timer0", "susres", "irq", "sv32", "ecall"]
+CHECKS = ["uart", "trng", "engine", "memlcd", "ticktimer", "timer0", "susres", "irq", "sv32", "ecall"]
 
 
 def test_soc_selftest(built, tmp_path):
     rom = assemble(FIRMWARE / "soc_test.S", tmp_path)
     expect = [rf"^VERDICT sim-soc/{c} PASS" for c in CHECKS] + [r"^VERDICT sim-soc PASS$", r"^soc-test: console UART$"]
-    res = prun.run(rom, timeout=120, expect=expect, echo=True, gw=built, keep=tmp_path / "run")
+    panel_log = tmp_path / "memlcd.log"
+    res = prun.run(rom, timeout=120, expect=expect, echo=True, gw=built, keep=tmp_path / "run", memlcd=panel_log)
     assert res.reason == "finish" and res.code == 0, f"ended by {res.reason}, code {res.code}"
     assert res.ok(expect), res.summary(expect)
     console = [l.text for l in res.lines if l.source == "console"]
     assert console == ["soc-test: console UART"]
+    check_memlcd_drawing(panel_log.read_text(), res)
+
+
+def check_memlcd_drawing(log: str, res):
+    """What soc_test.S drew reached the panel: exactly the sixteen dirty lines (not line 300,
+    drawn but clean), each light but for its one dark pixel at x = 20k + 3; and BUSY lasted the
+    serial transfer (16 + 352 clocks per line at PRESCALER 0) plus at most the scan of the
+    buffer (16 cycles per line)."""
+    records = memlcd.parse(log)
+    assert [line for _, line, _ in records] == list(range(200, 216)), records
+    img = memlcd.panel(records)
+    dark = {(x, y) for y in range(memlcd.LINES) for x in range(memlcd.WIDTH) if not img[y][x]}
+    assert dark == {(20 * k + 3, 200 + k) for k in range(16)}, sorted(dark)
+    # the PNG holds the same pixels
+    assert memlcd.read_png(memlcd.png(img)) == img
+    line = next(l for l in res.lines if l.text.startswith("VERDICT sim-soc/memlcd PASS"))
+    busy = int(line.text.split("busy_cycles=")[1])
+    serial = 16 + 352 * 16
+    assert serial <= busy <= serial + 16 * memlcd.LINES, f"BUSY for {busy} cycles (serial transfer {serial})"
     print(f"sim:soc: {res.cycles:,} cycles in {res.wall_s:.1f} s")
+
+
+def test_memlcd_log_parser_refuses_bad_lines():
+    good = f"100 5 0000ffff{'f' * 72}fffffffe\n"     # words 10..0: word 0 = 0xFFFF_FFFE
+    r = memlcd.parse(good)
+    assert r == [(100, 5, [0xFFFF_FFFE] + [0xFFFF_FFFF] * 9 + [0x0000_FFFF])]
+    assert memlcd.panel(r)[5][0] == 0 and memlcd.panel(r)[5][1] == 1
+    assert memlcd.panel(r, at=99)[5][0] == 1          # before the line was sent
+    for bad in (f"100 536 {'f' * 88}\n", f"x 5 {'f' * 88}\n", f"100 5 {'f' * 87}\n"):
+        with pytest.raises(memlcd.BadLog):
+            memlcd.parse(bad + good)
+    assert memlcd.parse(good + "200 6 ffff") == r      # a last line cut short is dropped
 
 
 def test_run_times_out_on_a_hung_program(built, tmp_path):

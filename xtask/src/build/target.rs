@@ -24,8 +24,9 @@ pub const TARGET: &str = "riscv32imac-unknown-xous-elf";
 pub const TOOLCHAIN: &str = "nightly";
 /// Our programs that run on the device (their `hw` backends only exist there).
 /// device-selftest is the test client the simulated Precursor runs (xtask/src/selftest.rs); it is
-/// not in the flashed image.
-pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "device-selftest"];
+/// not in the flashed image; device-crypto times the chat's cryptography there
+/// (xtask/src/areas/sim/crypto.rs), not in the image either.
+pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "device-selftest", "device-crypto"];
 /// Our programs in a device image, in PID order: (package, binary). sysctl comes last, as in
 /// hosted mode: it claims every server's control connection once they run.
 pub const IMAGE_PROGRAMS: &[(&str, &str)] = &[("engine25519-server", "engine25519"), ("trng-server", "trng"), ("sysctl", "sysctl")];

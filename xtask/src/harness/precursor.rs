@@ -29,6 +29,12 @@ pub fn python() -> Result<(PathBuf, Vec<(&'static str, PathBuf)>)> {
 }
 
 /// The runner command (gateware/precursor/run.py) for ROM and RAM images.
+/// Where every run keeps what its memory LCD's panel received (the last run's screen;
+/// run.py --memlcd, `cargo xtask sim-screenshot`).
+pub fn memlcd_log() -> PathBuf {
+    crate::build::sim_layout::sim_dir().join("memlcd.log")
+}
+
 pub fn runner(rom: &Path, ram: &Path, timeout: u64) -> Result<Command> {
     for (p, what) in [(rom, "ROM"), (ram, "RAM")] {
         if !p.is_file() {
@@ -37,10 +43,14 @@ pub fn runner(rom: &Path, ram: &Path, timeout: u64) -> Result<Command> {
     }
     let (py, env) = python()?;
     let mut cmd = gateware::py_command(&py);
+    let panel = memlcd_log();
+    std::fs::create_dir_all(panel.parent().context("target/sim")?)?;
     cmd.args(["-m", "precursor.run", "--timeout", &timeout.to_string(), "--rom"])
         .arg(std::fs::canonicalize(rom)?)
         .arg("--ram")
-        .arg(std::fs::canonicalize(ram)?);
+        .arg(std::fs::canonicalize(ram)?)
+        .arg("--memlcd")
+        .arg(&panel);
     for (k, v) in env {
         cmd.env(k, v);
     }

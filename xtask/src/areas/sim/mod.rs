@@ -13,8 +13,12 @@
 //!   power-off;
 //! * layout.rs: `sim-layout`, steps `sim:layout` and `sim:boot-probe`; selftest.rs: step
 //!   `sim:selftest` and bench provider `sim-selftest`; profile.rs: `sim-profile`;
+//! * crypto.rs: `sim-crypto` and bench provider `device-crypto` (the chat's cryptography per
+//!   operation on the device);
+//! * `cargo xtask sim-screenshot`: the last run's screen (the memory LCD's panel) as a PNG;
 //! * bench provider `sim-boot`: sim_boot_cycles, sim_boot_to_services_s.
 
+pub mod crypto;
 pub mod layout;
 pub mod profile;
 pub mod selftest;
@@ -60,6 +64,41 @@ pub struct SimRunArgs {
     /// Stop when an output line matches this regex.
     #[arg(long)]
     pub until: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct SimScreenshotArgs {
+    /// The panel log (default: the last simulated run's, target/sim/memlcd.log).
+    #[arg(long)]
+    pub log: Option<PathBuf>,
+    /// The PNG to write (default target/sim/screenshot.png).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// The screen as it was at this cycle (default: after the last line the display received).
+    #[arg(long)]
+    pub at: Option<u64>,
+    /// Pixels per LCD pixel (1..8).
+    #[arg(long, default_value_t = 1)]
+    pub scale: u32,
+}
+
+/// `cargo xtask sim-screenshot`: the simulated Precursor's screen (the memory LCD's panel,
+/// rebuilt from the lines its memlcd block sent; gateware/precursor/memlcd.py) as a PNG.
+pub fn screenshot(a: SimScreenshotArgs) -> Result<()> {
+    let log = a.log.unwrap_or_else(crate::harness::precursor::memlcd_log);
+    if !log.is_file() {
+        bail!("sim-screenshot: {}: no panel log (run the simulated Precursor first: cargo xtask sim-run / sim-smoke)", log.display());
+    }
+    let out = a.out.unwrap_or_else(|| crate::build::sim_layout::sim_dir().join("screenshot.png"));
+    let (py, _) = python()?;
+    let mut cmd = gateware::py_command(&py);
+    cmd.args(["-m", "precursor.memlcd"]).arg(&log).arg("--png").arg(&out).args(["--scale", &a.scale.to_string()]);
+    if let Some(c) = a.at {
+        cmd.args(["--at", &c.to_string()]);
+    }
+    supervisor::run(&mut cmd, Duration::from_secs(120), "precursor.memlcd")?;
+    println!("{}", out.display());
+    Ok(())
 }
 
 /// The device boot files (ram.bin, rom.bin) from `sim-layout`.

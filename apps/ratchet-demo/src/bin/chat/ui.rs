@@ -99,7 +99,7 @@ impl App {
     fn draw_engine(&self, f: &mut Frame, r: Rect) {
         let mut lines = Vec::new();
         let device = match self.engine_mode {
-            EngineMode::Software => "software X25519 (100 ms/DH on a 100 MHz RV32)".to_string(),
+            EngineMode::Software => format!("software X25519 ({:.1} ms/DH, device)", ratchet_demo::dh::SOFTWARE_DH.as_secs_f64() * 1e3),
             m => format!("engine {} @ {:.0} MHz", m.name(), self.clock_hz as f64 / 1e6),
         };
         lines.push(Line::from(format!("{device} · DH {}", if self.sync_dh { "SYNC on the UI thread" } else { "async" })));
