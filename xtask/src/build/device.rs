@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 
-use crate::build::target::{ensure_toolchain, DEVICE_PACKAGES, TARGET, TOOLCHAIN};
+use crate::build::target::{ensure_toolchain, DEVICE_BENCH_PACKAGES, DEVICE_PACKAGES, TARGET, TOOLCHAIN};
 
 /// The cross-build command for `packages` with extra cargo `features` (`package/feature`, e.g.
 /// `trng-server/tester` for the TRNG tester's image; none for the default builds). Cargo keeps
@@ -31,11 +31,11 @@ pub fn build_command(packages: &[String], features: &[&str]) -> Command {
     c
 }
 
-/// Build some device programs (each must be in DEVICE_PACKAGES) with `features`.
+/// Build some device programs (each in DEVICE_PACKAGES or DEVICE_BENCH_PACKAGES) with `features`.
 pub fn build_packages(packages: &[String], features: &[&str]) -> Result<()> {
     for p in packages {
-        if !DEVICE_PACKAGES.contains(&p.as_str()) {
-            anyhow::bail!("device-build: unknown package '{p}' (device programs: {})", DEVICE_PACKAGES.join(", "));
+        if !DEVICE_PACKAGES.contains(&p.as_str()) && !DEVICE_BENCH_PACKAGES.contains(&p.as_str()) {
+            anyhow::bail!("device-build: unknown package '{p}' (device programs: {}, {})", DEVICE_PACKAGES.join(", "), DEVICE_BENCH_PACKAGES.join(", "));
         }
     }
     ensure_toolchain()?;

@@ -24,9 +24,12 @@ pub const TARGET: &str = "riscv32imac-unknown-xous-elf";
 pub const TOOLCHAIN: &str = "nightly";
 /// Our programs that run on the device (their `hw` backends only exist there).
 /// device-selftest is the test client the simulated Precursor runs (xtask/src/selftest.rs); it is
-/// not in the flashed image; device-crypto times the chat's cryptography there
-/// (xtask/src/areas/sim/crypto.rs), not in the image either.
-pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "device-selftest", "device-crypto"];
+/// not in the flashed image.
+pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "device-selftest"];
+/// Device programs only the benchmarks build and run (not in the image, not built by the test
+/// steps, whose time is short): device-crypto times the chat's cryptography on the simulated
+/// Precursor (xtask/src/areas/sim/crypto.rs); its operations are tested on the host by cargo test.
+pub const DEVICE_BENCH_PACKAGES: &[&str] = &["device-crypto"];
 /// Our programs in a device image, in PID order: (package, binary). sysctl comes last, as in
 /// hosted mode: it claims every server's control connection once they run.
 pub const IMAGE_PROGRAMS: &[(&str, &str)] = &[("engine25519-server", "engine25519"), ("trng-server", "trng"), ("sysctl", "sysctl")];
