@@ -124,6 +124,9 @@ enum Cmd {
     /// The simulated Precursor's screen as a PNG: what the memory LCD's panel received in the
     /// last simulated run (or --log), docs/sim.md "The screen".
     SimScreenshot(areas::sim::SimScreenshotArgs),
+    /// A Xous program draws text on the simulated Precursor's memory LCD; the host reads it back
+    /// from what the panel received (step sim:screen; docs/sim.md "The screen").
+    SimScreen,
     /// Boot files for the simulated Precursor without the upstream loader: target/sim/ram.bin, rom.bin, layout.json (docs/sim-boot.md)
     SimLayout(areas::sim::layout::SimLayoutArgs),
     #[command(flatten)]
@@ -163,6 +166,7 @@ fn main() {
         Cmd::SimProfile(a) => areas::sim::profile::main(a, ctx.verbose),
         Cmd::SimCrypto(a) => areas::sim::crypto::main(a, ctx.verbose),
         Cmd::SimScreenshot(a) => areas::sim::screenshot(a),
+        Cmd::SimScreen => areas::sim::screen::check(ctx.verbose),
         Cmd::SimLayout(a) => areas::sim::layout::run(a, ctx.verbose),
         Cmd::Engine(c) => areas::engine::isa::run(c),
         Cmd::Trng(c) => areas::trng::run(&ctx, c),

@@ -33,6 +33,7 @@ pub fn all_test_steps() -> Vec<TestStep> {
     v.extend(areas::sim::layout::test_steps());
     v.extend(areas::selftest::test_steps());
     v.extend(areas::sim::selftest::test_steps());
+    v.extend(areas::sim::screen::test_steps());
     v
 }
 

@@ -25,7 +25,8 @@ pub const TOOLCHAIN: &str = "nightly";
 /// Our programs that run on the device (their `hw` backends only exist there).
 /// device-selftest is the test client the simulated Precursor runs (xtask/src/selftest.rs); it is
 /// not in the flashed image.
-pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "device-selftest"];
+/// device-screen draws on the simulated Precursor's display (step sim:screen), not in the image.
+pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "device-selftest", "device-screen"];
 /// Device programs only the benchmarks build and run (not in the image, not built by the test
 /// steps, whose time is short): device-crypto times the chat's cryptography on the simulated
 /// Precursor (xtask/src/areas/sim/crypto.rs); its operations are tested on the host by cargo test.

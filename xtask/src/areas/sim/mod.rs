@@ -16,11 +16,13 @@
 //! * crypto.rs: `sim-crypto` and bench provider `device-crypto` (the chat's cryptography per
 //!   operation on the device);
 //! * `cargo xtask sim-screenshot`: the last run's screen (the memory LCD's panel) as a PNG;
+//!   screen.rs: step `sim:screen` and `sim-screen` (a Xous program draws, the host reads it back);
 //! * bench provider `sim-boot`: sim_boot_cycles, sim_boot_to_services_s.
 
 pub mod crypto;
 pub mod layout;
 pub mod profile;
+pub mod screen;
 pub mod selftest;
 
 use crate::ctx::Ctx;
