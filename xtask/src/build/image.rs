@@ -325,6 +325,9 @@ fn semver_repo(tag: &str) -> Result<PathBuf> {
 pub struct BuiltImage {
     pub path: PathBuf,
     pub report: ImageReport,
+    /// The kernel and the programs' ELFs it holds, in PID order after the kernel.
+    pub kernel: PathBuf,
+    pub programs: Vec<PathBuf>,
 }
 
 /// Create + sign + check the image from given inputs.
@@ -351,7 +354,7 @@ pub fn make_image(tools: &device_xous::XousTools, kernel: &Path, programs: &[Pat
     if report.semver != tag {
         bail!("{}: records version {}, expected {tag}", out.display(), report.semver);
     }
-    Ok(BuiltImage { path: out.to_path_buf(), report })
+    Ok(BuiltImage { path: out.to_path_buf(), report, kernel: kernel.to_path_buf(), programs: programs.to_vec() })
 }
 
 /// Every device ELF of the image, in PID order after the kernel: base services (xous-susres

@@ -48,8 +48,9 @@ pub fn build(out: &Path, extra: &[Extra], features: &[&str], verbose: bool) -> R
     let image_path = sim_dir().join("reference").join("xous.img");
     let image = crate::build::image::build_for(&image_path, &None, &power, features, verbose)?;
     let presign = image.path.with_extension("presign.img");
-    let kernel_path = device_xous::ensure_kernel(&power, verbose)?;
-    let mut program_paths = crate::build::image::image_programs(&power, features, verbose)?;
+    // the ELFs the image was made of (built once: no second cargo run)
+    let kernel_path = image.kernel.clone();
+    let mut program_paths = image.programs.clone();
     program_paths.extend(extra.iter().map(|e| e.elf.clone()));
     let reference = std::fs::read(&presign).with_context(|| format!("reading {}", presign.display()))?;
     let (ram_name, regions) = tags::regions_from_image(&reference).with_context(|| presign.display().to_string())?;

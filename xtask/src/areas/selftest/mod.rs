@@ -217,10 +217,13 @@ fn bad_options(ctx: &Ctx, client: &str) -> Result<()> {
 }
 
 /// The device build of the client (cached by cargo in our target dir), without compressed
-/// instructions.
+/// instructions. Built with every device program, as the image builds them: cargo unifies
+/// features over the packages it is given (alone, the client gets trng-core without its
+/// `pipeline` feature), so building it alone and then with the image rebuilt trng-core and
+/// relinked the client (fat LTO) at each switch, several times per simulated self-test.
 pub fn device_elf(verbose: bool) -> Result<PathBuf> {
     let _ = verbose;
-    crate::build::device::build_packages(&[PACKAGE.to_string()], &[])?;
+    crate::build::device::build_all(&[])?;
     let elf = crate::util::target_dir().join(crate::build::target::TARGET).join("release").join(PACKAGE);
     check_device_elf(&elf)?;
     Ok(elf)
