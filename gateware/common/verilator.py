@@ -172,9 +172,16 @@ def _ports(verilog: str, ios) -> list:
 
 def build(module, ios, name: str, clocks: dict | None = None, jobs: int = 2) -> VSim:
     """Convert, verilate and compile (cached), then load. `clocks`: domain -> period (see module doc)."""
-    clocks = clocks or {"sys": 1}
     v = meminit.verilog(convert(module, ios=set(ios), name=name))
-    ports = _ports(v, ios)
+    return build_verilog(v, _ports(v, ios), name, clocks, jobs)
+
+
+def build_verilog(v: str, ports: list, name: str, clocks: dict | None = None, jobs: int = 2,
+                  libraries: tuple = (), flags: tuple = ()) -> VSim:
+    """Verilate the Verilog text `v` whose top module `name` has `ports` ((name, width, is_input),
+    clocks included), with extra source files `libraries` (e.g. a vendor's primitive simulation
+    models) and extra Verilator `flags`; cached like `build`."""
+    clocks = clocks or {"sys": 1}
     names = {p[0] for p in ports}
     for d in clocks:
         if f"{d}_clk" not in names:
@@ -182,7 +189,8 @@ def build(module, ios, name: str, clocks: dict | None = None, jobs: int = 2) -> 
     ports_nc = [p for p in ports if not any(p[0] == f"{d}_clk" for d in clocks)]
     h = _harness(name, ports_nc, clocks)
     ver = subprocess.run(["verilator", "--version"], capture_output=True, text=True, check=True).stdout
-    key = hashlib.sha256((v + h + ver + " ".join(WARN)).encode()).hexdigest()[:16]
+    libtext = "".join(Path(f).read_text() for f in libraries)
+    key = hashlib.sha256((v + h + ver + " ".join(WARN) + libtext + " ".join(flags)).encode()).hexdigest()[:16]
     d = build_dir() / f"{name}-{key}"
     lib = d / f"lib{name}.so"
     if not lib.is_file():
@@ -192,8 +200,9 @@ def build(module, ios, name: str, clocks: dict | None = None, jobs: int = 2) -> 
         (tmp / f"{name}.v").write_text(v)
         (tmp / "harness.cpp").write_text(h)
         (tmp / "main.cpp").write_text("int main() { return 0; }\n")  # --exe wants one; not linked into the library
-        cmd = ["verilator", "--cc", "--exe", f"{name}.v", "harness.cpp", "main.cpp", "--top-module", name, "--build", "-j", str(jobs),
-               "--Mdir", "obj", "-O3", "-CFLAGS", "-fPIC -O1", "--x-assign", "fast", "--x-initial", "fast"] + WARN
+        cmd = ["verilator", "--cc", "--exe", f"{name}.v", *[str(f) for f in libraries], "harness.cpp", "main.cpp",
+               "--top-module", name, "--build", "-j", str(jobs),
+               "--Mdir", "obj", "-O3", "-CFLAGS", "-fPIC -O1", "--x-assign", "fast", "--x-initial", "fast"] + WARN + list(flags)
         r = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
         if r.returncode != 0:
             raise RuntimeError(f"verilator failed for {name}:\n{r.stdout[-3000:]}\n{r.stderr[-3000:]}")

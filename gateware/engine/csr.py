@@ -12,7 +12,7 @@ pending & enabled events.
 
 from __future__ import annotations
 
-from migen import Cat, If, Module, Signal
+from migen import Cat, If, Module, Mux, Signal
 
 from . import spec
 from .sequencer import Engine
@@ -114,10 +114,12 @@ class EngineBus(Module):
         ]
         # access FSM: 0 idle, 1 wait for the RF / microcode read (data next cycle), 2 RF write-back
         phase = Signal(2)
-        merged = Signal(256)
-        self.comb += e.bus_rf_dat_w.eq(merged)
-        self.comb += [If(word == k, merged.eq(Cat(*[(self.dat_w if j == k else e.bus_rf_dat_r[32 * j:32 * j + 32]) for j in range(8)])))
-                      for k in range(8)]
+        # the merge: word j of the register is the bus's word where `word` selects it, else the
+        # register's (read in phase 1); one shared select per word, so each bit is a 2:1 choice
+        # synthesis folds into the register file's write-data mux (bus word or ALU result)
+        wsel = Signal(8)
+        self.comb += [wsel[j].eq(word == j) for j in range(8)]
+        self.comb += e.bus_rf_dat_w.eq(Cat(*[Mux(wsel[j], self.dat_w, e.bus_rf_dat_r[32 * j:32 * j + 32]) for j in range(8)]))
         rf_word = Signal(32)
         self.comb += [If(word == k, rf_word.eq(e.bus_rf_dat_r[32 * k:32 * k + 32])) for k in range(8)]
         self.comb += [

@@ -15,11 +15,18 @@ IOS = ["go", "window", "mpstart", "mplen", "pause_req", "mpresume_we", "mpresume
 
 
 class EngineSim:
-    def __init__(self, isa: str):
+    def __init__(self, isa: str, netlist: bool = False):
+        """`netlist`: simulate yosys's synth_xilinx netlist of the engine (xc7 primitives and their
+        simulation models, common/netlist.py) instead of the RTL; same ports, same driver."""
         self.isa = isa
         dut = Engine(isa)
         ratio = spec.mul_clock_ratio(isa)
-        self.sim = build(dut, [getattr(dut, n) for n in IOS], f"engine_{isa}", clocks={"sys": ratio, "mul": 1})
+        ios = [getattr(dut, n) for n in IOS]
+        if netlist:
+            from common import netlist as gl
+            self.sim = gl.build(dut, ios, f"engine_{isa}_gl", clocks={"sys": ratio, "mul": 1})
+        else:
+            self.sim = build(dut, ios, f"engine_{isa}", clocks={"sys": ratio, "mul": 1})
         self.regs = spec.load().geometry["regs_per_window"]
 
     def close(self):

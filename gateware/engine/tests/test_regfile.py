@@ -11,6 +11,7 @@ import random
 import pytest
 from migen import Module, Signal
 
+from common import netlist
 from common.verilator import build
 from engine import regfile, spec
 
@@ -37,12 +38,18 @@ class Registered(Module):
             self.ios.add(outer)
 
 
-@pytest.fixture(scope="module")
-def rf():
+@pytest.fixture(scope="module", params=["rtl", "netlist"])
+def rf(request):
+    """The RTL on Verilator, and yosys's synth_xilinx netlist of it with the xc7 primitives'
+    simulation models (common/netlist.py): the same tests must pass on both, in particular the
+    block RAM's output held through the mid-cycle write."""
     dut = Registered()
     ratio = spec.mul_clock_ratio(ISA)
     assert ratio == 2, "the register file's two phases need mul_clk = 2 x eng_clk"
-    s = build(dut, dut.ios, "engine_regfile", clocks={"sys": ratio, "mul": 1})
+    if request.param == "rtl":
+        s = build(dut, dut.ios, "engine_regfile", clocks={"sys": ratio, "mul": 1})
+    else:
+        s = netlist.build(dut, dut.ios, "engine_regfile_gl", clocks={"sys": ratio, "mul": 1})
     s.init = regfile.layout(ISA)[2]
     s.const_base = dut.rf.const_base
     yield s
