@@ -10,15 +10,19 @@ sits in each DSP48E1's P register). Then:
 * one carry pass, all limbs in parallel: c_k = low17(col_k) + (col_{k-1} >> 17), the top
   column's carry re-entering limb 0 times 19;
 * one 256-bit add s = L + H of the fifteen 17-bit parts (L) and the carries shifted one limb up
-  (H, at most 14 bits per limb, so most bits of H are constant zero and cost no LUT);
+  (H, at most 14 bits per limb, so most bits of H are constant zero and cost no LUT), over two
+  mul_clk: the low 128 bits and their carry, then the high bits;
 * the normalize decision: f = s mod 2^255 + 19 * s[255] is >= p exactly when f + 19 carries
   into bit 255, i.e. when bits 8..254 of s are all ones and the low byte plus 19 * (s[255] + 1)
   reaches 256; one flag, c;
 * the result q = (s mod 2^255 + 19 * (s[255] + c)) mod 2^255: an add of a constant-sized term
-  (f - p when c, else f); no 255-bit mux.
+  (f - p when c, else f); no 255-bit mux; again over two mul_clk, low half first.
 
-Schedule after the start edge (mul_clk): load, 15 rows, carry, add, decide, result:
-`cycles` = 19 mul_clk until `done`, whatever the operands; q holds until the next start.
+Schedule after the start edge (mul_clk): load, 15 rows, carry, add (2), decide, result (2):
+`cycles` = 21 mul_clk until `done`, whatever the operands; q holds until the next start. No carry
+chain in the multiplier is longer than 128 bits within one mul_clk (a 256-bit one does not close
+at 100 MHz on an ECP5-6; docs/gateware.md, "Timing"). The sequencer takes the product when its
+latency countdown says so (sequencer.py checks `cycles` fits the spec's MUL latency).
 """
 
 from __future__ import annotations
@@ -82,8 +86,10 @@ class FieldMul(Module):
         c = Signal()
 
         ROWS0, ROWS1 = 1, nl                       # steps 1..15: schoolbook rows
-        CARRY, ADD, DECIDE, NORM = nl + 1, nl + 2, nl + 3, nl + 4
-        self.cycles = NORM + 1                     # start edge -> done (mul_clk)
+        # each 256-bit add over two mul_clk, its low half first (the carry between the halves is
+        # registered): no carry chain longer than 128 bits in one 10 ns cycle
+        CARRY, ADD_LO, ADD_HI, DECIDE, NORM_LO, NORM_HI = (nl + k for k in range(1, 7))
+        self.cycles = NORM_HI + 1                  # start edge -> done (mul_clk)
 
         self.comb += a_limb.eq(Array([a_hold[k * LIMB:(k + 1) * LIMB] for k in range(nl)])[row])
         for k in range(nl):
@@ -101,11 +107,18 @@ class FieldMul(Module):
         # normalize: f = s mod 2^255 + 19 s[255]; f >= p iff f + 19 >= 2^255
         dec_low = Signal(low + 1)
         fix = Signal(2)
-        q_full = Signal(n_bits + 1)
+        half = 128
+        s_lo = Signal(half + 1)                    # low half of s = L + H and its carry out
+        q_lo = Signal(half + 1)                    # low half of the normalized result and its carry
+        # the high halves as signals of their own (inside a Verilog concatenation a sum has the
+        # width of its widest operand: the carry out would be dropped)
+        s_hi = Signal(n_bits + 1 - half)
+        q_hi = Signal(n_bits - half)
         self.comb += [
             dec_low.eq(s[:low] + Mux(s[n_bits], 2 * c19, c19)),
             fix.eq(s[n_bits] + c),
-            q_full.eq(s[:n_bits] + times(fix, c19)),
+            s_hi.eq(lo_cat[half:] + hi_cat[half:] + s_lo[half]),
+            q_hi.eq(s[half:n_bits] + q_lo[half]),
         ]
 
         sync += [
@@ -121,12 +134,16 @@ class FieldMul(Module):
                 first.eq(0), step.eq(step + 1),
             ).Elif(step == CARRY,
                 *carry_pass, step.eq(step + 1),
-            ).Elif(step == ADD,
-                s.eq(lo_cat + hi_cat), step.eq(step + 1),
+            ).Elif(step == ADD_LO,
+                s_lo.eq(lo_cat[:half] + hi_cat[:half]), step.eq(step + 1),
+            ).Elif(step == ADD_HI,
+                s.eq(Cat(s_lo[:half], s_hi)), step.eq(step + 1),
             ).Elif(step == DECIDE,
                 c.eq(dec_low[low] & (s[low:n_bits] == (1 << (n_bits - low)) - 1)), step.eq(step + 1),
-            ).Elif(step == NORM,
-                self.q.eq(q_full[:n_bits]),
+            ).Elif(step == NORM_LO,
+                q_lo.eq(s[:half] + times(fix, c19)), step.eq(step + 1),
+            ).Elif(step == NORM_HI,
+                self.q.eq(Cat(q_lo[:half], q_hi)),
                 self.done.eq(1), self.busy.eq(0), step.eq(0),
             )
         ]

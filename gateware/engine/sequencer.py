@@ -85,6 +85,13 @@ class Engine(Module):
                 setattr(self.submodules, f"mul{u}", m)
                 self.muls.append(m)
         table = dec.table(isa, alu)
+        if nmul and not synth_core:
+            # a MUL issued in t starts the multiplier on the mul_clk edge in the middle of t + 1
+            # and its product is taken into the write request at the end of t + latency - 1:
+            # 2 * latency - 3 mul_clk edges later; `q` must be loaded on an earlier edge
+            lat = max(e.latency for e in table.values() if e.kind == dec.K_MUL)
+            assert spec.mul_clock_ratio(isa) == 2 and self.muls[0].cycles <= 2 * lat - 4, \
+                f"isa {isa}: the multiplier ({self.muls[0].cycles} mul_clk) is slower than MUL's latency {lat}"
 
         # ---- control inputs (CSR block / test harness)
         self.go = Signal()
