@@ -7,7 +7,8 @@ throughput figure `rtl_trng_words_per_kcycle` from a simulation of one port poll
 
 prints a table and writes flat JSON: synth_trng_luts, synth_trng_ffs (conditioner + health
 tests), per-block counts (synth_trng_<block>_{luts,ffs,brams} for the raw FIFO, the excursion
-test, the ring-oscillator and XADC front ends and the whole block), rtl_trng_words_per_kcycle, rtl_trng_cycles_per_block,
+test, the ring-oscillator and XADC front ends, the block (csr.TrngBus) and the whole: the block
+with its front ends and the Wishbone adapter, one flattened run, TrngWhole), rtl_trng_words_per_kcycle, rtl_trng_cycles_per_block,
 rtl_trng_max_invalid_run (default configuration) and rtl_trng_max_invalid_run_no_selfmix.
 """
 
@@ -33,6 +34,31 @@ from .frontend_xadc import XadcAvalanche
 from .health import HealthTests
 
 XC7S50_LUTS = 32_600
+
+
+class TrngWhole(Module):
+    """The whole TRNG as an FPGA carries it: the block (csr.TrngBus: conditioner, health tests,
+    excursion tests, raw FIFOs, both register pages) fed by its FPGA front ends (the ring
+    oscillators and the XADC avalanche channels, wired as SimTrng wires the simulation source)
+    behind the SoC's Wishbone adapter (as soc.TrngPeripheral)."""
+
+    def __init__(self, spec):
+        from soc.engine_wishbone import EngineWishbone
+        from .soc import PAGE, _EngineBusView
+        self.submodules.trng = t = TrngBus(spec)
+        av, ro = spec.health["av"], spec.health["ro"]
+        self.submodules.ro = r = RingOscillators(ro["cores"], ro["rings_per_core"], ro["ring_stages"])
+        assert len(t.av_s) == 2, "the XADC front end has two channels"
+        self.submodules.xadc = x = XadcAvalanche(sample_bits=av["sample_bits"])
+        self.comb += [
+            r.enable.eq(t.fe_ro_en), r.powersave.eq(t.fe_powersave), r.need.eq(t.fe_need),
+            *[getattr(r, k).eq(v) for k, v in t.fe_ro.items()],
+            t.ro_bits.eq(r.bits), t.ro_valid.eq(r.valid),
+            x.enable.eq(t.fe_av_en), t.av_s[0].eq(x.s0), t.av_s[1].eq(x.s1), t.av_valid.eq(x.valid),
+        ]
+        self.submodules.bridge = b = EngineWishbone(_EngineBusView(t), PAGE, PAGE)
+        self.ios = set(b.csr_bus.flatten()) | set(b.mem_bus.flatten()) | {
+            t.irq_server, t.irq_kernel, x.vauxp, x.vauxn}
 
 
 class HealthWrap(Module):
@@ -111,6 +137,8 @@ def main(argv=None) -> int:
     extra["xadc_frontend"] = (x, [x.vauxp, x.vauxn, x.enable, x.s0, x.s1, x.valid])
     b = TrngBus(spec)
     extra["block"] = (b, b.ios)
+    w = TrngWhole(spec)
+    extra["whole"] = (w, w.ios)
     for name, (m, ios) in extra.items():
         blocks[name] = stat(m, ios, f"trng_{name}", work)
         for k in ("luts", "ffs", "brams"):

@@ -44,6 +44,7 @@ pub fn all_bench_providers() -> Vec<BenchProvider> {
     v.extend(areas::trng::bench_providers());
     v.extend(areas::trng::gateware::bench_providers());
     v.extend(areas::engine::rtl::bench_providers());
+    v.extend(areas::engine::fpga::bench_providers());
     v.extend(areas::engine::soc_bench::bench_providers());
     v.extend(areas::trng::soc::bench_providers());
     v.extend(areas::engine_service::bench_providers());

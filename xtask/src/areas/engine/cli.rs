@@ -21,8 +21,9 @@ pub enum GatewareCmd {
         #[arg(short = 'k')]
         filter: Option<String>,
     },
-    /// yosys synth_xilinx (xc7) of the engine per block, v1 and v2 (LUT/FF/BRAM/DSP); fails
-    /// when v2 is over its DSP or LUT budget (30 / 4,000).
+    /// yosys synth_xilinx (xc7) of the whole engine (Wishbone adapter, CSR block, engine) and
+    /// per block, v1 and v2 (LUT/FF/BRAM/DSP); fails when v2's whole is over its DSP budget (30)
+    /// or grew past its LUT ceiling (docs/gateware.md, "Figures").
     Synth {
         /// Only these ISAs (repeatable; default v1 and v2).
         #[arg(long)]
@@ -41,6 +42,35 @@ pub enum GatewareCmd {
         #[arg(long)]
         json: Option<PathBuf>,
     },
+    /// Place and route the engine on an ECP5 LFE5U-85F (yosys synth_ecp5, nextpnr-ecp5 from
+    /// PyPI): Fmax per clock domain, cross-domain paths; fails when a domain misses its spec
+    /// clock or a tool fails (its message and log path are printed). Long: minutes per ISA.
+    Place {
+        /// Only these ISAs (repeatable; default v1 and v2).
+        #[arg(long)]
+        isa: Vec<String>,
+        /// Write the flat JSON (ecp5_engine_* keys) here.
+        #[arg(long)]
+        json: Option<PathBuf>,
+    },
+    /// Post-synthesis simulation: yosys's xc7 netlist of the whole engine on Verilator against
+    /// the model's vectors (RFC 7748), a Wycheproof sample and pause/resume. Long build.
+    NetlistSim {
+        /// Only these ISAs (repeatable; default v2 and v1).
+        #[arg(long)]
+        isa: Vec<String>,
+        /// Wycheproof cases sampled per ISA.
+        #[arg(long, default_value_t = 12)]
+        wycheproof: usize,
+    },
+    /// Write the Xilinx constraints (XDC: clocks, the register file's multicycle paths), every
+    /// name they match checked against the RTL.
+    Xdc {
+        #[arg(long, default_value = "v2")]
+        isa: String,
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Remove the Verilator build cache (target/gateware/verilator).
     Clean,
 }
@@ -53,6 +83,15 @@ pub fn run(ctx: &Ctx, a: GatewareArgs) -> Result<()> {
         }
         GatewareCmd::Synth { isa, json } => super::rtl::synth(&isa, json.as_deref()).map(|_| ()),
         GatewareCmd::SocBench { timeout, json } => super::soc_bench::cli(ctx, timeout, json.as_deref()),
+        GatewareCmd::Place { isa, json } => {
+            let r = super::fpga::place(&isa, json.as_deref(), true)?;
+            for (k, v) in &r {
+                println!("{k:<44} {v}");
+            }
+            Ok(())
+        }
+        GatewareCmd::NetlistSim { isa, wycheproof } => super::fpga::netlist_sim(ctx.verbose, &isa, wycheproof),
+        GatewareCmd::Xdc { isa, out } => super::fpga::xdc(&isa, &out),
         GatewareCmd::Clean => {
             let d = build_dir();
             if d.exists() {

@@ -2,6 +2,7 @@
 //! the commands `asm`, `gen-docs`, `engine-vectors`, `engine-run` and `gateware`.
 
 pub mod cli;
+pub mod fpga;
 pub mod isa;
 pub mod rtl;
 pub mod run;
