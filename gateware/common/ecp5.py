@@ -15,7 +15,6 @@ ULX3S 85F's part) unless told otherwise.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -41,18 +40,17 @@ def tool(name: str) -> str:
 
 
 def run(cmd: list, log: Path, what: str, timeout: int) -> str:
-    """Run a tool, its output to `log`; on failure raise with the tool's message and the log path."""
+    """Run a tool, its output streamed to `log`; on failure raise with the tool's message and
+    the log path."""
     log.parent.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ)
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired as e:
-        log.write_text((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""))
+        with open(log, "w") as f:
+            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
         raise ToolError(f"{what}: timed out after {timeout} s (log {log})") from None
     except FileNotFoundError as e:
         raise ToolError(f"{what}: {e}") from None
-    text = r.stdout + r.stderr
-    log.write_text(text)
+    text = log.read_text(errors="replace")
     if r.returncode != 0:
         errs = [l for l in text.splitlines() if "ERROR" in l or "error" in l.lower()][-8:]
         raise ToolError(f"{what} failed (exit {r.returncode}; log {log}):\n" + "\n".join(errs or text.splitlines()[-15:]))

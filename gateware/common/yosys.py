@@ -32,7 +32,8 @@ def counts(log_text: str) -> dict:
     return {"luts": luts, "ffs": ffs, "brams": brams, "dsps": dsps}
 
 
-def synth(v: str, name: str, workdir: Path, netlist: Path | None = None, timeout: int = 1800) -> dict:
+def synth(v: str, name: str, workdir: Path, netlist: Path | None = None, timeout: int = 1800,
+          json_netlist: Path | None = None) -> dict:
     """Synthesize the Verilog text `v` (top `name`) for xc7, flattened; resource counts. With
     `netlist`, also write the gate-level netlist there (yosys's xc7 primitives, no attributes)."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -40,6 +41,8 @@ def synth(v: str, name: str, workdir: Path, netlist: Path | None = None, timeout
     src.write_text(v)
     log = workdir / f"{name}.yosys.log"
     script = f"read_verilog {src}; synth_xilinx -family xc7 -top {name} -flatten; stat"
+    if json_netlist is not None:
+        script += f"; write_json {json_netlist}"
     if netlist is not None:
         # single-bit nets: a multi-bit wire whose bits feed each other (carry chains) is a false
         # combinational loop to a simulator that orders whole variables
@@ -51,5 +54,5 @@ def synth(v: str, name: str, workdir: Path, netlist: Path | None = None, timeout
     return counts(log.read_text())
 
 
-def stat(module, ios, name: str, workdir: Path, timeout: int = 1800) -> dict:
-    return synth(verilog_of(module, ios, name), name, workdir, timeout=timeout)
+def stat(module, ios, name: str, workdir: Path, timeout: int = 1800, json_netlist: Path | None = None) -> dict:
+    return synth(verilog_of(module, ios, name), name, workdir, timeout=timeout, json_netlist=json_netlist)

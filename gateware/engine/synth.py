@@ -30,6 +30,7 @@ import json
 import tempfile
 from pathlib import Path
 
+from common import depth
 from common.yosys import stat
 
 from . import regfile, spec
@@ -76,9 +77,18 @@ def report(isas, workdir: Path, blocks_too: bool = True) -> dict:
     out = {}
     for isa in isas:
         m, ios = whole(isa)
-        w = stat(m, ios, f"engine_whole_{isa}", workdir)
+        jn = workdir / f"engine_whole_{isa}.json"
+        w = stat(m, ios, f"engine_whole_{isa}", workdir, json_netlist=jn)
         for k, v in w.items():
             out[f"synth_engine_{k}_{isa}"] = v
+        # xc7 estimate without Vivado: logic depth per pair of clock domains (common/depth.py)
+        # the register-file array's block RAMs (memory `rf`) apart: their paths are the multicycle ones
+        for pair, d in sorted(depth.analyse(jn.read_text(), f"engine_whole_{isa}", {r"^rf\.": "rf"}).items()):
+            tag = "_".join(x.strip().replace("_clk", "").replace(":", "_") for x in pair.split("->"))
+            out[f"xc7_engine_{isa}_depth_ns_{tag}"] = d["ns"]
+            out[f"xc7_engine_{isa}_depth_levels_{tag}"] = d["levels"]
+            print(f"{isa} xc7 depth {pair:<20}: {d['levels']:>2} LUT levels, {d['carry4']:>3} CARRY4, "
+                  f"~{d['ns']} ns estimated (end {d['to']})", flush=True)
         print(f"{isa} whole        : {w['luts']:>6} LUT {w['ffs']:>6} FF {w['brams']:>4} BRAM {w['dsps']:>3} DSP"
               " (Wishbone adapter + CSR block/memory window + engine, one flattened run)", flush=True)
         if not blocks_too:
