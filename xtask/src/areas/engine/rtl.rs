@@ -4,7 +4,8 @@
 //!   [2^255 - 19, 2^256), limbs of 0x1ffff, the normalize overflow case) and 3,000 random
 //!   products against Python integers, fixed latency; the ALU: every op on edge operand pairs
 //!   (around p, 2^255, 2^256) and random ones, FADD/FSUB in their two passes; the register file
-//!   alone (two ports in two phases per eng_clk) against a model of its read/write contract.
+//!   alone (two ports in two phases per eng_clk) against a model of its read/write contract, on
+//!   the RTL and on yosys's netlist of it; the FPGA flows' bad input (tests/test_fpga_tools.py).
 //! * `engine:rtl-vectors` — every vector the model exports (`engine25519_core::formats::export`,
 //!   the same directory as `cargo xtask engine-vectors`) on the Verilated engine, v2 and v1:
 //!   bit-exact outputs, the model's cycle and instruction counts; and the CSR block / memory
@@ -128,7 +129,7 @@ fn rtl_vectors(ctx: &Ctx) -> Result<()> {
 }
 
 fn units(ctx: &Ctx) -> Result<()> {
-    gateware::pytest(ctx.verbose, &["engine/tests/test_mul.py", "engine/tests/test_alu.py", "engine/tests/test_regfile.py"], &[], &[], Duration::from_secs(12 * 60))
+    gateware::pytest(ctx.verbose, &["engine/tests/test_mul.py", "engine/tests/test_alu.py", "engine/tests/test_regfile.py", "tests/test_fpga_tools.py"], &[], &[], Duration::from_secs(12 * 60))
 }
 
 /// `cargo xtask gateware test [-k EXPR]`.
