@@ -20,8 +20,8 @@ sits in each DSP48E1's P register). Then:
 
 Schedule after the start edge (mul_clk): load, 15 rows, carry, add (2), decide, result (2):
 `cycles` = 21 mul_clk until `done`, whatever the operands; q holds until the next start. No carry
-chain in the multiplier is longer than 128 bits within one mul_clk (a 256-bit one does not close
-at 100 MHz on an ECP5-6; docs/gateware.md, "Timing"). The sequencer takes the product when its
+chain in the multiplier is longer than 128 bits within one mul_clk (a 256-bit one, 64 CARRY4 on
+xc7, was its longest path; docs/gateware.md, "Timing"). The sequencer takes the product when its
 latency countdown says so (sequencer.py checks `cycles` fits the spec's MUL latency).
 """
 
