@@ -1,6 +1,12 @@
-//! Running the ratchet's X25519 jobs: asynchronously on a worker thread (the UI thread only
-//! submits and polls) or synchronously on the calling thread (`--sync-dh`, to show the stall),
-//! with completions paced to device time.
+//! Running the ratchet's X25519 and ML-KEM jobs: asynchronously on a worker thread (the UI
+//! thread only submits and polls) or synchronously on the calling thread (`--sync-dh`, to show
+//! the stall), with completions paced to device time.
+//!
+//! A batch is a pending step's X25519 jobs plus its ML-KEM-1024 jobs (PQXDH: one encapsulation
+//! for the initiator, one decapsulation for the responder). The X25519 go to the provider (the
+//! engine service); the KEM jobs run on the same worker thread with libcrux-ml-kem
+//! (`KemJob::run`), after the X25519. KEM jobs are not paced: their device time is their host
+//! time (no figure for ML-KEM on the device's CPU is measured yet; docs/chat.md).
 //!
 //! Device time of one job:
 //! - engine (v1 or v2 microcode): the engine cycles the service reports, at the engine clock
@@ -16,7 +22,7 @@ use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use ratchet::{DhJob, DhOutput};
+use ratchet::{DhJob, DhOutput, KemJob, KemOutput};
 use zeroize::Zeroizing;
 
 /// Device time of one software X25519: x25519-dalek measured on the simulated Precursor
@@ -58,6 +64,11 @@ pub type DhFn = Box<dyn FnMut(&DhJob) -> Result<(DhOutput, u64), String> + Send>
 pub struct DhBatch {
     pub outputs: Vec<DhOutput>,
     pub jobs: usize,
+    /// the ML-KEM results, in KEM job order
+    pub kem_outputs: Vec<KemOutput>,
+    pub kem_jobs: usize,
+    /// host time of the KEM jobs (on the worker, or on the UI thread with `--sync-dh`)
+    pub kem_host: Duration,
     pub cycles: u64,
     /// device time of the batch (cycles at the clock, or the software figure)
     pub device: Duration,
@@ -69,7 +80,8 @@ pub struct DhBatch {
 
 /// Submit a batch, poll for its result. The async runner never blocks in either call.
 pub trait DhRunner: Send {
-    fn submit(&mut self, jobs: Vec<DhJob>) -> u64;
+    /// A batch of X25519 jobs and ML-KEM jobs (either may be empty).
+    fn submit(&mut self, jobs: Vec<DhJob>, kem: Vec<KemJob>) -> u64;
     fn poll(&mut self, ticket: u64) -> Option<Result<DhBatch, String>>;
     /// "async" or "sync"
     fn mode(&self) -> &'static str;
@@ -92,7 +104,7 @@ impl Device {
 
     /// Runs a batch on the calling thread: computes, then sleeps until the device timeline says
     /// the batch is done.
-    fn run(&self, f: &mut DhFn, jobs: &[DhJob], submitted: Instant) -> Result<DhBatch, String> {
+    fn run(&self, f: &mut DhFn, jobs: &[DhJob], kem: &[KemJob], submitted: Instant) -> Result<DhBatch, String> {
         let mut outputs = Vec::with_capacity(jobs.len());
         let mut cycles = 0u64;
         let mut device = Duration::ZERO;
@@ -103,6 +115,10 @@ impl Device {
             device += self.pacing.device_time(c);
         }
         let host = submitted.elapsed();
+        let t = Instant::now();
+        let kem_outputs = kem.iter().map(|j| j.run()).collect::<Result<Vec<_>, _>>().map_err(|e| format!("ML-KEM: {e}"))?;
+        let kem_host = if kem.is_empty() { Duration::ZERO } else { t.elapsed() };
+        device += kem_host;
         if self.pacing.paces() {
             let release = {
                 let mut free = self.free_at.lock().unwrap();
@@ -115,7 +131,7 @@ impl Device {
                 std::thread::sleep(release - now);
             }
         }
-        Ok(DhBatch { outputs, jobs: jobs.len(), cycles, device, host, latency: submitted.elapsed() })
+        Ok(DhBatch { outputs, jobs: jobs.len(), kem_outputs, kem_jobs: kem.len(), kem_host, cycles, device, host, latency: submitted.elapsed() })
     }
 }
 
@@ -134,10 +150,10 @@ impl SyncRunner {
 }
 
 impl DhRunner for SyncRunner {
-    fn submit(&mut self, jobs: Vec<DhJob>) -> u64 {
+    fn submit(&mut self, jobs: Vec<DhJob>, kem: Vec<KemJob>) -> u64 {
         let t = self.next;
         self.next += 1;
-        let r = self.device.run(&mut self.f, &jobs, Instant::now());
+        let r = self.device.run(&mut self.f, &jobs, &kem, Instant::now());
         self.done.insert(t, r);
         t
     }
@@ -152,23 +168,26 @@ impl DhRunner for SyncRunner {
 type Done = Arc<(Mutex<HashMap<u64, Result<DhBatch, String>>>, Condvar)>;
 
 /// Runs batches on a worker thread; submit and poll return at once.
+type Work = (u64, Vec<DhJob>, Vec<KemJob>, Instant);
+
 pub struct AsyncRunner {
-    tx: mpsc::Sender<(u64, Vec<DhJob>, Instant)>,
+    tx: mpsc::Sender<Work>,
     done: Done,
     next: u64,
 }
 
 impl AsyncRunner {
     pub fn new(mut f: DhFn, device: Device) -> Self {
-        let (tx, rx) = mpsc::channel::<(u64, Vec<DhJob>, Instant)>();
+        let (tx, rx) = mpsc::channel::<Work>();
         let done: Done = Arc::new((Mutex::new(HashMap::new()), Condvar::new()));
         let d2 = done.clone();
         std::thread::Builder::new()
             .name("chat-dh".into())
             .spawn(move || {
-                for (ticket, jobs, submitted) in rx {
-                    let r = device.run(&mut f, &jobs, submitted);
+                for (ticket, jobs, kem, submitted) in rx {
+                    let r = device.run(&mut f, &jobs, &kem, submitted);
                     drop(jobs); // secrets wiped
+                    drop(kem);
                     d2.0.lock().unwrap().insert(ticket, r);
                     d2.1.notify_all();
                 }
@@ -195,10 +214,10 @@ impl AsyncRunner {
 }
 
 impl DhRunner for AsyncRunner {
-    fn submit(&mut self, jobs: Vec<DhJob>) -> u64 {
+    fn submit(&mut self, jobs: Vec<DhJob>, kem: Vec<KemJob>) -> u64 {
         let t = self.next;
         self.next += 1;
-        if let Err(mpsc::SendError((t, _, _))) = self.tx.send((t, jobs, Instant::now())) {
+        if let Err(mpsc::SendError((t, _, _, _))) = self.tx.send((t, jobs, kem, Instant::now())) {
             self.done.0.lock().unwrap().insert(t, Err("DH worker stopped".into()));
         }
         t
@@ -244,7 +263,7 @@ mod tests {
         let jobs = vec![job(), job(), job()];
         let want: Vec<[u8; 32]> = jobs.iter().map(|j| *j.run_dalek()).collect();
         let t0 = Instant::now();
-        let t = r.submit(jobs);
+        let t = r.submit(jobs, vec![]);
         assert!(t0.elapsed() < Duration::from_millis(5), "submit blocked");
         assert!(r.poll(t).is_none());
         let b = r.wait(t, Duration::from_secs(5)).unwrap().unwrap();
@@ -258,7 +277,7 @@ mod tests {
     fn sync_runner_blocks_for_the_batch() {
         let mut r = SyncRunner::new(dalek_fn(), Device::new(Pacing::Software { per_dh: Duration::from_millis(20) }));
         let t0 = Instant::now();
-        let t = r.submit(vec![job(), job()]);
+        let t = r.submit(vec![job(), job()], vec![]);
         assert!(t0.elapsed() >= Duration::from_millis(40));
         let b = r.poll(t).unwrap().unwrap();
         assert_eq!((b.jobs, b.device), (2, Duration::from_millis(40)));
@@ -268,7 +287,30 @@ mod tests {
     fn provider_errors_are_delivered() {
         let f: DhFn = Box::new(|_j: &DhJob| Err("engine down".to_string()));
         let mut r = AsyncRunner::new(f, Device::new(Pacing::Off { clock_hz: 0 }));
-        let t = r.submit(vec![job()]);
+        let t = r.submit(vec![job()], vec![]);
         assert_eq!(r.wait(t, Duration::from_secs(5)).unwrap().err().unwrap(), "engine down");
+        // a KEM job that fails (an encapsulation key failing FIPS 203's modulus check)
+        let mut r = AsyncRunner::new(dalek_fn(), Device::new(Pacing::Off { clock_hz: 0 }));
+        let mut pk = Box::new([0u8; ratchet::kem::PUBLIC_KEY_LEN]);
+        pk[0] = 0xff;
+        pk[1] = 0x0f;
+        let t = r.submit(vec![], vec![KemJob::Encapsulate { public_key: pk, randomness: Default::default() }]);
+        assert!(r.wait(t, Duration::from_secs(5)).unwrap().err().unwrap().contains("ML-KEM"));
+    }
+
+    /// KEM jobs run on the worker too: submit returns at once, the results come with the batch.
+    #[test]
+    fn kem_jobs_run_on_the_worker() {
+        let mut r = AsyncRunner::new(dalek_fn(), Device::new(Pacing::Off { clock_hz: 0 }));
+        let seed = zeroize::Zeroizing::new([7u8; 64]);
+        let KemOutput::PublicKey(pk) = (KemJob::KeyGen { seed: seed.clone() }).run().unwrap() else { panic!() };
+        let kem = vec![KemJob::KeyGen { seed }, KemJob::Encapsulate { public_key: pk.clone(), randomness: Default::default() }];
+        let t0 = Instant::now();
+        let t = r.submit(vec![job()], kem);
+        assert!(t0.elapsed() < Duration::from_millis(5), "submit blocked");
+        let b = r.wait(t, Duration::from_secs(5)).unwrap().unwrap();
+        assert_eq!((b.jobs, b.kem_jobs, b.kem_outputs.len()), (1, 2, 2));
+        assert!(matches!(&b.kem_outputs[0], KemOutput::PublicKey(p) if **p == *pk));
+        assert!(matches!(&b.kem_outputs[1], KemOutput::Encapsulated { .. }));
     }
 }

@@ -1,7 +1,13 @@
 //! One chat party (Alice the initiator, or Bob the responder): sessions, reliable delivery over
-//! a lossy relay, persistence. Kernel-free: X25519 goes through a [`DhRunner`], randomness
-//! through any `CryptoRngCore`, frames in and out through plain queues. The app drives it with
-//! [`Party::tick`] once per frame; nothing in `tick` blocks (with an async runner and a pool RNG).
+//! a lossy relay, persistence. Kernel-free: X25519 and ML-KEM go through a [`DhRunner`],
+//! randomness through any `CryptoRngCore`, frames in and out through plain queues. The app drives
+//! it with [`Party::tick`] once per frame; nothing in `tick` blocks (with an async runner and a
+//! pool RNG).
+//!
+//! Sessions start with PQXDH (X3DH + ML-KEM-1024, docs/ratchet.md): Alice needs a bundle with a
+//! signed PQ prekey (one without is refused, no fall-back to X3DH); her encapsulation and Bob's
+//! decapsulation are KEM jobs submitted with the X25519 jobs of the same step. Bob also accepts
+//! X3DH prekey messages (older initiators).
 //!
 //! Frames on the relay (first byte):
 //! - `0x01 | ratchet wire message`: a chat message; its plaintext is `seq u32 BE | UTF-8 text`;
@@ -24,7 +30,7 @@ use std::time::{Duration, Instant};
 
 use rand_core::CryptoRngCore;
 use ratchet::x25519_dalek::{PublicKey, StaticSecret};
-use ratchet::{x3dh, Decrypted, DhJob, Envelope, Error as RError, KeyPair, PendingAccept, PendingDecrypt, PendingInitiate, PreKeyBundle, Responder, Session};
+use ratchet::{pqxdh, Decrypted, DhJob, Envelope, Error as RError, KeyPair, PendingAccept, PendingDecrypt, PendingInitiate, PqxdhBundle, Responder, Session};
 use sha2::{Digest, Sha256};
 
 use crate::dh::{DhBatch, DhRunner};
@@ -38,8 +44,10 @@ pub const MAX_TEXT: usize = 512;
 pub const RETRY: Duration = Duration::from_millis(1200);
 /// History entries kept (oldest dropped).
 pub const MAX_HISTORY: usize = 2_000;
-/// X3DH ephemeral keys remembered by a responder (a replayed prekey message is refused).
+/// (PQ)XDH ephemeral keys remembered by a responder (a replayed prekey message is refused).
 pub const MAX_SEEN_X3DH: usize = 256;
+/// Hashes of accepted messages remembered in memory (a copy is acknowledged again at once).
+pub const MAX_ACCEPTED_HASHES: usize = 2_000;
 /// Inbox frames processed per tick at most (bounds the work of one frame).
 const INBOX_PER_TICK: usize = 16;
 
@@ -149,17 +157,22 @@ pub struct Party {
     seen_x3dh: VecDeque<[u8; 32]>,
     counters: Counters,
     // volatile
+    /// SHA-256 of the messages accepted in this run (newest last): a copy is a replay, and is
+    /// acknowledged again without the ratchet, however many DH ratchet steps happened since.
+    accepted_hashes: VecDeque<[u8; 32]>,
     inflight: Option<(u64, InFlight)>,
     inbox: VecDeque<(u32, Vec<u8>)>,
     to_send: VecDeque<(u32, String)>,
     pending_out: Vec<(u32, Vec<u8>)>,
     outgoing: Vec<(u32, Vec<u8>)>,
     events: Vec<Event>,
-    bundle: Option<PreKeyBundle>,
+    bundle: Option<PqxdhBundle>,
     dirty: bool,
     retry_after: Option<Instant>,
     pub retry: Duration,
     pub last_dh: Option<DhInfo>,
+    /// The last batch's ML-KEM work: (jobs, host time on the worker).
+    pub last_kem: Option<(u32, Duration)>,
     /// Bob: the reply to an accepted message, queued in the same store write as the acceptance
     /// (a crash can never lose a reply).
     pub auto_reply: Option<Box<dyn Fn(u32, &str) -> String + Send>>,
@@ -219,6 +232,7 @@ impl Party {
             history: Vec::new(),
             seen_x3dh: VecDeque::new(),
             counters: Counters::default(),
+            accepted_hashes: VecDeque::new(),
             inflight: None,
             inbox: VecDeque::new(),
             to_send: VecDeque::new(),
@@ -230,6 +244,7 @@ impl Party {
             retry_after: None,
             retry: RETRY,
             last_dh: None,
+            last_kem: None,
             auto_reply: None,
             saves: 0,
             save_time: Duration::ZERO,
@@ -274,8 +289,10 @@ impl Party {
             _ => None,
         }
     }
+    /// A PQXDH bundle from the relay: both signatures must verify and it must carry a PQ
+    /// prekey (refused otherwise).
     pub fn set_bundle(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let b = PreKeyBundle::parse(bytes).map_err(|e| format!("prekey bundle: {e}"))?;
+        let b = PqxdhBundle::parse(bytes).map_err(|e| format!("prekey bundle: {e}"))?;
         b.verify().map_err(|e| format!("prekey bundle: {e}"))?;
         self.bundle = Some(b);
         Ok(())
@@ -356,7 +373,7 @@ impl Party {
         if self.identity.is_none() {
             match ratchet::generate_secret(rng) {
                 Ok(secret) => {
-                    let t = dh.submit(vec![DhJob::public_key(&secret)]);
+                    let t = dh.submit(vec![DhJob::public_key(&secret)], vec![]);
                     self.inflight = Some((t, InFlight::Identity { secret }));
                     self.poll_inflight(dh);
                 }
@@ -368,15 +385,15 @@ impl Party {
             return;
         }
         let Some(bundle) = self.bundle.clone() else { return };
-        match x3dh::initiate(self.identity.as_ref().unwrap(), &bundle, rng) {
+        match pqxdh::initiate(self.identity.as_ref().unwrap(), &bundle, rng) {
             Ok(pending) => {
-                let t = dh.submit(pending.jobs().to_vec());
+                let t = dh.submit(pending.jobs().to_vec(), pending.kem_jobs().to_vec());
                 self.inflight = Some((t, InFlight::Initiate { peer, pending }));
                 self.poll_inflight(dh);
             }
             Err(e) if transient(&e) => {}
             Err(e) => {
-                self.events.push(Event::Error(format!("X3DH with {peer}: {e}; fetching the bundle again")));
+                self.events.push(Event::Error(format!("PQXDH with {peer}: {e}; fetching the bundle again")));
                 self.bundle = None;
             }
         }
@@ -401,6 +418,8 @@ impl Party {
         };
         let info = DhInfo::from_batch(&batch);
         self.last_dh = Some(info);
+        self.last_kem = (batch.kem_jobs > 0).then_some((batch.kem_jobs as u32, batch.kem_host));
+        let kem = &batch.kem_outputs;
         self.counters.dh_steps += 1;
         let out = &batch.outputs;
         match job {
@@ -411,15 +430,19 @@ impl Party {
                     self.events.push(Event::Info("identity key generated (TRNG secret, public key on the engine)".into()));
                 }
             }
-            InFlight::Initiate { peer, pending } => match pending.complete(out) {
+            InFlight::Initiate { peer, pending } => match pending.complete_with_kem(out, kem) {
                 Ok(s) => {
                     self.sessions.insert(peer, s);
                     self.dirty = true;
                     self.events.push(Event::SessionReady { peer });
-                    self.events.push(Event::Info(format!("X3DH session with {peer} set up ({} DH on the engine)", info.jobs)));
+                    self.events.push(Event::Info(format!(
+                        "PQXDH session with {peer} set up ({} X25519 on the engine, ML-KEM-1024 encapsulation on the worker in {} us)",
+                        info.jobs,
+                        batch.kem_host.as_micros()
+                    )));
                 }
                 Err(e) => {
-                    self.events.push(Event::Error(format!("X3DH with {peer}: {e}")));
+                    self.events.push(Event::Error(format!("PQXDH with {peer}: {e}")));
                     self.bundle = None;
                 }
             },
@@ -432,7 +455,7 @@ impl Party {
                 }
             }
             InFlight::Accept { peer, pending, hash, ek, wire } => {
-                let r = self.responder.as_mut().expect("a responder").complete_accept(pending, out);
+                let r = self.responder.as_mut().expect("a responder").complete_accept_with_kem(pending, out, kem);
                 match r {
                     Ok((s, pt)) => {
                         self.sessions.insert(peer, s);
@@ -480,20 +503,29 @@ impl Party {
     }
 
     fn decrypt_incoming(&mut self, from: u32, wire: &[u8], hash: [u8; 32], dh: &mut dyn DhRunner, rng: &mut dyn CryptoRngCore) {
+        // A copy of a message accepted in this run (its acknowledgement got lost): the ratchet
+        // would refuse it too, as a duplicate while its chain is among the peer's last 32
+        // ratchet keys, but with a failed tag (after a useless DH step) once more chains went
+        // by; either way it is acknowledged again.
+        if self.accepted_hashes.contains(&hash) {
+            return self.reject(from, &RError::Duplicate { ratchet_key_prefix: [0; 4], n: 0 }, hash);
+        }
         if matches!(self.role, Role::Responder) {
             match Envelope::parse(wire) {
                 Err(e) => return self.reject(from, &e, hash),
-                Ok(Envelope::PreKey(p)) => {
-                    let known = self.sessions.get(&from).map(|s| s.x3dh_header() == Some(&p.x3dh)).unwrap_or(false);
+                Ok(Envelope::Ratchet(_)) => {}
+                // a prekey message (PQXDH, or X3DH from an older initiator)
+                Ok(env) => {
+                    let known = self.sessions.get(&from).map(|s| s.started_by(&env)).unwrap_or(false);
                     if !known {
-                        let ek = p.x3dh.ephemeral_key;
+                        let ek = env.x3dh().expect("a prekey message").ephemeral_key;
                         if self.seen_x3dh.contains(&ek) {
-                            return self.reject(from, &RError::Duplicate { ratchet_key_prefix: [ek[0], ek[1], ek[2], ek[3]], n: p.message.header.n }, hash);
+                            return self.reject(from, &RError::Duplicate { ratchet_key_prefix: [ek[0], ek[1], ek[2], ek[3]], n: env.ratchet().header.n }, hash);
                         }
                         let r = self.responder.as_ref().expect("a responder").accept(wire, rng);
                         match r {
                             Ok(pending) => {
-                                let t = dh.submit(pending.jobs().to_vec());
+                                let t = dh.submit(pending.jobs().to_vec(), pending.kem_jobs().to_vec());
                                 self.inflight = Some((t, InFlight::Accept { peer: from, pending, hash, ek, wire: wire.to_vec() }));
                             }
                             Err(e) if transient(&e) => self.defer(from, wire),
@@ -502,8 +534,6 @@ impl Party {
                         return;
                     }
                 }
-                // Not accepted by this app yet: a session's decrypt refuses it (WrongSession).
-                Ok(Envelope::PqPreKey(_)) | Ok(Envelope::Ratchet(_)) => {}
             }
         }
         let Some(session) = self.sessions.get_mut(&from) else {
@@ -512,7 +542,7 @@ impl Party {
         match session.decrypt(wire, rng) {
             Ok(Decrypted::Plaintext(pt)) => self.accept(from, &pt, None, hash),
             Ok(Decrypted::NeedsDh(pending)) => {
-                let t = dh.submit(pending.jobs().to_vec());
+                let t = dh.submit(pending.jobs().to_vec(), vec![]);
                 self.inflight = Some((t, InFlight::Decrypt { peer: from, pending, hash, wire: wire.to_vec() }));
             }
             Err(e) if transient(&e) => self.defer(from, wire),
@@ -543,6 +573,10 @@ impl Party {
         }
         self.events.push(Event::Received { peer, seq, text, dh });
         self.pending_out.push((peer, ack_frame(&hash)));
+        self.accepted_hashes.push_back(hash);
+        while self.accepted_hashes.len() > MAX_ACCEPTED_HASHES {
+            self.accepted_hashes.pop_front();
+        }
     }
 
     fn reject(&mut self, peer: u32, e: &RError, hash: [u8; 32]) {

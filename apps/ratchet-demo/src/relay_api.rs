@@ -23,9 +23,10 @@ use rkyv::{Archive, Deserialize, Serialize};
 pub const SERVER_NAME: &str = "_Chat relay_";
 /// Archive magic of every relay message ("CHR1").
 pub const MAGIC: u32 = 0x4348_5231;
-/// Largest payload of one frame (a chat message: the ratchet's prekey message of a short text
-/// fits with room to spare; longer texts are refused by the app before they are encrypted).
-pub const FRAME_DATA: usize = 2048;
+/// Largest payload of one frame (a chat message: the ratchet's PQXDH prekey message of the
+/// longest text, 2,304 bytes with its tag, fits; a PQXDH bundle is 1,798 bytes). The whole
+/// frame (16 + 3,072 bytes) travels in one 4 KiB page.
+pub const FRAME_DATA: usize = 3072;
 /// Most frames waiting in one mailbox; a sender gets `Full` beyond it and retries later.
 pub const MAX_QUEUE: usize = 1024;
 /// Highest mailbox number.

@@ -12,7 +12,7 @@ use ratchet_demo::relay_api::Faults;
 use ratchet_demo::relay_net::Net;
 use ratchet_demo::{ALICE, BOB};
 use rand_core::OsRng;
-use ratchet::{DalekDh, KeyPair, Responder};
+use ratchet::{CpuKem, DalekDh, KeyPair, Responder};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("chat-parties-{name}-{}", std::process::id()));
@@ -24,7 +24,12 @@ fn dir(name: &str) -> PathBuf {
 fn make_bob(path: &std::path::Path) -> Party {
     let mut p = Party::responder(path, BOB, || {
         let id = KeyPair::generate(&mut OsRng, &mut DalekDh).map_err(|e| e.to_string())?;
-        Responder::generate(id, 64, &mut OsRng, &mut DalekDh).map_err(|e| e.to_string())
+        let mut r = Responder::generate(id, 64, &mut OsRng, &mut DalekDh).map_err(|e| e.to_string())?;
+        // PQXDH: a last-resort ML-KEM-1024 prekey and a few one-time ones (the sessions of the
+        // crash tests use them up and then the last-resort one)
+        r.add_pq_prekeys_with(1, false, &mut OsRng, &mut CpuKem).map_err(|e| e.to_string())?;
+        r.add_pq_prekeys_with(4, true, &mut OsRng, &mut CpuKem).map_err(|e| e.to_string())?;
+        Ok(r)
     })
     .unwrap();
     p.auto_reply = Some(Box::new(|seq, text| format!("re {seq}: {text}")));
@@ -66,7 +71,7 @@ impl World {
         let mut net = Net::new(seed);
         net.set_faults(faults);
         let bob = make_bob(&pb);
-        net.put_bundle(BOB, &bob.responder_keys().unwrap().bundle().encode()).unwrap();
+        net.put_bundle(BOB, &bob.responder_keys().unwrap().pqxdh_bundle().encode()).unwrap();
         World { net, t0: Instant::now(), alice: make_alice(&pa), bob, da: runner(false), db: runner(true), pa, pb, alice_sent: 0 }
     }
 
@@ -87,7 +92,7 @@ impl World {
         for e in self.bob.take_events() {
             match e {
                 Event::BundleChanged => {
-                    let b = self.bob.responder_keys().unwrap().bundle().encode();
+                    let b = self.bob.responder_keys().unwrap().pqxdh_bundle().encode();
                     self.net.put_bundle(BOB, &b).unwrap();
                 }
                 _ => {}
@@ -163,6 +168,30 @@ fn two_hundred_messages_each_way_through_every_fault() {
     assert!(ca.rej_replay + cb.rej_replay > 0, "no replay rejected");
     assert!(ca.rej_tampered + cb.rej_tampered + ca.rej_malformed + cb.rej_malformed > 0, "no corruption rejected");
     assert!(ca.dh_steps > 10 && cb.dh_steps > 10, "DH ratchet steps: alice {} bob {}", ca.dh_steps, cb.dh_steps);
+    // the sessions were set up with PQXDH (the same header on both sides)
+    let (sa, sb) = (w.alice.session(BOB).unwrap(), w.bob.session(ALICE).unwrap());
+    assert!(sa.is_pqxdh() && sb.is_pqxdh());
+    assert_eq!(sa.pq_header(), sb.pq_header());
+}
+
+/// Alice refuses a bundle without a PQ prekey (an X3DH bundle, or a PQXDH one without it) and
+/// one whose PQ prekey signature fails: PQXDH or nothing.
+#[test]
+fn alice_refuses_bundles_without_a_valid_pq_prekey() {
+    let d = dir("bundles");
+    let bob = make_bob(&d.join("bob.state"));
+    let mut alice = make_alice(&d.join("alice.state"));
+    let keys = bob.responder_keys().unwrap();
+    let e = alice.set_bundle(&keys.bundle().encode()).unwrap_err();
+    assert!(e.contains("unknown message type byte 0x03"), "{e}");
+    let mut b = keys.pqxdh_bundle();
+    b.pq_prekey.as_mut().unwrap().signature[0] ^= 1;
+    assert!(alice.set_bundle(&b.encode()).unwrap_err().contains("post-quantum prekey signature"));
+    b.pq_prekey = None;
+    assert!(alice.set_bundle(&b.encode()).unwrap_err().contains("PQXDH requires one"));
+    assert_eq!(alice.needs_bundle(), Some(BOB));
+    alice.set_bundle(&keys.pqxdh_bundle().encode()).unwrap();
+    assert_eq!(alice.needs_bundle(), None);
 }
 
 #[test]
@@ -229,4 +258,74 @@ fn a_damaged_store_is_refused_with_a_clear_error() {
     // a store of another party is refused too
     std::fs::write(&p, &good).unwrap();
     assert!(Party::initiator(&p, 3, BOB).err().unwrap().to_string().contains("party"));
+}
+
+/// The largest chat frame, a PQXDH prekey message (one-time curve prekey present) of the
+/// longest text, fits a relay frame (docs/chat.md quotes its size), and so does the bundle.
+#[test]
+fn the_largest_pqxdh_frame_fits_the_relay() {
+    use ratchet_demo::party::{MAX_TEXT, TAG_MSG};
+    use ratchet_demo::relay_api::FRAME_DATA;
+    let d = dir("frames");
+    let bob = make_bob(&d.join("bob.state"));
+    let bundle = bob.responder_keys().unwrap().pqxdh_bundle();
+    assert!(bundle.one_time_prekey.is_some());
+    assert!(bundle.encode().len() <= FRAME_DATA);
+    let id = KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap();
+    let mut s = ratchet::pqxdh::initiate_with(&id, &bundle, &mut OsRng, &mut DalekDh, &mut CpuKem).unwrap();
+    // plaintext = seq u32 | the longest text
+    let wire = s.encrypt(&vec![b'x'; 4 + MAX_TEXT]).unwrap();
+    let frame = 1 + wire.len();
+    assert_eq!(TAG_MSG, 1);
+    assert_eq!(frame, 2_304);
+    assert!(frame <= FRAME_DATA);
+    assert!(include_str!("../../../docs/chat.md").contains("2,304 bytes"));
+}
+
+/// A copy of a message Bob accepted long ago (more DH ratchet steps since than the ratchet
+/// remembers old chains for: its acknowledgement was lost every time) is acknowledged again,
+/// without a DH step; before, the ratchet refused it with a failed tag and Alice resent it
+/// forever.
+#[test]
+fn an_old_copy_is_acknowledged_again_without_the_ratchet() {
+    let mut w = World::new("old-copy", Faults::default(), 7);
+    // the first message's frame, as Alice sends it
+    w.send_alice();
+    let mut first = None;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while first.is_none() {
+        assert!(Instant::now() < deadline);
+        if let Some(peer) = w.alice.needs_bundle() {
+            let b = w.net.get_bundle(peer).unwrap().to_vec();
+            w.alice.set_bundle(&b).unwrap();
+        }
+        w.alice.tick(Instant::now(), w.da.as_mut(), &mut OsRng).unwrap();
+        for (to, f) in w.alice.take_outgoing() {
+            first = Some(f.clone());
+            w.net.send(ALICE, to, &f, 0).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let first = first.unwrap();
+    // 40 more messages, one at a time: each reply and each message starts a new chain
+    let n = 41;
+    while !w.done(n) {
+        assert!(Instant::now() < deadline, "not done");
+        if w.alice_sent < n && w.alice.queued_texts() == 0 && w.alice.outbox_len() == 0 {
+            w.send_alice();
+        }
+        w.step();
+    }
+    let before = w.bob.counters();
+    assert!(before.dh_steps > 33, "more chains than the ratchet remembers: {before:?}");
+    w.bob.deliver(ALICE, first.clone());
+    w.bob.tick(Instant::now(), w.db.as_mut(), &mut OsRng).unwrap();
+    let after = w.bob.counters();
+    assert_eq!(after.rej_replay, before.rej_replay + 1);
+    assert_eq!((after.dh_steps, after.rej_tampered, after.accepted), (before.dh_steps, before.rej_tampered, before.accepted));
+    use sha2::Digest;
+    let hash: [u8; 32] = sha2::Sha256::digest(&first[1..]).into();
+    let mut ack = vec![ratchet_demo::party::TAG_ACK];
+    ack.extend_from_slice(&hash);
+    assert!(w.bob.take_outgoing().iter().any(|(to, f)| *to == ALICE && *f == ack), "no acknowledgement");
 }

@@ -116,8 +116,44 @@ fn documented_sizes() {
     let mut c = x3dh::initiate_with(&alice_id(), &b.bundle(), &mut OsRng, &mut DalekDh).unwrap();
     assert_eq!(c.encrypt(b"").unwrap().len(), 219);
     accept(&mut b, &c.encrypt(b"").unwrap()).unwrap();
+    // State: a PQXDH session holds its PQXDH header (1,573 bytes more than the same X3DH
+    // session); a responder's PQ section (version 2) is 9 bytes plus 1,700 per PQ prekey.
+    let id = alice_id();
+    let classic = Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 0, &mut OsRng, &mut DalekDh).unwrap();
+    let l0 = classic.to_bytes().len();
+    let mut withpq = classic.clone();
+    withpq.add_pq_prekeys_with(1, false, &mut OsRng, &mut CpuKem).unwrap();
+    assert_eq!(withpq.to_bytes().len(), l0 + 1_700);
+    withpq.add_pq_prekeys_with(2, true, &mut OsRng, &mut CpuKem).unwrap();
+    assert_eq!(withpq.to_bytes().len(), l0 + 3 * 1_700);
+    let mut xs = x3dh::initiate_with(&id, &withpq.bundle(), &mut OsRng, &mut DalekDh).unwrap();
+    let mut ps = initiate(&id, &withpq.pqxdh_bundle());
+    let (wx, wp) = (xs.encrypt(b"m").unwrap(), ps.encrypt(b"m").unwrap());
+    assert_eq!(ps.to_bytes().len(), xs.to_bytes().len() + 1_573);
+    let (bx, _) = accept(&mut withpq, &wx).unwrap();
+    let (bp, _) = accept(&mut withpq, &wp).unwrap();
+    assert_eq!(bp.to_bytes().len(), bx.to_bytes().len() + 1_573);
+    eprintln!(
+        "state sizes: initiator X3DH {} PQXDH {}; responder X3DH {} PQXDH {}; responder keys without PQ prekeys {l0}",
+        xs.to_bytes().len(),
+        ps.to_bytes().len(),
+        bx.to_bytes().len(),
+        bp.to_bytes().len()
+    );
+    assert_eq!((xs.to_bytes().len(), ps.to_bytes().len(), bx.to_bytes().len(), bp.to_bytes().len()), (369, 1_942, 433, 2_006));
+    // The chat's Bob: 32 one-time curve prekeys; with PQXDH also 1 last-resort and 8 one-time PQ
+    // prekeys.
+    let mut chat_bob = Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 32, &mut OsRng, &mut DalekDh).unwrap();
+    assert_eq!(chat_bob.to_bytes().len(), 2_296);
+    chat_bob.add_pq_prekeys_with(1, false, &mut OsRng, &mut CpuKem).unwrap();
+    chat_bob.add_pq_prekeys_with(8, true, &mut OsRng, &mut CpuKem).unwrap();
+    assert_eq!(chat_bob.to_bytes().len(), 17_596);
+    let chat_doc = include_str!("../../../docs/chat.md");
+    for n in ["369 bytes", "1,942", "433", "2,006", "2,296 bytes", "17,596"] {
+        assert!(chat_doc.contains(n), "docs/chat.md should say {n}");
+    }
     let doc = include_str!("../../../docs/ratchet.md");
-    for n in ["1,759 bytes", "1,791 with", "187 (219)", "1,798 bytes", "162 for"] {
+    for n in ["1,759 bytes", "1,791 with", "187 (219)", "1,798 bytes", "162 for", "1,573 bytes", "1,700 bytes each"] {
         assert!(doc.contains(n), "docs/ratchet.md should say {n}");
     }
 }

@@ -1,10 +1,14 @@
 //! chat-bob: Bob, a separate Xous process with his own sessions (one per peer mailbox). He
-//! publishes his prekey bundle on the relay, accepts X3DH prekey messages, and answers every
-//! message with `re <seq>: <text>`. Every X25519 runs on the engine service (his set-up ones as
-//! blocking calls in this headless process, the ratchet's through the async runner), every key
-//! comes from the TRNG service. His store: `<store>/bob.state`.
+//! publishes his PQXDH prekey bundle on the relay (identity key, signed prekey, a one-time
+//! prekey, and a signed ML-KEM-1024 prekey: a one-time one while any is left, else the
+//! last-resort one), accepts PQXDH (and X3DH) prekey messages, and answers every message with
+//! `re <seq>: <text>`. Every X25519 runs on the engine service (his set-up ones as blocking calls
+//! in this headless process, the ratchet's through the async runner), every ML-KEM operation on
+//! the CPU (his PQ prekey generations here, his decapsulations on the async runner's worker),
+//! every key comes from the TRNG service. His store: `<store>/bob.state`.
 //!
-//! Options: ratchet_demo::config::COMMON, plus `--one-time-prekeys N` (default 32).
+//! Options: ratchet_demo::config::COMMON, plus `--one-time-prekeys N` (default 32) and
+//! `--pq-one-time-prekeys N` (default 8; each is 1,700 bytes of his store).
 
 use std::time::{Duration, Instant};
 
@@ -14,12 +18,15 @@ use ratchet_demo::entropy::PoolRng;
 use ratchet_demo::party::{Event, Party};
 use ratchet_demo::relay_client::Relay;
 use ratchet_demo::BOB;
-use ratchet::{DhJob, DhOutput, KeyPair, Responder};
+use ratchet::{CpuKem, DhJob, DhOutput, KeyPair, Responder};
 use service_ipc::options::{Opt, Takes};
 
-const MINE: &[Opt] = &[Opt { flag: "--one-time-prekeys", env: Some("CHAT_BOB_OPKS"), takes: Takes::Value }];
+const MINE: &[Opt] = &[
+    Opt { flag: "--one-time-prekeys", env: Some("CHAT_BOB_OPKS"), takes: Takes::Value },
+    Opt { flag: "--pq-one-time-prekeys", env: Some("CHAT_BOB_PQ_OPKS"), takes: Takes::Value },
+];
 
-fn parse_args(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result<(Common, usize), String> {
+fn parse_args(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Result<(Common, usize, usize), String> {
     let opts: Vec<Opt> = COMMON.iter().chain(MINE).copied().collect();
     let p = service_ipc::options::parse(&opts, args, getenv)?;
     let cfg = Common::from(&p)?;
@@ -27,7 +34,45 @@ fn parse_args(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Resul
     if !(1..=1000).contains(&opks) {
         return Err(format!("--one-time-prekeys must be 1..=1000, got {opks}"));
     }
-    Ok((cfg, opks as usize))
+    let max_pq = ratchet::pqxdh::MAX_PQ_ONE_TIME_PREKEYS as u64;
+    let pq = p.u64("--pq-one-time-prekeys")?.unwrap_or(8);
+    if !(1..=max_pq).contains(&pq) {
+        return Err(format!("--pq-one-time-prekeys must be 1..={max_pq}, got {pq}"));
+    }
+    Ok((cfg, opks as usize, pq as usize))
+}
+
+/// Gives Bob a last-resort PQ prekey if he has none (a store written before PQXDH) and refills
+/// his one-time PQ prekeys to `n` when fewer than a quarter are left. ML-KEM key generation on
+/// this (headless) thread; returns how many were made.
+fn refill_pq(party: &mut Party, rng: &mut PoolRng, n: usize) -> Result<usize, String> {
+    let r = party.responder_keys().expect("Bob is a responder");
+    let (need_lr, left) = (!r.has_pq_prekey(), r.pq_one_time_prekeys());
+    let mut made = 0;
+    // 128 TRNG bytes per PQ prekey (seed and signature nonce): in chunks the pool can hold
+    let make = |party: &mut Party, k: usize, one_time: bool| -> Result<(), String> {
+        if !rng.wait_for(128 * k + 64, Duration::from_secs(30)) {
+            return Err("no entropy from the TRNG within 30 s".into());
+        }
+        party.responder_mut().unwrap().add_pq_prekeys_with(k, one_time, &mut rng.clone(), &mut CpuKem).map_err(|e| e.to_string())
+    };
+    if need_lr {
+        make(party, 1, false)?;
+        made += 1;
+    }
+    if left * 4 < n.max(1) {
+        let mut todo = n - left;
+        while todo > 0 {
+            let k = todo.min(8);
+            make(party, k, true)?;
+            todo -= k;
+            made += k;
+        }
+    }
+    if made > 0 {
+        party.save().map_err(|e| e.to_string())?;
+    }
+    Ok(made)
 }
 
 fn die(msg: &str) -> ! {
@@ -48,7 +93,7 @@ fn reply(seq: u32, text: &str) -> String {
 }
 
 fn publish(relay: &mut Relay, party: &Party) {
-    let b = party.responder_keys().expect("Bob is a responder").bundle().encode();
+    let b = party.responder_keys().expect("Bob is a responder").pqxdh_bundle().encode();
     if let Err(e) = relay.put_bundle(BOB, &b) {
         log::error!("chat-bob: publishing the bundle: {e}");
     }
@@ -58,7 +103,7 @@ fn main() -> ! {
     xous_api_log::init_wait().unwrap();
     log::set_max_level(log::LevelFilter::Info);
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let (cfg, opks) = parse_args(&args, &|k: &str| std::env::var(k).ok()).unwrap_or_else(|e| die(&e));
+    let (cfg, opks, pq_opks) = parse_args(&args, &|k: &str| std::env::var(k).ok()).unwrap_or_else(|e| die(&e));
 
     let engine = engine25519::Engine25519::new().unwrap_or_else(|e| die(&format!("engine25519: {e:?}")));
     let mut rng = PoolRng::from_trng().unwrap_or_else(|e| die(&e));
@@ -75,6 +120,11 @@ fn main() -> ! {
     })
     .unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
     party.auto_reply = Some(Box::new(reply));
+    match refill_pq(&mut party, &mut rng, pq_opks) {
+        Ok(n) if n > 0 => log::info!("chat-bob: {n} new ML-KEM-1024 prekeys"),
+        Ok(_) => {}
+        Err(e) => die(&format!("PQ prekeys: {e}")),
+    }
     publish(&mut relay, &party);
     let mut dh = AsyncRunner::new(engine_fn(engine.clone()), Device::new(cfg.pacing()));
     log::info!(
@@ -124,6 +174,11 @@ fn main() -> ! {
                         }
                         let _ = party.save();
                     }
+                    match refill_pq(&mut party, &mut rng, pq_opks) {
+                        Ok(n) if n > 0 => log::info!("chat-bob: {n} new one-time ML-KEM-1024 prekeys"),
+                        Ok(_) => {}
+                        Err(e) => log::error!("chat-bob: new PQ prekeys: {e}"),
+                    }
                     publish(&mut relay, &party);
                 }
                 Event::Rejected { peer, kind, why } => log::info!("chat-bob: rejected a frame from {peer} ({kind:?}): {why}"),
@@ -154,7 +209,21 @@ mod tests {
 
     fn p(v: &[&str]) -> Result<usize, String> {
         let a: Vec<String> = v.iter().map(|s| s.to_string()).collect();
-        parse_args(&a, &|_| None).map(|(_, n)| n)
+        parse_args(&a, &|_| None).map(|(_, n, _)| n)
+    }
+
+    fn pq(v: &[&str]) -> Result<usize, String> {
+        let a: Vec<String> = v.iter().map(|s| s.to_string()).collect();
+        parse_args(&a, &|_| None).map(|(_, _, n)| n)
+    }
+
+    #[test]
+    fn pq_prekey_flag() {
+        assert_eq!(pq(&["--store", "/s", "--engine", "software"]), Ok(8));
+        assert_eq!(pq(&["--store", "/s", "--engine", "software", "--pq-one-time-prekeys", "3"]), Ok(3));
+        for bad in ["0", "101", "x"] {
+            assert!(pq(&["--store", "/s", "--engine", "software", "--pq-one-time-prekeys", bad]).is_err(), "{bad}");
+        }
     }
 
     #[test]

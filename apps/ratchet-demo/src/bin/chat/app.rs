@@ -234,7 +234,7 @@ impl App {
             match ev {
                 NetEvent::Frame(from, data) => self.party.deliver(from, data),
                 NetEvent::Bundle(b) => match self.party.set_bundle(&b) {
-                    Ok(()) => self.note("Bob's prekey bundle fetched from the relay, signature verified (XEdDSA)", Color::Cyan),
+                    Ok(()) => self.note("Bob's PQXDH bundle fetched from the relay, both signatures verified (XEdDSA; ML-KEM-1024 prekey)", Color::Cyan),
                     Err(e) => self.note(format!("bad bundle: {e}"), Color::Red),
                 },
                 NetEvent::Stats(s) => self.relay = s,
@@ -276,7 +276,7 @@ impl App {
                 }
                 Event::Retransmit { seq, .. } => self.note(format!("no ack for #{seq}: resending the same ciphertext"), Color::Magenta),
                 Event::Acked { .. } | Event::Sent { .. } => {}
-                Event::SessionReady { .. } => self.note("X3DH done: Double Ratchet session with Bob", Color::Cyan),
+                Event::SessionReady { .. } => self.note("PQXDH done: Double Ratchet session with Bob", Color::Cyan),
                 Event::Info(i) => self.note(i, Color::Cyan),
                 Event::Error(e) => self.note(e, Color::Red),
                 Event::BundleChanged => {}

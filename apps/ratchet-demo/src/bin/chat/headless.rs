@@ -33,15 +33,23 @@ pub fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect
     let deadline = Instant::now() + Duration::from_secs(if bench { 600 } else { 300 });
     let already_in = app.party.history().iter().filter(|e| e.dir == Dir::In).count();
     let mut measuring: Option<Instant> = None;
+    let mut setup_ms = 0.0;
     let mut intervals: Vec<f64> = Vec::new();
+    // frame intervals before the session is ready: the bundle fetch and the PQXDH set-up
+    // (X25519 on the engine, the ML-KEM encapsulation on the worker)
+    let mut setup_intervals: Vec<f64> = Vec::new();
+    let started = Instant::now();
     let mut last = None::<Instant>;
     let mut draw_ms: Vec<f64> = Vec::new();
     loop {
         let now = Instant::now();
         app.frame_start(now);
         if let Some(l) = last {
+            let dt = now.duration_since(l).as_secs_f64() * 1e3;
             if measuring.is_some() {
-                intervals.push(now.duration_since(l).as_secs_f64() * 1e3);
+                intervals.push(dt);
+            } else {
+                setup_intervals.push(dt);
             }
         }
         last = Some(now);
@@ -50,6 +58,7 @@ pub fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect
         let ready = app.party.session(BOB).is_some();
         if ready && measuring.is_none() {
             measuring = Some(now);
+            setup_ms = now.duration_since(started).as_secs_f64() * 1e3;
         }
         if ready && sent < n && sent.saturating_sub(replies) < window {
             let k = sent + 1;
@@ -83,6 +92,8 @@ pub fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect
             .int("dh_steps", dh.len() as u64)
             .num("draw_p99_ms", percentile(draw_ms, 0.99), 3)
             .num("store_write_ms", app.party.save_time.as_secs_f64() * 1e3 / app.party.saves.max(1) as f64, 3)
+            .num("setup_ms", setup_ms, 1)
+            .num("setup_frame_max_ms", setup_intervals.iter().cloned().fold(0.0, f64::max), 2)
             .to_string());
     }
     // every reply arrived exactly once and echoes the text that was sent

@@ -66,7 +66,7 @@ impl App {
         }
         let pending = self.party.queued_texts();
         let title = format!(
-            " Alice ↔ Bob · X3DH + Double Ratchet{}{} ",
+            " Alice ↔ Bob · PQXDH (ML-KEM-1024) + Double Ratchet{}{} ",
             if self.scroll > 0 { format!(" · scrolled {}", self.scroll) } else { String::new() },
             if pending > 0 { format!(" · {pending} waiting for the session") } else { String::new() }
         );
@@ -111,7 +111,10 @@ impl App {
             None => lines.push(Line::from("engine stats: waiting")),
         }
         match self.party.last_dh {
-            Some(d) => lines.push(Line::from(format!("last batch: {} X25519, {} cycles", d.jobs, d.cycles))),
+            Some(d) => lines.push(Line::from(match self.party.last_kem {
+                Some((k, t)) => format!("last batch: {} X25519, {} cycles + {k} ML-KEM ({} on the worker)", d.jobs, d.cycles, ms(t.as_micros() as u64)),
+                None => format!("last batch: {} X25519, {} cycles", d.jobs, d.cycles),
+            })),
             None => lines.push(Line::from("last batch: none yet")),
         }
         if let Some(d) = self.party.last_dh {
