@@ -375,8 +375,12 @@ impl HwEngine {
                     let slice_ticks = budget.div_ceil(tick);
                     let limit_ticks = max_cycles.div_ceil(tick) + 1;
                     if passed >= 1 && !self.drv.status().running {
-                        // stopped, yet no interrupt for at least one full tick
-                        break Wake::Lost;
+                        // stopped, yet no interrupt for at least one full tick, unless its
+                        // message is queued behind this tick (the thread ran late)
+                        break match Self::take_done(sid, gen) {
+                            Some(ev) => Wake::Done(ev),
+                            None => Wake::Lost,
+                        };
                     }
                     if passed >= limit_ticks {
                         break Wake::Overdue;
