@@ -4,7 +4,8 @@
 //! Every offset, bit field and size comes from `engine25519_core::isa` (generated from
 //! `spec/engine25519.toml`); nothing is restated here. Users:
 //! * the Xous engine server's `hw` backend (services/engine25519/src/hw.rs: pages mapped with
-//!   `map_memory`, completion polled back to back and counted, pause/resume for time slicing);
+//!   `map_memory`, completion by the engine's interrupt, which the backend claims itself,
+//!   polled only for short jobs and at start-up; pause/resume for time slicing);
 //! * the bare-metal SoC benchmark (firmware/soc-bench: [`MmioBus::at_spec_addresses`], busy
 //!   polling).
 //!
@@ -348,6 +349,19 @@ impl<B: Bus> Driver<B> {
             }
         }
         Err(Error::Timeout)
+    }
+
+    /// Release a granted pause: the job continues where it stopped (no MPRESUME involved, so
+    /// this works on an engine whose MPRESUME is undriven, as long as no other job ran
+    /// meanwhile).
+    pub fn unpause(&mut self) {
+        self.power(true, false);
+    }
+
+    /// MPRESUME as read (the paused mpc on an engine that drives it; 0 on the shipped engine,
+    /// which leaves it undriven).
+    pub fn mpresume(&mut self) -> u32 {
+        csr::mpresume::MPRESUME.get(self.bus.csr_read(csr::mpresume::OFFSET))
     }
 
     /// Engine clocks off, pause released.
