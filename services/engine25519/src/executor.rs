@@ -839,7 +839,7 @@ mod tests {
         let mut rng = Rng(0x5eed);
         let mut statuses = Vec::new();
         for _ in 0..3 {
-            let (k, u) = (rng.bytes(), rng.bytes());
+            let (k, u) = (rng.bytes32(), rng.bytes32());
             let (reply, rx) = chan();
             ex.submit_x25519(3, &k, &u, reply).unwrap();
             let o = rx.recv_timeout(T).expect("every job is answered");
