@@ -118,10 +118,19 @@ def pnr(netlist: Path, name: str, workdir: Path, clocks: dict, device: str = "85
             "config": str(cfg) if textcfg else None, "log_tail": text.splitlines()[-40:]}
 
 
+def clock_port(net: str) -> str:
+    """The port a nextpnr clock name comes from: `posedge $glbnet$eng_clk$TRELLIS_IO_IN` -> `eng_clk`
+    (`<async>` for paths from or to unclocked I/O)."""
+    n = net.split()[-1] if net.strip() else net
+    if n.startswith("$glbnet$"):
+        n = n[len("$glbnet$"):]
+    return n.split("$")[0] if not n.startswith("<") else n
+
+
 def clock_key(fmax: dict, port: str) -> str | None:
-    """nextpnr names a clock by its net (`eng_clk`, `eng_clk$TRELLIS_IO_IN`, ...): the one for a port."""
+    """nextpnr names a clock by its net (`eng_clk`, `$glbnet$eng_clk$TRELLIS_IO_IN`, ...): the one for a port."""
     for k in fmax:
-        if k == port or k.startswith(port + "$"):
+        if clock_port(k) == port:
             return k
     return None
 

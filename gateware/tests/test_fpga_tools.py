@@ -33,7 +33,7 @@ def test_timed_out_tool_is_an_error(tmp_path):
 
 
 def test_missed_or_absent_clock_is_reported():
-    r = {"fmax": {"eng_clk$TRELLIS_IO_IN": 61.2, "mul_clk": 88.0}, "log": "/x/nextpnr.log"}
+    r = {"fmax": {"$glbnet$eng_clk$TRELLIS_IO_IN": 61.2, "mul_clk": 88.0}, "log": "/x/nextpnr.log"}
     bad = ecp5.check_timing(r, {"eng_clk": 50, "mul_clk": 100, "sys_clk": 100})
     assert len(bad) == 2
     assert any("mul_clk: 88.0 MHz < 100 MHz" in b and "/x/nextpnr.log" in b for b in bad)
@@ -48,3 +48,10 @@ def test_cross_domain_budgets():
     assert cross_budget_ok("mul -> eng", {"ns": 15.0, "from_cell": "rf.0.3", "to_cell": "b"})
     assert not cross_budget_ok("mul -> eng", {"ns": 20.5, "from_cell": "rf.0.3", "to_cell": "b"})
     assert not cross_budget_ok("mul -> eng", {"ns": 15.0, "from_cell": "ucode.0.0", "to_cell": "b"})
+
+
+def test_clock_names_of_nextpnr():
+    assert ecp5.clock_port("posedge $glbnet$eng_clk$TRELLIS_IO_IN") == "eng_clk"
+    assert ecp5.clock_port("$glbnet$mul_clk$TRELLIS_IO_IN") == "mul_clk"
+    assert ecp5.clock_port("sys_clk") == "sys_clk"
+    assert ecp5.clock_port("<async>") == "<async>"
