@@ -126,6 +126,14 @@ class Spec:
                 for r in c["registers"]
             },
         )
+        # INSTRUCTION shows the executing word in Precursor's field layout: [encoding]'s fields
+        # (`imm` named `immediate` there), the same positions
+        instr = self.csr.registers.get("INSTRUCTION")
+        if instr is not None:
+            want = {("immediate" if f.name == "imm" else f.name): (f.lsb, f.width) for f in self.fields.values()}
+            got = {f.name: (f.lsb, f.width) for f in instr.fields.values()}
+            if got != want:
+                raise SpecError(f"csr INSTRUCTION fields {got} differ from [encoding] {want}")
         self.isas: dict[str, Isa] = {name: self._resolve(name, 0) for name in sorted(raw["isa"])}
         self.examples: list[dict] = list(raw.get("examples", []))
 

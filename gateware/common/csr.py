@@ -18,6 +18,8 @@ Binding kinds (tuples, so a block's binding table reads like the register map):
                            field's bits (a write-only data register, e.g. a seed)
     ("rstrobe", expr, re)  read with a side effect: reads `expr`; `re` is 1 in the cycle the
                            read is taken (once per bus access), e.g. a read-invalidate port
+    ("rwstrobe", sig, we)  storage with a write strobe: as "rw", and `we` is 1 for the cycle of
+                           the write (a data register that also acts, e.g. a seed word)
 
 Bus (one access at a time, as gateware/engine/csr.py): `sel`, `adr` (byte offset in the page),
 `we`, `dat_w`, `stb`; the access is taken in the cycle `stb & sel & ~ack`, `ack` follows one
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 from migen import If, Module, Signal
 
-KINDS = {"rw": 2, "ro": 2, "pending": 2, "pulse": 2, "wstrobe": 3, "rstrobe": 3}
+KINDS = {"rw": 2, "ro": 2, "pending": 2, "pulse": 2, "wstrobe": 3, "rstrobe": 3, "rwstrobe": 3}
 
 
 def spec_fields(registers: dict) -> set:
@@ -46,7 +48,7 @@ def check_bindings(registers: dict, bindings: dict) -> None:
         if kind not in KINDS or len(b) != KINDS[kind]:
             raise ValueError(f"{reg}.{field}: bad binding {b!r}")
         access = registers[reg].access
-        ok = {"ro": ("ro", "rstrobe"), "wo": ("wstrobe", "pulse"), "rw": ("rw", "pending", "pulse", "rstrobe")}[access]
+        ok = {"ro": ("ro", "rstrobe"), "wo": ("wstrobe", "pulse"), "rw": ("rw", "pending", "pulse", "rstrobe", "rwstrobe")}[access]
         if kind not in ok:
             raise ValueError(f"{reg}.{field}: a {kind!r} binding in a {access!r} register")
 
@@ -82,10 +84,12 @@ class CsrPage(Module):
                 kind = b[0]
                 bits = slice(f.lsb, f.lsb + f.width)
                 wv = self.dat_w[bits]
-                if kind in ("rw", "ro", "pending"):
+                if kind in ("rw", "ro", "pending", "rwstrobe"):
                     self.comb += val[bits].eq(b[1])
-                if kind == "rw":
+                if kind in ("rw", "rwstrobe"):
                     writes.append(If(wr, b[1].eq(wv)))
+                if kind == "rwstrobe":
+                    self.comb += b[2].eq(wr)
                 elif kind == "pending":
                     writes.append(If(wr & wv[0], b[1].eq(0)))
                 elif kind == "pulse":

@@ -19,7 +19,7 @@ from .sequencer import Engine
 
 # spec (register, field) -> how it is bound: ("rw", signal) storage driving the engine,
 # ("ro", expr) status, ("go",) the GO pulse, ("resume",) MPRESUME, ("ev",) event registers
-def _bindings(e: Engine, st: dict, events: dict):
+def _bindings(e: Engine, st: dict, events: dict, instruction_fields):
     return {
         ("WINDOW", "window"): ("rw", e.window),
         ("MPSTART", "mpstart"): ("rw", e.mpstart),
@@ -37,7 +37,9 @@ def _bindings(e: Engine, st: dict, events: dict):
         ("EV_PENDING", "illegal_opcode"): ("pending", events["illegal_opcode"]),
         ("EV_ENABLE", "finished"): ("rw", st["en_finished"]),
         ("EV_ENABLE", "illegal_opcode"): ("rw", st["en_illegal_opcode"]),
-        ("INSTRUCTION", "instruction"): ("ro", e.instruction),
+    } | {
+        # the instruction word in Precursor's field layout (the spec's [encoding] fields)
+        ("INSTRUCTION", f.name): ("ro", e.instruction[f.lsb:f.lsb + f.width]) for f in instruction_fields
     }
 
 
@@ -59,7 +61,7 @@ class EngineBus(Module):
 
         st = {"on": Signal(reset=0), "en_finished": Signal(), "en_illegal_opcode": Signal()}
         pend = {"finished": Signal(), "illegal_opcode": Signal()}
-        self.binding = b = _bindings(e, st, pend)
+        self.binding = b = _bindings(e, st, pend, s.csr.registers["INSTRUCTION"].fields.values())
         self.comb += self.irq.eq((pend["finished"] & st["en_finished"]) | (pend["illegal_opcode"] & st["en_illegal_opcode"]))
         # events latch into pending on the engine's one-cycle pulses
         self.sync += [If(e.ev_pulse[0], pend["finished"].eq(1)), If(e.ev_pulse[1], pend["illegal_opcode"].eq(1))]

@@ -42,6 +42,7 @@ if __package__ in (None, ""):
 
 from . import blocks
 from . import map as pmap
+from . import svd
 from . import tester
 from .peripherals import VERILOG_SOURCES, CycleCounter, MemLCD, PrecursorUART, SimCtl, SimFault, SusRes, TickTimer, Timer0, WDT, WFI
 
@@ -59,6 +60,7 @@ MEMLCD_LOG = "memlcd.log"      # every line the memory LCD block sends to its pa
 FINISH = "finish.txt"
 PROGRESS = "progress.txt"      # the cycle count, rewritten every 2^22 cycles
 PROFILE = "profile.txt"        # PC samples with the plusarg +profile=<period> (sim_finish.v)
+SVD = "soc.svd"                # the SoC's register map (svd.soc_svd), next to csr.csv
 
 
 class PrecursorSim(SoCCore):
@@ -68,6 +70,7 @@ class PrecursorSim(SoCCore):
 
     def __init__(self, platform, clk_freq: int, blocks=(), config=None):
         self.csr_pages = {}      # name -> (location, Wishbone slave): pages not made of LiteX CSRs
+        self.csr_page_regs = {}  # name -> [svd.Reg]: their register maps (the SVD's peripherals)
         self.extra_clocks = {}   # pad name -> Hz: further simulation clocks (edges aligned with sys)
         self.sim_modules = []    # (litex_sim module, pad, args): further simulator modules (tester.py)
         SoCCore.__init__(
@@ -109,13 +112,15 @@ class PrecursorSim(SoCCore):
         for fn in blocks:
             fn(self, config)
 
-    def add_csr_page(self, name: str, bus):
+    def add_csr_page(self, name: str, bus, regs: list):
         """A block whose registers are not LiteX CSRs, behind a Wishbone slave (word addressed)
-        that takes the whole 4 KiB page at its pinned location (map.PAGE_LOCS)."""
+        that takes the whole 4 KiB page at its pinned location (map.PAGE_LOCS); `regs`, its
+        register map (svd.Reg), goes into the SoC's SVD."""
         loc = pmap.PAGE_LOCS[name]
         assert name not in self.csr_pages and loc not in {l for l, _ in self.csr_pages.values()}
         self.csr.add(name, n=loc)            # reserve the page: LiteX places nothing there
         self.csr_pages[name] = (loc, bus)
+        self.csr_page_regs[name] = list(regs)
 
     def add_bus_region(self, name: str, bus):
         """A Wishbone slave outside the CSR space, at its pinned region (map.REGIONS)."""
@@ -192,6 +197,14 @@ def build_key(clk_freq: int, config: dict) -> str:
     return h.hexdigest()[:16]
 
 
+def svd_without_build(clk_freq: int = pmap.CLK_FREQ) -> str:
+    """The SoC's SVD from its elaborated description (no Verilator build: seconds)."""
+    logging.disable(logging.INFO)
+    soc = PrecursorSim(_platform(), clk_freq, blocks.ALL, blocks.config())
+    soc.finalize()
+    return svd.soc_svd(soc)
+
+
 def build_dir_root() -> Path:
     d = os.environ.get("GATEWARE_BUILD_DIR")
     if d:
@@ -241,6 +254,7 @@ def _build(out: Path, gw: Path, stamp: Path, key: str, clk_freq: int, config: di
     soc.finalize()
     soc.build(build_dir=str(gtmp), sim_config=sim_config, run=False, opt_level="O3", interactive=False, verbose=verbose)
     (gtmp / "csr.csv").write_text(soc.csr_csv())
+    (gtmp / SVD).write_text(svd.soc_svd(soc))
     (gtmp / "csr.json").write_text(export.get_csr_json(csr_regions=soc.csr_regions, constants=soc.constants, mem_regions=soc.mem_regions))
     r = subprocess.run(["bash", "build_sim.sh"], cwd=gtmp, capture_output=True, text=True)
     if r.returncode != 0 or not (gtmp / "obj_dir" / "Vsim").is_file():

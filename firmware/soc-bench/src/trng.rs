@@ -4,7 +4,7 @@
 //! driver as the TRNG service's `hw` backend.
 //!
 //! 1. Before the block is enabled both URANDOM ports read the poison word and no read is
-//!    vouched for (`URANDOM_VALID.last` = 0).
+//!    vouched for (`URANDOM_LAST.last` = 0).
 //! 2. `init` programs the software's health cutoffs and the conditioner intervals (computed on
 //!    the host by build.rs from trng_core), then the start-up tests run; the first conditioned
 //!    word arrives on the kernel port.

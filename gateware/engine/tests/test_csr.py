@@ -24,7 +24,7 @@ VEC = os.environ.get("ENGINE_VECTORS")
 def test_every_spec_field_is_bound_once():
     from engine.csr import _bindings
     e = Engine("v1")
-    b = _bindings(e, {"on": 0, "en_finished": 0, "en_illegal_opcode": 0}, {"finished": 0, "illegal_opcode": 0})
+    b = _bindings(e, {"on": 0, "en_finished": 0, "en_illegal_opcode": 0}, {"finished": 0, "illegal_opcode": 0}, R["INSTRUCTION"].fields.values())
     fields = {(n, f) for n, r in R.items() for f in r.fields}
     assert set(b) == fields
 

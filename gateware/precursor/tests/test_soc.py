@@ -2,7 +2,8 @@
 
 * test_map_*: the SoC's CSR map (csr.csv of the built SoC, and the field layout of every
   register) equals Precursor's SVD for every block it provides; IRQ lines and the RAM region
-  too. PRECURSOR_SVD names the SVD (xtask passes utralib 0.1.15's precursor/soc-pvt.svd).
+  too. The pages not made of LiteX CSRs (TRNG, engine): tests/test_svd.py, field by field;
+  test_build_writes_its_svd: the build writes the SoC's SVD (soc.svd). PRECURSOR_SVD names the SVD (xtask passes utralib 0.1.15's precursor/soc-pvt.svd).
 * test_soc_selftest: firmware/soc_test.S on the Verilated SoC: UARTs, the TRNG kernel port,
   ticktimer rate,
   a ticktimer interrupt in supervisor mode, sv32 paging, a user-mode ecall.
@@ -109,6 +110,14 @@ def test_map_pages_of_other_blocks_at_precursor_addresses(built):
     for b, loc in pmap.PAGE_LOCS.items():
         assert bases[b] == svd[b]["base"] == pmap.CSR_BASE + loc * pmap.CSR_PAGING, f"{b}: {bases[b]:#x}, Precursor {svd[b]['base']:#x}"
     assert not set(pmap.PAGE_LOCS.values()) & set(pmap.CSR_LOCS.values())
+
+
+def test_build_writes_its_svd(built):
+    """The SoC build writes its register map as an SVD next to csr.csv (tests/test_svd.py
+    compares that map with Precursor's, field by field, from the same generator)."""
+    text = (built / psoc.SVD).read_text()
+    assert text == psoc.svd_without_build()
+    assert all(f"<name>{b.upper()}</name>" in text for b in ("trng_kernel", "trng_server", "engine", "ticktimer"))
 
 
 def test_map_simctl_page_unused_on_precursor():

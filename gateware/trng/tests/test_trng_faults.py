@@ -108,12 +108,14 @@ def test_fault_fires_on_the_software_sample_and_stops_output(replay, name, src, 
     b.w("CONTROL", enable=1)
     # healthy until the fault starts: the start-up test passes and words come out
     b.run(params["start"] - 10)
-    assert b.r("READY") == (1 << (N_AV + N_RO)) - 1, f"{name}: start-up test did not pass"
+    r = b.r("READY")
+    assert (SR["READY"].fields["av_adaprop"].get(r), SR["READY"].fields["ro_adaprop"].get(r)) == ((1 << N_AV) - 1, (1 << N_RO) - 1), \
+        f"{name}: start-up test did not pass (READY {r:#x})"
     words = []
     for page in ("kernel", "server"):
         for _ in range(3):
             w = b.r("URANDOM", page=page)
-            if b.r("URANDOM_VALID", "last", page=page):
+            if b.r("URANDOM_LAST", "last", page=page):
                 words.append(w)
     # run into the fault until the source's interrupt line fires
     for _ in range(200):
@@ -140,7 +142,7 @@ def test_fault_fires_on_the_software_sample_and_stops_output(replay, name, src, 
         b.run(300)
         for page in ("kernel", "server"):
             assert b.r("URANDOM", page=page) == POISON
-            assert b.r("URANDOM_VALID", "last", page=page) == 0 and b.r("URANDOM_VALID", "valid", page=page) == 0
+            assert b.r("URANDOM_LAST", "last", page=page) == 0 and b.r("URANDOM_VALID", "urandom_valid", page=page) == 0
             assert b.r("DATA", page=page) == POISON and b.r("STATUS", "avail", page=page) == 0
     b.s.close()
 
@@ -150,7 +152,7 @@ def test_back_to_back_reads_through_the_csr_port():
     the other, no idle cycle); every valid word is new, every empty read is the poison word with
     last = 0, and no word appears on both ports."""
     b = Bench()
-    b.w("AV_NIST", repcount_cutoff=health_cutoffs()["av"][0], adaptive_cutoff=(1 << 10) - 1)
+    b.w("AV_NIST", repcount_cutoff=health_cutoffs()["av"][0], adaptive_cutoff=(1 << SR["AV_NIST"].fields["adaptive_cutoff"].width) - 1)
     b.w("RO_NIST", repcount_cutoff=health_cutoffs()["ro"][0], adaptive_cutoff=(1 << 10) - 1)
     b.w("CONTROL", enable=1)
     b.run(S.health["startup_samples"] + 40 * AV["pairs_per_word"])
@@ -160,7 +162,7 @@ def test_back_to_back_reads_through_the_csr_port():
         for page in ("kernel", "server"):
             for _ in range(12):
                 w = b.r("URANDOM", page=page)
-                if b.r("URANDOM_VALID", "last", page=page):
+                if b.r("URANDOM_LAST", "last", page=page):
                     seen.append(w)
                     valid[page] += 1
                 else:

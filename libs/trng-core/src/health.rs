@@ -270,13 +270,18 @@ mod tests {
 
     #[test]
     fn spec_sources_have_sane_cutoffs() {
+        use crate::spec::regs::server::registers::{av_nist, ro_nist};
         for p in [HealthParams::av(), HealthParams::ro(), HealthParams::os()] {
             assert!(p.rct_cutoff() >= 2);
             assert!(p.apt_cutoff() > 1 && p.apt_cutoff() <= p.apt_window);
-            // the hardware AV_NIST / RO_NIST fields must be able to hold the cutoffs
-            use crate::spec::regs::server::registers::av_nist;
-            assert!(p.rct_cutoff() <= av_nist::REPCOUNT_CUTOFF.max());
-            assert!(p.apt_cutoff() <= av_nist::ADAPTIVE_CUTOFF.max());
+        }
+        // the hardware AV_NIST / RO_NIST fields (Precursor's widths) must hold each family's cutoffs
+        for (p, rct, apt) in [
+            (HealthParams::av(), av_nist::REPCOUNT_CUTOFF, av_nist::ADAPTIVE_CUTOFF),
+            (HealthParams::ro(), ro_nist::REPCOUNT_CUTOFF, ro_nist::ADAPTIVE_CUTOFF),
+        ] {
+            assert!(p.rct_cutoff() <= rct.max(), "{p:?}");
+            assert!(p.apt_cutoff() <= apt.max(), "{p:?}");
         }
     }
 

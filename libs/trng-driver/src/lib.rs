@@ -1,16 +1,32 @@
-//! Register-level driver of the TRNG block (gateware/trng/csr.py, docs/trng-gateware.md), `no_std`:
-//! the same code runs in the TRNG service's `hw` backend (services/trng/src/hw.rs, Xous) and in
-//! bare-metal SoC firmware (firmware/). Offsets and fields come from `spec/trng.toml` through
-//! `trng_core::spec` (generated); nothing here repeats a number of the map.
+//! Register-level driver of the TRNG block, `no_std`: the same code runs in the TRNG service's
+//! `hw` backend (services/trng/src/hw.rs, Xous) and in bare-metal SoC firmware (firmware/).
+//! Offsets and fields come from `spec/trng.toml` through `trng_core::spec` (generated); nothing
+//! here repeats a number of the map.
 //!
-//! Rules the driver keeps (the gateware's contract):
-//! - a conditioned word is taken only from a URANDOM read whose `URANDOM_VALID.last` bit says the
-//!   word just returned was valid: the port is read-invalidate, so a word is never taken twice,
-//!   never from an empty port (which reads the poison word), and a health failure between a
-//!   `valid` poll and the read cannot slip the poison word through;
+//! Both pages have Precursor's layout, so the driver runs on two gateware builds
+//! (docs/trng-gateware.md "Register map"):
+//! - [`Gateware::Ext`], this project's gateware (gateware/trng): the stock map plus additions at
+//!   offsets the stock map leaves free (EXT_ID, EXT_STATUS, EXT_CONTROL, URANDOM_LAST);
+//! - [`Gateware::Stock`], the TRNG a Precursor ships with (betrusted-io/gateware
+//!   trng_managed.py), detected by EXT_ID not reading the spec's `ext_id` (on a stock page
+//!   0x100 aliases CONTROL / STATUS, which cannot hold that value). No other addition is ever
+//!   read or written on a stock page: there they alias stock registers, DATA and URANDOM among
+//!   them, whose reads have side effects.
+//!
+//! Rules the driver keeps:
+//! - a conditioned word: on `Ext`, only from a URANDOM read whose `URANDOM_LAST.last` says the
+//!   word just returned was valid (the port is read-invalidate and wiped on a health failure);
+//!   on `Stock`, a URANDOM read after `URANDOM_VALID` says the port holds a word (the stock
+//!   port is never wiped, so the valid-then-read order is safe there; the caller gates on
+//!   `failing`);
 //! - a raw word (server page DATA, the raw FIFO) is taken only when the server underrun counter
 //!   did not move across the read (or across the whole burst it was read in) and no health
-//!   failure is latched after it (after the burst's last read).
+//!   failure is latched after it (after the burst's last read); the words read are bounded by
+//!   the FIFO level, so no read of an empty FIFO is provoked (the stock counter never moves:
+//!   docs/reference-system.md);
+//! - SP 800-90B cutoffs are written in each gateware's convention: this gateware fails a run or
+//!   a window count of `C` (SP 800-90B 4.4), the stock tests count repeats after the first
+//!   sample and fail at `cutoff + 1`, so they are programmed with `C - 1`.
 
 #![no_std]
 #![deny(unsafe_op_in_unsafe_fn)]
@@ -63,9 +79,31 @@ pub const SERVER_BASE: usize = spec::regs::server::BASE;
 pub const KERNEL_BASE: usize = spec::regs::kernel::BASE;
 /// What an empty port or FIFO reads (never used as a random word).
 pub const POISON: u32 = spec::regs::constants::URANDOM_INVALID as u32;
+/// EXT_ID of this project's gateware.
+pub const EXT_ID: u32 = spec::regs::constants::EXT_ID as u32;
+
+/// Which gateware serves a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gateware {
+    /// Precursor's shipped TRNG: the stock registers only.
+    Stock,
+    /// This project's gateware: the stock registers and the additions.
+    Ext,
+}
+
+/// Which gateware serves the page behind `bus`: one read of EXT_ID (0x100 on both pages; on a
+/// stock page it aliases the side-effect-free CONTROL / kernel STATUS).
+pub fn detect<B: Bus>(bus: &B) -> Gateware {
+    // both pages put EXT_ID at the same offset (a spec test checks it)
+    if bus.read(sr::EXT_ID) == EXT_ID {
+        Gateware::Ext
+    } else {
+        Gateware::Stock
+    }
+}
 
 /// What `ServerPage::init` programs: health-test cutoffs (the software's, from
-/// `trng_core::health`) and the conditioner's intervals.
+/// `trng_core::health`, SP 800-90B convention) and the conditioner's intervals.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     pub av_rct_cutoff: u32,
@@ -88,25 +126,38 @@ pub enum Sources {
 /// A latched health condition, as the hardware reports it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Health {
-    /// NIST_ERRORS (RCT/APT latches, one bit per source).
+    /// NIST_ERRORS (RCT/APT latches, one bit per source; ro_miniruns: the runs test, a
+    /// supplemental statistic that gates nothing).
     pub nist_errors: u32,
-    /// STATUS.av_excursion (one bit per AV channel).
+    /// EXT_STATUS.av_excursion (one latched bit per AV channel); `Ext` only, 0 on `Stock`,
+    /// whose excursion failures are not latched in any register (`excursion_latched`).
     pub excursion: u32,
-    /// READY (per source: start-up test passed, nothing latched).
+    /// Whether `excursion` is a latched reading (false on a stock page).
+    pub excursion_latched: bool,
+    /// READY (per test and source: passed at least one window since enabled or cleared).
     pub ready: u32,
 }
 
+/// NIST_ERRORS bits of the SP 800-90B tests (RCT and APT of every source); `ro_miniruns` is not
+/// among them.
+pub const SP800_90B_ERRORS: u32 = sr::nist_errors::AV_REPCOUNT.mask()
+    | sr::nist_errors::AV_ADAPTIVE.mask()
+    | sr::nist_errors::RO_REPCOUNT.mask()
+    | sr::nist_errors::RO_ADAPTIVE.mask();
+
 impl Health {
     pub fn failing(&self) -> bool {
-        self.nist_errors != 0 || self.excursion != 0
+        self.nist_errors & SP800_90B_ERRORS != 0 || self.excursion != 0
     }
 }
 
-/// One source's APT statistic (NIST_*_STATn).
+/// One source's statistics (NIST_*_STATn).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SourceStat {
     pub adap_b: u32,
     pub fresh: bool,
+    /// Longest run of equal samples seen since the last clear (saturating at the field).
+    pub rep_b: u32,
 }
 
 /// Which source a statistic is read for.
@@ -116,40 +167,72 @@ pub enum Source {
     Ro(usize),
 }
 
-fn urandom_read<B: Bus>(bus: &B, urandom: usize, valid: usize, last: Field) -> Option<u32> {
-    let w = bus.read(urandom);
-    if last.get(bus.read(valid)) != 0 {
-        Some(w)
-    } else {
-        None
-    }
+/// Why a page did not come up (`ServerPage::bring_up`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BringUpError {
+    /// The enabled sources' READY bits or STATUS.chacha_ready never rose before `wait` gave up.
+    NeverReady { ready: u32, status: u32, nist_errors: u32 },
+    /// A failure was latched again after every clear the caller allowed.
+    Failing { nist_errors: u32, excursion: u32, clears: u32 },
+}
+
+/// A cutoff in a gateware's convention (see the crate docs), clamped into its field.
+fn cutoff(gw: Gateware, c: u32, f: Field) -> u32 {
+    let c = match gw {
+        Gateware::Ext => c,
+        Gateware::Stock => c.saturating_sub(1),
+    };
+    c.min(f.max())
 }
 
 /// The server page (the TRNG service's): configuration, health, statistics, both data paths.
 pub struct ServerPage<B: Bus> {
     bus: B,
+    gw: Gateware,
 }
 
 impl<B: Bus> ServerPage<B> {
-    pub const fn new(bus: B) -> Self {
-        ServerPage { bus }
+    /// The page behind `bus`, its gateware detected (`detect`).
+    pub fn new(bus: B) -> Self {
+        let gw = detect(&bus);
+        ServerPage { bus, gw }
+    }
+    /// The page behind `bus` on a known gateware (no bus access).
+    pub const fn with_gateware(bus: B, gw: Gateware) -> Self {
+        ServerPage { bus, gw }
     }
     pub fn bus(&self) -> &B {
         &self.bus
     }
+    pub fn gateware(&self) -> Gateware {
+        self.gw
+    }
 
-    /// Program cutoffs and intervals, then enable the block with `sources` (the start-up tests
-    /// begin; no output until they pass).
+    /// Program cutoffs (and, on `Ext`, the conditioner's intervals: the stock CHACHA fields mean
+    /// other units, so a stock page keeps its own), then enable the block with `sources` (the
+    /// start-up tests begin; no output until they pass).
     pub fn init(&self, cfg: &Config, sources: Sources) {
         let b = &self.bus;
-        b.write(sr::AV_NIST, sr::av_nist::REPCOUNT_CUTOFF.val(cfg.av_rct_cutoff) | sr::av_nist::ADAPTIVE_CUTOFF.val(cfg.av_apt_cutoff));
-        b.write(sr::RO_NIST, sr::ro_nist::REPCOUNT_CUTOFF.val(cfg.ro_rct_cutoff) | sr::ro_nist::ADAPTIVE_CUTOFF.val(cfg.ro_apt_cutoff));
+        let gw = self.gw;
+        use sr::{av_nist as a, ro_nist as r};
         b.write(
-            sr::CHACHA,
-            sr::chacha::RESEED_INTERVAL.val(cfg.reseed_interval)
-                | sr::chacha::SELFMIX_INTERVAL.val(cfg.selfmix_interval)
-                | sr::chacha::SELFMIX_ENA.val(cfg.selfmix_enable as u32),
+            sr::AV_NIST,
+            a::REPCOUNT_CUTOFF.val(cutoff(gw, cfg.av_rct_cutoff, a::REPCOUNT_CUTOFF))
+                | a::ADAPTIVE_CUTOFF.val(cutoff(gw, cfg.av_apt_cutoff, a::ADAPTIVE_CUTOFF)),
         );
+        b.write(
+            sr::RO_NIST,
+            r::REPCOUNT_CUTOFF.val(cutoff(gw, cfg.ro_rct_cutoff, r::REPCOUNT_CUTOFF))
+                | r::ADAPTIVE_CUTOFF.val(cutoff(gw, cfg.ro_apt_cutoff, r::ADAPTIVE_CUTOFF)),
+        );
+        if gw == Gateware::Ext {
+            b.write(
+                sr::CHACHA,
+                sr::chacha::RESEED_INTERVAL.val(cfg.reseed_interval)
+                    | sr::chacha::SELFMIX_INTERVAL.val(cfg.selfmix_interval)
+                    | sr::chacha::SELFMIX_ENA.val(cfg.selfmix_enable as u32),
+            );
+        }
         self.set_sources(sources);
     }
 
@@ -197,9 +280,12 @@ impl<B: Bus> ServerPage<B> {
         }
     }
 
-    /// One conditioned word from the server port, or None if the word read was not valid.
+    /// One conditioned word from the server port, or None if no valid word was read.
     pub fn urandom(&self) -> Option<u32> {
-        urandom_read(&self.bus, sr::URANDOM, sr::URANDOM_VALID, sr::urandom_valid::LAST)
+        match self.gw {
+            Gateware::Ext => urandom_ext(&self.bus, sr::URANDOM, sr::URANDOM_LAST, sr::urandom_last::LAST),
+            Gateware::Stock => urandom_stock(&self.bus, sr::URANDOM, sr::URANDOM_VALID, sr::urandom_valid::URANDOM_VALID),
+        }
     }
 
     /// Poll the server port up to `polls` times.
@@ -209,7 +295,7 @@ impl<B: Bus> ServerPage<B> {
 
     /// Does the server port hold a word now (a hint; `urandom` decides)?
     pub fn urandom_ready(&self) -> bool {
-        sr::urandom_valid::VALID.get(self.bus.read(sr::URANDOM_VALID)) != 0
+        sr::urandom_valid::URANDOM_VALID.get(self.bus.read(sr::URANDOM_VALID)) != 0
     }
 
     /// Words in the server raw FIFO (STATUS counts: written - read, modulo the depth; `avail`
@@ -227,6 +313,18 @@ impl<B: Bus> ServerPage<B> {
         }
     }
 
+    /// The server underrun count before a read, or None when it is saturated (it could not show
+    /// the read's underrun): on `Ext` it is restarted (EXT_CONTROL.clr_underruns) and the read is
+    /// skipped; a stock counter never counts (docs/reference-system.md), so it never saturates.
+    fn underruns_before(&self) -> Option<u32> {
+        let u0 = sr::underruns::SERVER_UNDERRUN.get(self.bus.read(sr::UNDERRUNS));
+        if u0 == sr::underruns::SERVER_UNDERRUN.max() && self.gw == Gateware::Ext {
+            self.bus.write(sr::EXT_CONTROL, sr::ext_control::CLR_UNDERRUNS.val(1));
+            return None;
+        }
+        Some(u0)
+    }
+
     /// One raw (health-tested, unconditioned) word from the server raw FIFO, or None when the
     /// FIFO was empty or a failure flushed it around the read.
     pub fn raw(&self) -> Option<u32> {
@@ -234,13 +332,7 @@ impl<B: Bus> ServerPage<B> {
         if sr::status::AVAIL.get(b.read(sr::STATUS)) == 0 {
             return None;
         }
-        let u0 = sr::underruns::SERVER_UNDERRUN.get(b.read(sr::UNDERRUNS));
-        if u0 == sr::underruns::SERVER_UNDERRUN.max() {
-            // saturated: the counter cannot show this read's underrun; restart it
-            let u = b.read(sr::UNDERRUNS);
-            b.write(sr::UNDERRUNS, sr::underruns::SERVER_UNDERRUN.set(u, 0));
-            return None;
-        }
+        let u0 = self.underruns_before()?;
         let w = b.read(sr::DATA);
         let u1 = sr::underruns::SERVER_UNDERRUN.get(b.read(sr::UNDERRUNS));
         if u1 != u0 || self.failing() {
@@ -266,12 +358,7 @@ impl<B: Bus> ServerPage<B> {
         if n == 0 {
             return 0;
         }
-        let u0 = sr::underruns::SERVER_UNDERRUN.get(b.read(sr::UNDERRUNS));
-        if u0 == sr::underruns::SERVER_UNDERRUN.max() {
-            let u = b.read(sr::UNDERRUNS);
-            b.write(sr::UNDERRUNS, sr::underruns::SERVER_UNDERRUN.set(u, 0));
-            return 0;
-        }
+        let Some(u0) = self.underruns_before() else { return 0 };
         for w in out[..n].iter_mut() {
             *w = b.read(sr::DATA);
         }
@@ -301,19 +388,65 @@ impl<B: Bus> ServerPage<B> {
         popped
     }
 
-    /// A latched health failure now: `Health::failing` from its two registers only (NIST_ERRORS,
-    /// then STATUS.av_excursion unless NIST_ERRORS already fails), without READY: the check
-    /// `raw` makes after every DATA read and the `hw` backend before every word.
+    /// A latched health failure now: `Health::failing` from its registers only (NIST_ERRORS's
+    /// SP 800-90B bits, then, on `Ext`, EXT_STATUS.av_excursion unless NIST_ERRORS already
+    /// fails), without READY: the check `raw` makes after every DATA read and the `hw` backend
+    /// before every word.
     pub fn failing(&self) -> bool {
-        self.bus.read(sr::NIST_ERRORS) != 0 || sr::status::AV_EXCURSION.get(self.bus.read(sr::STATUS)) != 0
+        self.bus.read(sr::NIST_ERRORS) & SP800_90B_ERRORS != 0
+            || (self.gw == Gateware::Ext && sr::ext_status::AV_EXCURSION.get(self.bus.read(sr::EXT_STATUS)) != 0)
     }
 
     pub fn health(&self) -> Health {
         let b = &self.bus;
+        let ext = self.gw == Gateware::Ext;
         Health {
             nist_errors: b.read(sr::NIST_ERRORS),
-            excursion: sr::status::AV_EXCURSION.get(b.read(sr::STATUS)),
+            excursion: if ext { sr::ext_status::AV_EXCURSION.get(b.read(sr::EXT_STATUS)) } else { 0 },
+            excursion_latched: ext,
             ready: b.read(sr::READY),
+        }
+    }
+
+    /// The enabled sources have passed their tests at least once (READY: both AV channels'
+    /// excursion and APT bits when the AV channels run, every RO core's APT bit when the ring
+    /// oscillator runs) and the conditioner is seeded (STATUS.chacha_ready).
+    pub fn ready(&self) -> bool {
+        let b = &self.bus;
+        let ctl = b.read(sr::CONTROL);
+        let r = b.read(sr::READY);
+        let full = |f: Field| f.get(r) == f.max();
+        let av_ok = sr::control::AV_DIS.get(ctl) != 0 || (full(sr::ready::AV_EXCURSION) && full(sr::ready::AV_ADAPROP));
+        let ro_ok = sr::control::RO_DIS.get(ctl) != 0 || full(sr::ready::RO_ADAPROP);
+        sr::control::ENABLE.get(ctl) != 0 && av_ok && ro_ok && sr::status::CHACHA_READY.get(b.read(sr::STATUS)) != 0
+    }
+
+    /// Wait, boundedly, until the page is `ready` with no failure latched. `wait` is called
+    /// between checks (the caller sleeps or yields there, and counts) and returns false when
+    /// the caller's budget is spent: then the page never came up. A latched failure is cleared
+    /// (CONTROL.clr_err) at most `clears` times; latched again after that, the page is failing.
+    /// Nothing here loops without calling `wait`.
+    pub fn bring_up(&self, clears: u32, mut wait: impl FnMut() -> bool) -> Result<(), BringUpError> {
+        let mut cleared = 0;
+        loop {
+            let h = self.health();
+            if h.failing() {
+                if cleared >= clears {
+                    return Err(BringUpError::Failing { nist_errors: h.nist_errors, excursion: h.excursion, clears: cleared });
+                }
+                self.clear_errors();
+                cleared += 1;
+            } else if self.ready() {
+                return Ok(());
+            }
+            if !wait() {
+                let b = &self.bus;
+                let (ready, status, nist_errors) = (b.read(sr::READY), b.read(sr::STATUS), b.read(sr::NIST_ERRORS));
+                if h.failing() || nist_errors & SP800_90B_ERRORS != 0 {
+                    return Err(BringUpError::Failing { nist_errors, excursion: h.excursion, clears: cleared });
+                }
+                return Err(BringUpError::NeverReady { ready, status, nist_errors });
+            }
         }
     }
 
@@ -328,7 +461,7 @@ impl<B: Bus> ServerPage<B> {
         self.bus.write(sr::SEED, w);
     }
 
-    /// Source `s`'s APT statistic, from that source's own register (reading clears `fresh`).
+    /// Source `s`'s statistics, from that source's own register (reading clears `fresh`).
     pub fn stat(&self, s: Source) -> Option<SourceStat> {
         let off = match s {
             Source::Av(0) => sr::NIST_AV_STAT0,
@@ -340,8 +473,9 @@ impl<B: Bus> ServerPage<B> {
             _ => return None,
         };
         // every NIST_*_STATn register has the same layout
+        use sr::nist_ro_stat0 as f;
         let v = self.bus.read(off);
-        Some(SourceStat { adap_b: sr::nist_ro_stat0::ADAP_B.get(v), fresh: sr::nist_ro_stat0::FRESH.get(v) != 0 })
+        Some(SourceStat { adap_b: f::ADAP_B.get(v), fresh: f::FRESH.get(v) != 0, rep_b: f::REP_B.get(v) })
     }
 
     /// Server and kernel underrun counts (reads of an empty raw FIFO).
@@ -351,27 +485,58 @@ impl<B: Bus> ServerPage<B> {
     }
 }
 
+/// `Ext`: read the word, then URANDOM_LAST vouches for it (read-invalidate port).
+fn urandom_ext<B: Bus>(bus: &B, urandom: usize, last_reg: usize, last: Field) -> Option<u32> {
+    let w = bus.read(urandom);
+    if last.get(bus.read(last_reg)) != 0 {
+        Some(w)
+    } else {
+        None
+    }
+}
+
+/// `Stock`: URANDOM_VALID first, then the word (the read advances the port).
+fn urandom_stock<B: Bus>(bus: &B, urandom: usize, valid_reg: usize, valid: Field) -> Option<u32> {
+    if valid.get(bus.read(valid_reg)) != 0 {
+        Some(bus.read(urandom))
+    } else {
+        None
+    }
+}
+
 /// The kernel page: the kernel's conditioned port (it never reads the raw FIFO).
 pub struct KernelPage<B: Bus> {
     bus: B,
+    gw: Gateware,
 }
 
 impl<B: Bus> KernelPage<B> {
-    pub const fn new(bus: B) -> Self {
-        KernelPage { bus }
+    /// The page behind `bus`, its gateware detected (`detect`).
+    pub fn new(bus: B) -> Self {
+        let gw = detect(&bus);
+        KernelPage { bus, gw }
+    }
+    pub const fn with_gateware(bus: B, gw: Gateware) -> Self {
+        KernelPage { bus, gw }
     }
     pub fn bus(&self) -> &B {
         &self.bus
     }
-    /// One conditioned word from the kernel port, or None if the word read was not valid.
+    pub fn gateware(&self) -> Gateware {
+        self.gw
+    }
+    /// One conditioned word from the kernel port, or None if no valid word was read.
     pub fn urandom(&self) -> Option<u32> {
-        urandom_read(&self.bus, kr::URANDOM, kr::URANDOM_VALID, kr::urandom_valid::LAST)
+        match self.gw {
+            Gateware::Ext => urandom_ext(&self.bus, kr::URANDOM, kr::URANDOM_LAST, kr::urandom_last::LAST),
+            Gateware::Stock => urandom_stock(&self.bus, kr::URANDOM, kr::URANDOM_VALID, kr::urandom_valid::URANDOM_VALID),
+        }
     }
     pub fn urandom_poll(&self, polls: u32) -> Option<u32> {
         (0..polls).find_map(|_| self.urandom())
     }
     pub fn urandom_ready(&self) -> bool {
-        kr::urandom_valid::VALID.get(self.bus.read(kr::URANDOM_VALID)) != 0
+        kr::urandom_valid::URANDOM_VALID.get(self.bus.read(kr::URANDOM_VALID)) != 0
     }
 }
 
@@ -383,9 +548,17 @@ mod tests {
     use std::vec::Vec;
 
     /// A scripted page: URANDOM is read-invalidate with `last`, DATA pops a FIFO and counts
-    /// underruns, every access is logged.
+    /// underruns, every access is logged. `stock`: Precursor's shipped block instead (EXT_ID
+    /// aliases CONTROL, no URANDOM_LAST: the valid bit is read before the word; an empty-FIFO
+    /// DATA read never counts an underrun).
     #[derive(Default)]
     struct Fake {
+        stock: bool,
+        /// READY and STATUS.chacha_ready as the page reports them
+        ready: RefCell<u32>,
+        chacha_ready: RefCell<bool>,
+        /// a latched failure that CONTROL.clr_err clears (`sticky`: that comes back at once)
+        sticky: RefCell<bool>,
         port: RefCell<Option<u32>>,
         last: RefCell<bool>,
         fifo: RefCell<Vec<u32>>,
@@ -397,7 +570,7 @@ mod tests {
         next_new: RefCell<u32>,
         under: RefCell<u32>,
         nist: RefCell<u32>,
-        /// STATUS.av_excursion
+        /// EXT_STATUS.av_excursion
         exc: RefCell<u32>,
         /// every other register: what was last written (0 before)
         mem: RefCell<std::collections::BTreeMap<usize, u32>>,
@@ -408,15 +581,29 @@ mod tests {
     impl Bus for &Fake {
         fn read(&self, off: usize) -> u32 {
             let v = match off {
+                o if o == sr::EXT_ID => {
+                    if self.stock {
+                        // aliases CONTROL on a stock page
+                        self.mem.borrow().get(&sr::CONTROL).copied().unwrap_or(0)
+                    } else {
+                        EXT_ID
+                    }
+                }
                 o if o == sr::URANDOM => {
                     let w = self.port.borrow_mut().take();
                     *self.last.borrow_mut() = w.is_some();
                     w.unwrap_or(POISON)
                 }
-                o if o == sr::URANDOM_VALID => {
-                    sr::urandom_valid::VALID.val(self.port.borrow().is_some() as u32)
-                        | sr::urandom_valid::LAST.val(*self.last.borrow() as u32)
+                o if o == sr::URANDOM_VALID => sr::urandom_valid::URANDOM_VALID.val(self.port.borrow().is_some() as u32),
+                o if o == sr::URANDOM_LAST => {
+                    assert!(!self.stock, "URANDOM_LAST read on a stock page (it aliases another register there)");
+                    sr::urandom_last::LAST.val(*self.last.borrow() as u32)
                 }
+                o if o == sr::EXT_STATUS => {
+                    assert!(!self.stock, "EXT_STATUS read on a stock page");
+                    sr::ext_status::AV_EXCURSION.val(*self.exc.borrow())
+                }
+                o if o == sr::READY => *self.ready.borrow(),
                 o if o == sr::STATUS => {
                     for _ in 0..*self.refill.borrow() {
                         let w = *self.next_new.borrow();
@@ -428,7 +615,7 @@ mod tests {
                     sr::status::AVAIL.val((n != 0) as u32)
                         | sr::status::RDCOUNT.val(rd & m)
                         | sr::status::WRCOUNT.val((rd + n) & m)
-                        | sr::status::AV_EXCURSION.val(*self.exc.borrow())
+                        | sr::status::CHACHA_READY.val(*self.chacha_ready.borrow() as u32)
                 }
                 o if o == sr::DATA => {
                     if *self.flush_on_data.borrow() {
@@ -436,7 +623,9 @@ mod tests {
                         *self.nist.borrow_mut() = 1;
                     }
                     if self.fifo.borrow().is_empty() {
-                        *self.under.borrow_mut() += 1;
+                        if !self.stock {
+                            *self.under.borrow_mut() += 1;
+                        }
                         POISON
                     } else {
                         *self.popped.borrow_mut() += 1;
@@ -451,6 +640,16 @@ mod tests {
             v
         }
         fn write(&self, off: usize, v: u32) {
+            if self.stock {
+                assert!(off < sr::EXT_ID, "a write to {off:#x}, an addition, on a stock page");
+            }
+            if off == sr::CONTROL && sr::control::CLR_ERR.get(v) != 0 {
+                *self.nist.borrow_mut() = if *self.sticky.borrow() { 1 } else { 0 };
+                *self.exc.borrow_mut() = 0;
+            }
+            if off == sr::EXT_CONTROL && sr::ext_control::CLR_UNDERRUNS.get(v) != 0 {
+                *self.under.borrow_mut() = 0;
+            }
             self.mem.borrow_mut().insert(off, v);
             self.log.borrow_mut().push(('w', off, v));
         }
@@ -467,7 +666,7 @@ mod tests {
         // the word is read before the valid bit that vouches for it
         let log = f.log.borrow();
         let i = log.iter().rposition(|e| e.1 == sr::URANDOM).unwrap();
-        assert!(log[i + 1..].iter().any(|e| e.1 == sr::URANDOM_VALID));
+        assert!(log[i + 1..].iter().any(|e| e.1 == sr::URANDOM_LAST), "URANDOM_LAST after the word");
     }
 
     #[test]
@@ -557,7 +756,9 @@ mod tests {
         f.fifo.borrow_mut().extend(1..=3);
         *f.under.borrow_mut() = sr::underruns::SERVER_UNDERRUN.max();
         assert_eq!(p.raw_burst(&mut out), 0);
-        assert!(f.log.borrow().iter().any(|e| e.0 == 'w' && e.1 == sr::UNDERRUNS));
+        assert!(f.log.borrow().iter().any(|e| e.0 == 'w' && e.1 == sr::EXT_CONTROL), "restarted through EXT_CONTROL.clr_underruns");
+        assert_eq!(*f.under.borrow(), 0);
+        assert_eq!(p.raw_burst(&mut out), 3, "read after the restart");
     }
 
     #[test]
@@ -619,11 +820,170 @@ mod tests {
         let p = ServerPage::new(&f);
         let cfg = Config { av_rct_cutoff: 21, av_apt_cutoff: 410, ro_rct_cutoff: 81, ro_apt_cutoff: 840, reseed_interval: 2, selfmix_interval: 64, selfmix_enable: true };
         p.init(&cfg, Sources::Both);
+        assert_eq!(p.gateware(), Gateware::Ext);
         let log = f.log.borrow();
         let w = |off| log.iter().rev().find(|e| e.0 == 'w' && e.1 == off).map(|e| e.2).unwrap();
         assert_eq!(sr::av_nist::REPCOUNT_CUTOFF.get(w(sr::AV_NIST)), 21);
+        assert_eq!(sr::av_nist::ADAPTIVE_CUTOFF.get(w(sr::AV_NIST)), 410);
         assert_eq!(sr::ro_nist::ADAPTIVE_CUTOFF.get(w(sr::RO_NIST)), 840);
         assert_eq!(sr::chacha::SELFMIX_INTERVAL.get(w(sr::CHACHA)), 64);
         assert_eq!(sr::control::ENABLE.get(w(sr::CONTROL)), 1);
+    }
+
+    fn stock() -> Fake {
+        Fake { stock: true, ..Fake::default() }
+    }
+
+    #[test]
+    fn init_on_a_stock_page_uses_its_cutoff_convention_and_keeps_its_chacha() {
+        // the stock tests fail at cutoff + 1 (they count repeats after the first sample): the
+        // SP 800-90B cutoff C is written as C - 1; CHACHA's stock fields mean other units
+        let f = stock();
+        let p = ServerPage::new(&f);
+        assert_eq!(p.gateware(), Gateware::Stock);
+        let cfg = Config { av_rct_cutoff: 21, av_apt_cutoff: 410, ro_rct_cutoff: 81, ro_apt_cutoff: 840, reseed_interval: 2, selfmix_interval: 64, selfmix_enable: true };
+        p.init(&cfg, Sources::Both);
+        let log = f.log.borrow();
+        let w = |off| log.iter().rev().find(|e| e.0 == 'w' && e.1 == off).map(|e| e.2);
+        assert_eq!(sr::av_nist::REPCOUNT_CUTOFF.get(w(sr::AV_NIST).unwrap()), 20);
+        assert_eq!(sr::av_nist::ADAPTIVE_CUTOFF.get(w(sr::AV_NIST).unwrap()), 409);
+        assert_eq!(sr::ro_nist::REPCOUNT_CUTOFF.get(w(sr::RO_NIST).unwrap()), 80);
+        assert_eq!(sr::ro_nist::ADAPTIVE_CUTOFF.get(w(sr::RO_NIST).unwrap()), 839);
+        assert_eq!(w(sr::CHACHA), None, "a stock page keeps its own CHACHA");
+        // only EXT_ID was read among the additions (the Fake panics on any other)
+        assert_eq!(log.iter().filter(|e| e.1 >= sr::EXT_ID).count(), 1);
+    }
+
+    #[test]
+    fn detect_tells_the_two_gatewares_apart_by_one_read() {
+        let f = Fake::default();
+        assert_eq!(detect(&&f), Gateware::Ext);
+        let f = stock();
+        // whatever CONTROL holds (5 bits), the alias never reads the magic
+        for ctl in [0u32, 0x09, 0x1F] {
+            f.mem.borrow_mut().insert(sr::CONTROL, ctl);
+            assert_eq!(detect(&&f), Gateware::Stock);
+        }
+        assert_eq!(f.log.borrow().len(), 3);
+        // the spec puts EXT_ID at the same offset on both pages, past both stock maps
+        assert_eq!(sr::EXT_ID, kr::EXT_ID);
+        assert!(sr::EXT_ID > sr::TEST && kr::EXT_ID > kr::EV_ENABLE);
+        assert_eq!(EXT_ID >> 30 & 1, 1, "bit 30: no aliased stock register can read the magic");
+    }
+
+    #[test]
+    fn stock_urandom_reads_the_valid_bit_first_and_never_an_empty_port() {
+        let f = stock();
+        let p = ServerPage::new(&f);
+        assert_eq!(p.urandom(), None, "no word while URANDOM_VALID is 0");
+        assert!(f.log.borrow().iter().all(|e| e.1 != sr::URANDOM), "an empty stock port is not read (a read advances it)");
+        *f.port.borrow_mut() = Some(0x0BAD_F00D);
+        assert_eq!(p.urandom(), Some(0x0BAD_F00D));
+        let log = f.log.borrow();
+        let i = log.iter().rposition(|e| e.1 == sr::URANDOM).unwrap();
+        assert_eq!(log[i - 1].1, sr::URANDOM_VALID, "valid before the word");
+        drop(log);
+        // the kernel page likewise
+        let k = KernelPage::with_gateware(&f, Gateware::Stock);
+        assert_eq!(k.gateware(), Gateware::Stock);
+    }
+
+    #[test]
+    fn stock_raw_words_are_bounded_by_the_level_and_gated_on_90b_errors_only() {
+        let f = stock();
+        let p = ServerPage::new(&f);
+        let mut out = [0u32; 8];
+        f.fifo.borrow_mut().extend(1..=5);
+        assert_eq!(p.raw_burst(&mut out), 5);
+        assert_eq!(out[..5], [1, 2, 3, 4, 5]);
+        assert_eq!(p.raw_burst(&mut out), 0, "empty: nothing read");
+        assert_eq!(f.log.borrow().iter().filter(|e| e.1 == sr::DATA).count(), 5, "no read of an empty stock FIFO (its underrun counter never moves)");
+        // a runs-test failure (ro_miniruns) is reported, not a failure; an RCT bit is
+        f.fifo.borrow_mut().extend(1..=3);
+        *f.nist.borrow_mut() = sr::nist_errors::RO_MINIRUNS.val(1);
+        assert!(!p.failing());
+        assert_eq!(p.raw_burst(&mut out), 3);
+        f.fifo.borrow_mut().extend(1..=3);
+        *f.nist.borrow_mut() = sr::nist_errors::RO_REPCOUNT.val(2);
+        assert!(p.failing());
+        assert_eq!(p.raw_burst(&mut out), 0);
+        let h = p.health();
+        assert!(h.failing() && !h.excursion_latched && h.excursion == 0);
+    }
+
+    /// A `wait` that allows `n` calls, counting them.
+    fn budget(n: u32, used: &RefCell<u32>) -> impl FnMut() -> bool + '_ {
+        move || {
+            *used.borrow_mut() += 1;
+            *used.borrow() <= n
+        }
+    }
+
+    fn all_ready(f: &Fake) {
+        use sr::ready as r;
+        *f.ready.borrow_mut() = r::AV_EXCURSION.val(r::AV_EXCURSION.max()) | r::AV_ADAPROP.val(r::AV_ADAPROP.max()) | r::RO_ADAPROP.val(r::RO_ADAPROP.max());
+        *f.chacha_ready.borrow_mut() = true;
+    }
+
+    #[test]
+    fn bring_up_waits_for_ready_on_both_gatewares() {
+        for f in [Fake::default(), stock()] {
+            let p = ServerPage::new(&f);
+            p.set_sources(Sources::Both);
+            all_ready(&f);
+            let used = RefCell::new(0);
+            assert_eq!(p.bring_up(2, budget(10, &used)), Ok(()));
+            assert_eq!(*used.borrow(), 0, "{:?}: ready at once, no wait", p.gateware());
+            // RO only: the AV bits are not needed
+            p.set_sources(Sources::RoOnly);
+            *f.ready.borrow_mut() = sr::ready::RO_ADAPROP.val(0xF);
+            assert_eq!(p.bring_up(2, budget(10, &used)), Ok(()));
+        }
+    }
+
+    #[test]
+    fn bring_up_of_a_page_whose_ready_never_rises_gives_up_within_the_budget() {
+        for f in [Fake::default(), stock()] {
+            let p = ServerPage::new(&f);
+            p.set_sources(Sources::Both);
+            // every source but RO core 3 passes; the conditioner is seeded
+            all_ready(&f);
+            *f.ready.borrow_mut() &= !sr::ready::RO_ADAPROP.val(0x8);
+            let used = RefCell::new(0);
+            f.log.borrow_mut().clear();
+            let e = p.bring_up(2, budget(50, &used)).unwrap_err();
+            assert!(matches!(e, BringUpError::NeverReady { ready, .. } if sr::ready::RO_ADAPROP.get(ready) == 0x7), "{e:?}");
+            assert_eq!(*used.borrow(), 51, "waited exactly the budget");
+            // bounded work per wait: a handful of register reads, no inner spin
+            let reads = f.log.borrow().len();
+            assert!(reads <= 51 * 8 + 8, "{reads} accesses for 51 waits");
+            // STATUS.chacha_ready low is not ready either
+            all_ready(&f);
+            *f.chacha_ready.borrow_mut() = false;
+            assert!(matches!(p.bring_up(0, budget(3, &used)), Err(BringUpError::NeverReady { .. })));
+        }
+    }
+
+    #[test]
+    fn bring_up_of_a_page_failing_forever_clears_a_bounded_number_of_times() {
+        for f in [Fake::default(), stock()] {
+            let p = ServerPage::new(&f);
+            p.set_sources(Sources::Both);
+            all_ready(&f);
+            // a transient failure: one clear and it is gone
+            *f.nist.borrow_mut() = sr::nist_errors::AV_ADAPTIVE.val(1);
+            let used = RefCell::new(0);
+            assert_eq!(p.bring_up(2, budget(10, &used)), Ok(()));
+            // failing forever: latched again after every clear
+            *f.sticky.borrow_mut() = true;
+            *f.nist.borrow_mut() = 1;
+            f.log.borrow_mut().clear();
+            let used = RefCell::new(0);
+            let e = p.bring_up(3, budget(1000, &used)).unwrap_err();
+            assert!(matches!(e, BringUpError::Failing { nist_errors: 1, clears: 3, .. }), "{e:?}");
+            let clears = f.log.borrow().iter().filter(|e| e.0 == 'w' && e.1 == sr::CONTROL && sr::control::CLR_ERR.get(e.2) != 0).count();
+            assert_eq!(clears, 3);
+            assert_eq!(*used.borrow(), 3, "one wait after each clear, then it gives up");
+        }
     }
 }

@@ -1,18 +1,26 @@
 //! `hw` source (target_os = "xous"): drives the TRNG register map of spec/trng.toml
-//! (server page) through the register-level driver libs/trng-driver (the code the SoC firmware
-//! runs too). The hardware runs the raw sources, its own SP 800-90B tests and the ChaCha20
-//! conditioner; this backend programs the cutoffs (computed from alpha and the claimed
-//! min-entropy, exactly as the software tests) and the conditioner intervals, gates output on the
-//! hardware error registers, and layers the software conditioner (fast key erasure) on top of the
-//! hardware `urandom` words, whose bytes also pass through the software health tests.
+//! (server page, Precursor's layout) through the register-level driver libs/trng-driver (the
+//! code the SoC firmware runs too), on this project's gateware or on a stock Precursor's
+//! (detected: trng_driver::detect). The hardware runs the raw sources, its own SP 800-90B tests
+//! and the ChaCha20 conditioner; this backend programs the cutoffs (computed from alpha and the
+//! claimed min-entropy, exactly as the software tests), gates output on the hardware error
+//! registers, and layers the software conditioner (fast key erasure) on top of the hardware
+//! `urandom` words, whose bytes also pass through the software health tests.
+//!
+//! Bring-up is bounded (`HwRegs::bring_up`): a page whose READY never rises within
+//! BRING_UP_MS, or that reports a failure again after BRING_UP_CLEARS clears, makes the backend
+//! unavailable with one log line naming the registers; it then answers every request with
+//! `HealthFailure` at once (no register polling) until ClearErrors tries the bring-up again.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use trng::api::{ErrorStats, HealthStats, TrngError};
 use trng_core::conditioner::ConditionerConfig;
 use trng_core::health::HealthParams;
 use trng_core::pipeline::{Feed, Pipeline, RawMode, WordSource};
-use trng_driver::{Config, Mmio, ServerPage, Sources};
+use trng_driver::{BringUpError, Config, Gateware, Mmio, ServerPage, Sources};
 
 use trng_core::spec::regs::server::registers as r;
 
@@ -23,23 +31,34 @@ const SPIN_LIMIT: u32 = 1_000_000;
 /// Raw words read per burst at most (`ServerPage::raw_burst`; the FIFO refills from half full).
 const RAW_BURST: usize = 64;
 
-/// The server page's base address, mapped once per process (the model seed and the backend
-/// share it).
-static PAGE: OnceLock<usize> = OnceLock::new();
+/// How long bring-up waits for READY (Precursor's AV power-on delay is 50 ms by default; the
+/// start-up windows take a few more).
+const BRING_UP_MS: u64 = 2_000;
+/// Clears of a latched failure during bring-up before the page counts as failing.
+const BRING_UP_CLEARS: u32 = 3;
+/// Bring-up yields between checks and reads the clock every this many checks.
+const BRING_UP_CLOCK_EVERY: u32 = 32;
+
+/// The server page's base address and gateware, mapped and detected once per process.
+static PAGE: OnceLock<(usize, Gateware)> = OnceLock::new();
+/// The page came up (bring-up passed); false: every request fails at once.
+static UP: AtomicBool = AtomicBool::new(false);
 
 /// The TRNG server page through the register-level driver (libs/trng-driver), the same code the
 /// SoC firmware runs.
 #[derive(Clone, Copy)]
 pub struct HwRegs {
     base: usize,
+    gw: Gateware,
 }
 
 impl HwRegs {
-    /// Map the page (once) and program it: the software's cutoffs (trng_core::health, the same
-    /// functions as the software tests) and the conditioner intervals, then enable both sources.
+    /// Map the page (once), detect its gateware and program it: the software's cutoffs
+    /// (trng_core::health, the same functions as the software tests) and, on this project's
+    /// gateware, the conditioner intervals; then enable both sources.
     pub fn new() -> Result<Self, xous::Error> {
-        if let Some(base) = PAGE.get() {
-            return Ok(HwRegs { base: *base });
+        if let Some((base, gw)) = PAGE.get() {
+            return Ok(HwRegs { base: *base, gw: *gw });
         }
         let range = xous::map_memory(
             xous::MemoryAddress::new(trng_driver::SERVER_BASE),
@@ -47,7 +66,19 @@ impl HwRegs {
             4096,
             xous::MemoryFlags::R | xous::MemoryFlags::W,
         )?;
-        let regs = HwRegs { base: *PAGE.get_or_init(|| range.as_mut_ptr() as usize) };
+        let base = range.as_mut_ptr() as usize;
+        // SAFETY: the page was just mapped (4 KiB, R|W) and stays mapped for the process.
+        let gw = trng_driver::detect(&unsafe { Mmio::new(base as *mut u32) });
+        let (base, gw) = *PAGE.get_or_init(|| (base, gw));
+        let regs = HwRegs { base, gw };
+        log::info!(
+            "TRNG hw: {} gateware at {:#x}",
+            match gw {
+                Gateware::Ext => "this project's",
+                Gateware::Stock => "stock Precursor",
+            },
+            trng_driver::SERVER_BASE
+        );
         let (av, ro, cc) = (HealthParams::av(), HealthParams::ro(), ConditionerConfig::default());
         regs.driver().init(
             &Config {
@@ -65,24 +96,67 @@ impl HwRegs {
     }
     pub fn driver(&self) -> ServerPage<Mmio> {
         // SAFETY: `base` is the process's mapping of the server page, never unmapped.
-        ServerPage::new(unsafe { Mmio::new(self.base as *mut u32) })
+        ServerPage::with_gateware(unsafe { Mmio::new(self.base as *mut u32) }, self.gw)
     }
-    /// A hardware health failure is latched (RCT/APT or excursion).
+
+    /// Wait (bounded: BRING_UP_MS, yielding the CPU between checks) until the page is ready
+    /// with no failure latched, clearing a latched failure up to BRING_UP_CLEARS times. On
+    /// failure one log line names why and the registers; the backend is then unavailable.
+    pub fn bring_up(&self) -> Result<(), BringUpError> {
+        let t0 = Instant::now();
+        let mut n = 0u32;
+        let r = self.driver().bring_up(BRING_UP_CLEARS, || {
+            xous::yield_slice();
+            n += 1;
+            n % BRING_UP_CLOCK_EVERY != 0 || t0.elapsed() < Duration::from_millis(BRING_UP_MS)
+        });
+        UP.store(r.is_ok(), Ordering::SeqCst);
+        match r {
+            Ok(()) => log::info!("TRNG hw: ready after {} ms", t0.elapsed().as_millis()),
+            Err(BringUpError::NeverReady { ready, status, nist_errors }) => log::error!(
+                "TRNG hw: not serving: READY never rose within {BRING_UP_MS} ms (READY={ready:#x} STATUS={status:#x} \
+                 NIST_ERRORS={nist_errors:#x}); every request fails with HealthFailure until ClearErrors"
+            ),
+            Err(BringUpError::Failing { nist_errors, excursion, clears }) => log::error!(
+                "TRNG hw: not serving: health tests still failing after {clears} clears (NIST_ERRORS={nist_errors:#x} \
+                 excursion={excursion:#x}); every request fails with HealthFailure until ClearErrors"
+            ),
+        }
+        r
+    }
+
+    /// The page came up and nothing made it unavailable since.
+    pub fn up(&self) -> bool {
+        UP.load(Ordering::SeqCst)
+    }
+    /// A hardware health failure is latched (RCT/APT or excursion), or the page never came up.
     pub fn hw_error(&self) -> bool {
-        self.driver().failing()
+        !self.up() || self.driver().failing()
     }
-    /// One conditioned word from the server port: only a word the port vouched for
-    /// (URANDOM_VALID.last after the read); an empty port's poison word is never used.
+    /// One conditioned word from the server port: only a word the port vouched for (the
+    /// driver's rule for each gateware); an empty port's poison word is never used. None at once
+    /// when the page is not up; otherwise polls at most SPIN_LIMIT times.
     pub fn urandom(&self) -> Option<u32> {
+        if !self.up() {
+            return None;
+        }
         self.driver().urandom_poll(SPIN_LIMIT)
     }
-    pub fn urandom_blocking(&mut self) -> u32 {
-        loop {
-            if let Some(w) = self.urandom() {
-                return w;
-            }
-        }
+}
+
+/// Seed words for the models (source `model` on the device): hardware words once the page is
+/// up, or why not.
+pub fn model_seed() -> Result<[u8; 32], String> {
+    let regs = HwRegs::new().map_err(|e| format!("map TRNG registers: {e:?}"))?;
+    if !regs.up() {
+        regs.bring_up().map_err(|e| format!("TRNG page not up: {e:?}"))?;
     }
+    let mut s = [0u8; 32];
+    for c in s.chunks_mut(4) {
+        let w = regs.urandom().ok_or("no conditioned word from the TRNG page")?;
+        c.copy_from_slice(&w.to_le_bytes());
+    }
+    Ok(s)
 }
 
 struct HwUrandom(HwRegs);
@@ -103,8 +177,12 @@ pub struct HwBackend {
 }
 
 impl HwBackend {
+    /// The backend on the mapped, programmed page. A page that does not come up (`bring_up`)
+    /// still gives a backend: an unavailable one, which answers every request with
+    /// `HealthFailure` (the log line says why) so that clients get an answer, never a hang.
     pub fn new(model_seed: [u8; 32]) -> Result<Self, xous::Error> {
         let regs = HwRegs::new()?;
+        let _ = regs.bring_up();
         let pipeline = Pipeline::new(Feed::External, Some(Box::new(HwUrandom(regs))), model_seed, ConditionerConfig::default());
         Ok(HwBackend { regs, pipeline, raw_mode: None })
     }
@@ -149,6 +227,10 @@ impl Backend for HwBackend {
         "hw"
     }
     fn fill_conditioned(&mut self, out: &mut [u8]) -> Result<(), TrngError> {
+        if !self.regs.up() {
+            out.fill(0);
+            return Err(TrngError::HealthFailure);
+        }
         // a raw-mode request may have disabled a source family: conditioned words come from
         // both families again
         self.select_both();
@@ -159,6 +241,10 @@ impl Backend for HwBackend {
         self.pipeline.fill_conditioned(out).map_err(|_| TrngError::HealthFailure)
     }
     fn fill_raw(&mut self, mode: RawMode, out: &mut [u8]) -> Result<(), TrngError> {
+        if !self.regs.up() {
+            out.fill(0);
+            return Err(TrngError::HealthFailure);
+        }
         if let Err(e) = self.select_raw(mode) {
             out.fill(0);
             return Err(e);
@@ -199,6 +285,10 @@ impl Backend for HwBackend {
         self.select_both();
         self.regs.driver().clear_errors();
         self.pipeline.clear_errors();
+        if !self.regs.up() {
+            // a page that never came up gets one more bounded bring-up
+            let _ = self.regs.bring_up();
+        }
     }
     fn seed_user(&mut self, w: u32) {
         self.regs.driver().seed(w);

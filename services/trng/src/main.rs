@@ -111,13 +111,12 @@ fn model_seed(cfg: &Config) -> [u8; 32] {
     #[cfg(not(target_os = "xous"))]
     getrandom::getrandom(&mut s).expect("OS entropy for the model seed");
     #[cfg(target_os = "xous")]
-    {
-        // on the device the models are seeded from the hardware conditioner output
-        let mut h = hw::HwRegs::new().expect("map TRNG registers");
-        for c in s.chunks_mut(4) {
-            c.copy_from_slice(&h.urandom_blocking().to_le_bytes());
-        }
+    if cfg.source == "model" {
+        // on the device the models are seeded from the hardware conditioner output (bounded:
+        // a page that does not come up ends the server with the reason)
+        s = hw::model_seed().unwrap_or_else(|e| fail(&e));
     }
+    // the `hw` source feeds the pipeline from the hardware: its models are not used
     s
 }
 
