@@ -29,6 +29,7 @@ from .conditioner import CYCLES_PER_BLOCK, Conditioner
 from .csr import TrngBus, count_bits
 from .excursion import Excursion
 from .fifo import RawFifo
+from .runs import RunsTest
 from .frontend_ro import RingOscillators
 from .frontend_xadc import XadcAvalanche
 from .health import HealthTests
@@ -124,13 +125,19 @@ def main(argv=None) -> int:
         "synth_trng_health_ffs": health["ffs"],
     }
     # the rest of the block, reported beside the budget (not part of synth_trng_luts): one raw FIFO
-    # (the block has two), one excursion test (one per AV channel), the FPGA front ends, and the
+    # (the block has two), one excursion test (one per AV channel), one runs test (one per RO
+    # core), the FPGA front ends, and the
     # whole block (csr.TrngBus: everything above plus word assembly and both register pages)
     av, ro = spec.health["av"], spec.health["ro"]
     f = RawFifo(spec.constants["fifo_depth"], spec.constants["fifo_refill_below"], spec.constants["urandom_invalid"])
     extra = {"raw_fifo": (f, [f.we, f.din, f.re, f.flush, f.readable, f.writable, f.dout, f.level, f.wrcount, f.rdcount, f.want])}
-    e = Excursion(av["sample_bits"], av["excursion_window"], av["excursion_min_range"])
-    extra["excursion"] = (e, [e.sample, e.valid, e.enable, e.clear, e.fail, e.latched, e.min, e.max])
+    e = Excursion(av["sample_bits"], spec.server.registers["AV_EXCURSION0_CTRL"].fields["window"].width)
+    extra["excursion"] = (e, [e.sample, e.valid, e.enable, e.clear, e.reset, e.window, e.cutoff, e.fail, e.latched,
+                              e.ready, e.min, e.max, e.err_min, e.err_max])
+    rr = spec.health["ro_runs"]
+    u = RunsTest(rr["runs"], rr["count_bits"])
+    extra["runs"] = (u, [u.bit, u.valid, u.enable, u.clear, u.window, *u.min, *u.max, u.count_read, *u.count, u.fresh,
+                         u.failure, u.fail])
     r = RingOscillators(ro["cores"], ro["rings_per_core"], ro["ring_stages"])
     extra["ro_frontend"] = (r, [r.enable, r.powersave, r.need, r.dwell, r.delay, r.fuzz, r.oversampling, r.gang, r.bits, r.valid])
     x = XadcAvalanche(sample_bits=av["sample_bits"])
