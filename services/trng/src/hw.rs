@@ -71,14 +71,13 @@ impl HwRegs {
         let gw = trng_driver::detect(&unsafe { Mmio::new(base as *mut u32) });
         let (base, gw) = *PAGE.get_or_init(|| (base, gw));
         let regs = HwRegs { base, gw };
-        log::info!(
-            "TRNG hw: {} gateware at {:#x}",
-            match gw {
-                Gateware::Ext => "this project's",
-                Gateware::Stock => "stock Precursor",
-            },
-            trng_driver::SERVER_BASE
-        );
+        if gw == Gateware::Stock {
+            // what needs this project's gateware (docs/device.md "Runs on a stock Precursor")
+            log::warn!(
+                "TRNG hw: stock gateware: excursion failures are not latched (output gated on the SP 800-90B \
+                 tests only), ports and FIFOs are not wiped on a failure, CHACHA keeps the stock intervals"
+            );
+        }
         let (av, ro, cc) = (HealthParams::av(), HealthParams::ro(), ConditionerConfig::default());
         regs.driver().init(
             &Config {
@@ -103,22 +102,32 @@ impl HwRegs {
     /// with no failure latched, clearing a latched failure up to BRING_UP_CLEARS times. On
     /// failure one log line names why and the registers; the backend is then unavailable.
     pub fn bring_up(&self) -> Result<(), BringUpError> {
-        let t0 = Instant::now();
+        // the clock (an IPC to the ticktimer) is read only once the page was not ready at once
+        let mut t0: Option<Instant> = None;
         let mut n = 0u32;
         let r = self.driver().bring_up(BRING_UP_CLEARS, || {
+            let t = *t0.get_or_insert_with(Instant::now);
             xous::yield_slice();
             n += 1;
-            n % BRING_UP_CLOCK_EVERY != 0 || t0.elapsed() < Duration::from_millis(BRING_UP_MS)
+            n % BRING_UP_CLOCK_EVERY != 0 || t.elapsed() < Duration::from_millis(BRING_UP_MS)
         });
         UP.store(r.is_ok(), Ordering::SeqCst);
+        let gw = match self.gw {
+            Gateware::Ext => "this project's",
+            Gateware::Stock => "stock Precursor",
+        };
         match r {
-            Ok(()) => log::info!("TRNG hw: ready after {} ms", t0.elapsed().as_millis()),
+            Ok(()) => log::info!(
+                "TRNG hw: {gw} gateware at {:#x}, ready (waited {} ms)",
+                trng_driver::SERVER_BASE,
+                t0.map_or(0, |t| t.elapsed().as_millis())
+            ),
             Err(BringUpError::NeverReady { ready, status, nist_errors }) => log::error!(
-                "TRNG hw: not serving: READY never rose within {BRING_UP_MS} ms (READY={ready:#x} STATUS={status:#x} \
+                "TRNG hw: {gw} gateware: not serving: READY never rose within {BRING_UP_MS} ms (READY={ready:#x} STATUS={status:#x} \
                  NIST_ERRORS={nist_errors:#x}); every request fails with HealthFailure until ClearErrors"
             ),
             Err(BringUpError::Failing { nist_errors, excursion, clears }) => log::error!(
-                "TRNG hw: not serving: health tests still failing after {clears} clears (NIST_ERRORS={nist_errors:#x} \
+                "TRNG hw: {gw} gateware: not serving: health tests still failing after {clears} clears (NIST_ERRORS={nist_errors:#x} \
                  excursion={excursion:#x}); every request fails with HealthFailure until ClearErrors"
             ),
         }
