@@ -44,7 +44,12 @@ def _bindings(e: Engine, st: dict, events: dict, instruction_fields):
 
 
 class EngineBus(Module):
-    def __init__(self, isa: str):
+    """`stock`: build the CSR block as the shipped engine has it, bus defects included
+    (docs/reference-system.md): MPRESUME is read-only and undriven (reads 0, writes ignored),
+    so a paused job cannot be resumed at a chosen point. Only for the v1 ISA."""
+
+    def __init__(self, isa: str, stock: bool = False):
+        assert not stock or isa == "v1", "the shipped engine is v1"
         s = spec.load()
         m = s.memory
         g = s.geometry
@@ -76,7 +81,7 @@ class EngineBus(Module):
             for fname, f in reg.fields.items():
                 kind = b[(name, fname)]
                 src = {"rw": lambda: kind[1], "ro": lambda: kind[1], "pending": lambda: kind[1],
-                       "resume": lambda: e.mpc, "go": lambda: 0}[kind[0]]()
+                       "resume": lambda: 0 if stock else e.mpc, "go": lambda: 0}[kind[0]]()
                 self.comb += val[f.lsb:f.lsb + f.width].eq(src)
                 wv = self.dat_w[f.lsb:f.lsb + f.width]
                 wr = self.stb & self.csr_sel & self.we & hit
@@ -86,7 +91,7 @@ class EngineBus(Module):
                     writes.append(If(wr & wv[0], kind[1].eq(0)))
                 elif kind[0] == "go":
                     self.comb += e.go.eq(wr & wv[0])
-                elif kind[0] == "resume":
+                elif kind[0] == "resume" and not stock:
                     self.comb += [e.mpresume_we.eq(wr), e.mpresume_dat.eq(wv)]
             cases_r.append(If(hit, csr_rd.eq(val)))
         self.comb += cases_r

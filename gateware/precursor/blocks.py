@@ -17,6 +17,9 @@ GATEWARE = Path(__file__).resolve().parents[1]
 
 # The engine build on the bus: Precursor's engine is ISA v1 (the `hw` backend drives v1 only).
 ENGINE_ISA = os.environ.get("PRECURSOR_ENGINE_ISA", "v1")
+# PRECURSOR_ENGINE_STOCK=1: the v1 engine as shipped, bus defects included (MPRESUME read-only
+# and undriven, docs/reference-system.md defect 2); default: ours, with the defect fixed.
+ENGINE_STOCK = os.environ.get("PRECURSOR_ENGINE_STOCK", "0")
 
 
 def config() -> dict:
@@ -24,7 +27,10 @@ def config() -> dict:
     the TRNG's health-test cutoffs are the software's own, from trng-core (trng.cutoffs)."""
     from trng.cutoffs import health_cutoffs
 
-    return {"trng_cutoffs": health_cutoffs(), "engine_isa": ENGINE_ISA}
+    if ENGINE_STOCK not in ("0", "1") or (ENGINE_STOCK == "1" and ENGINE_ISA != "v1"):
+        raise ValueError(f"PRECURSOR_ENGINE_STOCK={ENGINE_STOCK!r} with PRECURSOR_ENGINE_ISA={ENGINE_ISA!r}: "
+                         "expected 0, or 1 with the v1 engine (the shipped engine is v1)")
+    return {"trng_cutoffs": health_cutoffs(), "engine_isa": ENGINE_ISA, "engine_stock": ENGINE_STOCK == "1"}
 
 
 def engine_regs() -> list:
@@ -64,7 +70,7 @@ def add_engine(soc, cfg):
     from migen import ClockDomain, ClockSignal, ResetSignal
     from soc.engine import EnginePeripheral
 
-    e = EnginePeripheral((cfg["engine_isa"],))
+    e = EnginePeripheral((cfg["engine_isa"],), stock=cfg.get("engine_stock", False))
     assert e.clock_hz["sys"] == soc.clk_freq, f"engine clocks {e.clock_hz} need a {e.clock_hz['sys']} Hz CPU"
     assert e.regions["engine_csr"][0] == pmap.CSR_BASE + pmap.PAGE_LOCS["engine"] * pmap.CSR_PAGING
     assert e.regions["engine_mem"] == pmap.REGIONS["engine_mem"]

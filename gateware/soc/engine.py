@@ -65,7 +65,8 @@ class _Port:
 
 
 class EnginePeripheral(Module, AutoCSR):
-    def __init__(self, isas=("v1", "v2")):
+    def __init__(self, isas=("v1", "v2"), stock: bool = False):
+        """`stock`: the v1 engine as shipped, bus defects included (engine.csr.EngineBus)."""
         isas = tuple(isas)
         assert isas and len(set(isas)) == len(isas), "one engine per ISA"
         self.isas = isas
@@ -74,7 +75,7 @@ class EnginePeripheral(Module, AutoCSR):
         self.irq_line = spec.load().csr.irq
         self.engines = []
         for isa in isas:
-            e = ClockDomainsRenamer({"sys": "eng"})(EngineBus(isa))
+            e = ClockDomainsRenamer({"sys": "eng"})(EngineBus(isa, stock=stock and isa == "v1"))
             setattr(self.submodules, f"engine_{isa}", e)
             self.engines.append(e)
 

@@ -41,7 +41,14 @@ fn hw_backend(isa: Option<engine25519_core::isa::Isa>) -> Result<(Box<dyn Engine
     };
     // a failed known-answer test leaves the backend unavailable (available() says why)
     match e.self_test(isa) {
-        Ok(polls) => log::info!("engine25519: hw known-answer test passed (X25519 on {isa}, {polls} status polls)"),
+        Ok(polls) => {
+            log::info!("engine25519: hw known-answer test passed (X25519 on {isa}, {polls} status polls)");
+            if e.resumable() {
+                log::info!("engine25519: hw MPRESUME driven: paused jobs resume where they stopped");
+            } else {
+                log::warn!("engine25519: hw MPRESUME undriven (the shipped engine): jobs are never paused, each runs to its end");
+            }
+        }
         Err(err) => log::error!("{err}"),
     }
     // completion by interrupt from here on (the start-up jobs above poll). A build with

@@ -52,6 +52,9 @@ const KAT_MAX_POLLS: u64 = 50_000_000;
 /// costs more CPU than such a job takes on the engine (200 us at 50 MHz; the executor's window
 /// wipe, WIPE_BUDGET, is one).
 const POLL_UP_TO_CYCLES: u64 = 10_000;
+/// Polls into the start-up X25519 before it is paused once to see whether MPRESUME is driven
+/// (far inside the ladder: the v2 job takes a few thousand polls).
+const RESUME_PROBE_POLLS: u64 = 200;
 /// Engine milliseconds (estimated) between two offers of the CPU while a job runs.
 const YIELD_MS: u64 = 5;
 /// Fixed-point fraction bits of the cycles-per-poll figure.
@@ -153,6 +156,10 @@ pub struct HwEngine {
     csr_ptr: *mut u32,
     /// completion by interrupt (`enable_interrupt`); None: STATUS is polled
     irq: Option<IrqWait>,
+    /// MPRESUME reads the paused mpc (`self_test` pauses its first job to see): a paused job
+    /// can be resumed after others ran. False on the shipped engine (MPRESUME undriven,
+    /// docs/reference-system.md defect 2): then jobs are never paused, each runs to its end
+    resumable: bool,
 }
 
 // The mappings belong to this process. Several threads may drive the engine (the server's
@@ -180,6 +187,7 @@ impl HwEngine {
             failed: None,
             csr_ptr: csr_range.as_mut_ptr() as *mut u32,
             irq: None,
+            resumable: true,
         })
     }
 
@@ -197,10 +205,19 @@ impl HwEngine {
             // twice: the first run is the test proper and warms the caches; the second, also
             // checked, is the one timed (as every later job runs: code and data cached)
             let mut polls = 0;
-            for _ in 0..2 {
+            for round in 0..2 {
                 self.drv.write_reg(0, p.scalar_reg, &k).map_err(|e| format!("write_reg: {e}"))?;
                 self.drv.write_reg(0, p.u_reg, &u).map_err(|e| format!("write_reg: {e}"))?;
                 self.drv.start(engine25519_driver::Launch { window: 0, mpstart: 0, mplen: p.words.len() }).map_err(|e| format!("start: {e}"))?;
+                if round == 0 {
+                    // pause the first run mid-ladder: does MPRESUME read the paused mpc?
+                    // (released at once: the job continues where it stopped on either engine)
+                    let _ = self.spin(RESUME_PROBE_POLLS, u64::MAX);
+                    if let Ok(Paused::At { mpc }) = self.drv.pause(PAUSE_POLLS) {
+                        self.resumable = self.drv.mpresume() == mpc;
+                        self.drv.unpause();
+                    }
+                }
                 let (stop, n) = self.spin(KAT_MAX_POLLS, u64::MAX);
                 match stop {
                     Some(Stop::Finished) => {}
@@ -315,6 +332,11 @@ impl HwEngine {
         Ok(())
     }
 
+    /// Whether a paused job can be resumed after other jobs ran (MPRESUME driven).
+    pub fn resumable(&self) -> bool {
+        self.resumable
+    }
+
     /// Engine cycles in one tick of the ticker.
     fn tick_cycles(&self) -> u64 {
         self.eng_clk_hz / 1000 * TICK_MS
@@ -385,7 +407,7 @@ impl HwEngine {
                     if passed >= limit_ticks {
                         break Wake::Overdue;
                     }
-                    if passed >= slice_ticks {
+                    if passed >= slice_ticks && self.resumable {
                         break Wake::Slice;
                     }
                 }
@@ -530,6 +552,8 @@ impl EngineBackend for HwEngine {
         if let Err(e) = started {
             return RunEnd::Fault { cycles: 0, reason: format!("hw backend: {e}") };
         }
+        // an engine that cannot resume is never paused: the job runs to its end (or budget)
+        let budget = if self.resumable { budget } else { max_cycles };
         let (stop, polls) = self.spin(self.polls_for(budget), self.yield_every);
         let cycles = self.cycles(polls);
         match stop {
