@@ -439,7 +439,7 @@ mod tests {
         assert!(e.conditioner_stats().words_absorbed > absorbed);
     }
 
-    /// The fault-injection requirement: a stuck-at source produces zero output bytes
+    /// Fault injection end to end: a stuck-at source produces zero output bytes
     /// after at most the RCT cutoff samples, reports the error, and recovers after clear.
     #[test]
     fn stuck_source_stops_output_within_rct_cutoff_and_recovers() {
