@@ -1,6 +1,7 @@
 //! The chat app in hosted mode (docs/chat.md): Alice's terminal UI (`chat`), Bob (`chat-bob`)
-//! and the relay server (`chat-relay`), over libs/ratchet (X3DH + Double Ratchet), with every
-//! X25519 on the engine25519 service and every key from the TRNG service.
+//! and the relay server (`chat-relay`), over libs/ratchet (PQXDH with ML-KEM-1024, then the
+//! Double Ratchet), with every X25519 on the engine25519 service and every key from the TRNG
+//! service.
 //!
 //! Kernel-free parts (unit-tested natively): [`party`] (sessions, reliable delivery,
 //! persistence), [`store`] (atomic, checksummed store files), [`dh`] (async/sync DH runners and
