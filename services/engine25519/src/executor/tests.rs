@@ -1,0 +1,510 @@
+//! The executor's unit tests (executor.rs), on the model engine: results against x25519-dalek,
+//! pause and resume, suspend, window wipes, failing and refused jobs, fairness, the callers'
+//! driver and the software fallback.
+
+use super::*;
+use crate::model_backend::ModelEngine;
+use crate::programs::x25519_program;
+use engine25519_core::isa::{Instr, Isa, UDF_WORD};
+use std::collections::HashSet;
+use std::sync::mpsc;
+
+use det_rng::XorShift64 as Rng;
+
+impl Executor {
+    /// Tests: the backend, with the engine token's lock held.
+    fn with_engine<R>(&self, f: impl FnOnce(&mut dyn EngineBackend) -> R) -> R {
+        let mut ctx = self.engine.lock().unwrap();
+        f(&mut *ctx.engine)
+    }
+}
+
+fn start(cfg: Config) -> Arc<Executor> {
+    Executor::start(Box::new(ModelEngine::new(Isa::V1)), x25519_program(Isa::V1), cfg)
+}
+
+fn chan() -> (ReplyFn, mpsc::Receiver<Outcome>) {
+    let (tx, rx) = mpsc::channel();
+    (Box::new(move |o| {
+        let _ = tx.send(o);
+    }), rx)
+}
+
+const T: Duration = Duration::from_secs(60);
+
+/// brz #0 to itself: never ends.
+fn spin_program() -> Vec<u32> {
+    // brz to itself forever; the trailing word keeps the branch off the program's last word
+    // (a BRZ to the last word halts, as in the shipped RTL)
+    vec![Instr { opcode: 9, ra: 0, ca: true, rb: 0, cb: false, wd: 0, imm: -1 }.encode(), 0]
+}
+
+#[test]
+fn x25519_matches_dalek_with_constant_cycles() {
+    let ex = start(Config::default());
+    let mut rng = Rng(0x1234_5678_9abc_def1);
+    let mut cycles = HashSet::new();
+    for _ in 0..6 {
+        let (k, u) = (rng.bytes32(), rng.bytes32());
+        let (reply, rx) = chan();
+        ex.submit_x25519(7, &k, &u, reply).unwrap();
+        let o = rx.recv_timeout(T).unwrap();
+        assert_eq!(o.status, Status::Ok);
+        assert_eq!(o.backend, BackendId::Model);
+        assert_eq!(o.result, x25519_dalek::x25519(k, u), "engine result equals x25519-dalek");
+        cycles.insert(o.cycles);
+    }
+    assert_eq!(cycles.len(), 1, "X25519 cycle count must not depend on the inputs: {cycles:?}");
+    let s = ex.stats();
+    assert_eq!((s.jobs, s.errors, s.queue_depth), (6, 0, 0));
+}
+
+/// A backend whose engine loses the completion of one job (the hw backend's lost interrupt,
+/// `RunEnd::Lost`): that job fails with `EngineFault`, the server keeps serving, and the
+/// next job gets the right answer.
+#[test]
+fn a_lost_completion_fails_that_job_only() {
+    struct LosesOne {
+        inner: ModelEngine,
+        lose_at_run: usize,
+        runs: usize,
+    }
+    impl EngineBackend for LosesOne {
+        fn id(&self) -> BackendId {
+            self.inner.id()
+        }
+        fn available(&self) -> Result<(), String> {
+            self.inner.available()
+        }
+        fn write_ucode(&mut self, s: usize, w: &[u32]) {
+            self.inner.write_ucode(s, w)
+        }
+        fn read_ucode(&mut self, s: usize, o: &mut [u32]) {
+            self.inner.read_ucode(s, o)
+        }
+        fn write_reg(&mut self, w: usize, r: usize, v: &Reg) {
+            self.inner.write_reg(w, r, v)
+        }
+        fn read_reg(&mut self, w: usize, r: usize) -> Reg {
+            self.inner.read_reg(w, r)
+        }
+        fn run(&mut self, l: Launch, at: Option<u32>, slice: u64, max: u64) -> RunEnd {
+            self.runs += 1;
+            let r = self.inner.run(l, at, slice, max);
+            if self.runs == self.lose_at_run {
+                return RunEnd::Lost { cycles: r.cycles(), reason: "test: completion lost".into() };
+            }
+            r
+        }
+        fn reset(&mut self) {
+            self.inner.reset()
+        }
+    }
+    let engine = LosesOne { inner: ModelEngine::new(Isa::V1), lose_at_run: 1, runs: 0 };
+    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config::default());
+    let mut rng = Rng(0x5eed);
+    let mut statuses = Vec::new();
+    for _ in 0..3 {
+        let (k, u) = (rng.bytes32(), rng.bytes32());
+        let (reply, rx) = chan();
+        ex.submit_x25519(3, &k, &u, reply).unwrap();
+        let o = rx.recv_timeout(T).expect("every job is answered");
+        if o.status == Status::Ok {
+            assert_eq!(o.result, x25519_dalek::x25519(k, u));
+        }
+        statuses.push(o.status);
+    }
+    assert_eq!(statuses, [Status::EngineFault, Status::Ok, Status::Ok]);
+    let s = ex.stats();
+    assert_eq!((s.jobs, s.errors, s.queue_depth), (2, 1, 0));
+}
+
+/// Every window is all zeros after X25519 jobs, although only the registers the microcode
+/// names are wiped at a job's end: windows that held anything before (here: every register
+/// of every window set before the executor starts) are wiped whole before operands go in.
+#[test]
+fn windows_are_zero_after_x25519_jobs_with_the_named_register_wipe() {
+    for isa in [Isa::V1, Isa::V2] {
+        let prog = x25519_program(isa);
+        let all = (1u64 << NUM_REGS) - 1;
+        assert!(prog.named != all && prog.named.count_ones() >= 3, "{isa}: the wipe must be narrower than the window to be tested here");
+        let mut engine = ModelEngine::new(isa);
+        for w in 0..crate::api::NUM_WINDOWS {
+            for r in 0..NUM_REGS {
+                engine.write_reg(w, r, &[0xa5; 32]);
+            }
+        }
+        let ex = Executor::start(Box::new(engine), prog, Config::default());
+        let mut rng = Rng(0x5eed_0000 + isa as u64);
+        let mut used = HashSet::new();
+        for _ in 0..3 {
+            let rxs: Vec<_> = (0..4)
+                .map(|c| {
+                    let (k, u) = (rng.bytes32(), rng.bytes32());
+                    let (reply, rx) = chan();
+                    ex.submit_x25519(c, &k, &u, reply).unwrap();
+                    (rx, x25519_dalek::x25519(k, u))
+                })
+                .collect();
+            for (rx, want) in rxs {
+                let o = rx.recv_timeout(T).unwrap();
+                assert_eq!((o.status, o.result), (Status::Ok, want));
+                used.insert(o.window as usize);
+            }
+        }
+        // the windows the jobs ran in; the others still hold what they held (and are
+        // wiped whole before a job uses them)
+        let dirty: Vec<(usize, usize)> =
+            ex.with_engine(|e| used.iter().flat_map(|&w| (0..NUM_REGS).map(move |r| (w, r))).filter(|&(w, r)| e.read_reg(w, r) != [0u8; 32]).collect());
+        assert!(!used.is_empty() && dirty.is_empty(), "{isa}: non-zero (window, register) after the jobs: {dirty:?}");
+        assert_eq!(ex.st.lock().unwrap().c.bus_wipes, 0, "{isa}: the engine's wipe program did the wiping, not the bus fallback");
+        let untouched = (0..crate::api::NUM_WINDOWS).find(|w| !used.contains(w));
+        if let Some(w) = untouched {
+            assert_eq!(ex.with_engine(|e| e.read_reg(w, 0)), [0xa5; 32], "the test's premise: window {w} was set before start");
+        }
+    }
+}
+
+/// Pause at random instruction boundaries, save the engine state, power-cycle it, restore and
+/// resume: same result and same total cycle count as an uninterrupted run.
+#[test]
+fn random_pause_points_resume_exactly() {
+    let prog = x25519_program(Isa::V1);
+    let mut rng = Rng(0xfeed_beef_0bad_cafe);
+    let reference = engine25519_core::programs::x25519(Isa::V1, &[9; 32], &[5; 32]);
+    for round in 0..4 {
+        let (k, u) = (rng.bytes32(), rng.bytes32());
+        let want = x25519_dalek::x25519(k, u);
+        let mut e = ModelEngine::new(Isa::V1);
+        e.write_ucode(100, &prog.words);
+        let w = (round * 5) % 16;
+        e.write_reg(w, prog.scalar_reg, &k);
+        e.write_reg(w, prog.u_reg, &u);
+        let l = Launch { window: w, mpstart: 100, mplen: prog.words.len() };
+        let (mut resume, mut total, mut pauses) = (None, 0u64, 0);
+        loop {
+            let slice = 1 + rng.next() % 3000;
+            match e.run(l, resume, slice, 1_000_000 - total) {
+                RunEnd::Paused { cycles, mpc } => {
+                    total += cycles;
+                    pauses += 1;
+                    resume = Some(mpc);
+                    if rng.next() % 2 == 0 {
+                        let snap = e.snapshot();
+                        e.reset();
+                        assert_eq!(e.read_reg(w, prog.scalar_reg), [0; 32], "reset wipes the RF");
+                        e.restore(&snap);
+                    }
+                }
+                RunEnd::Finished { cycles } => {
+                    total += cycles;
+                    break;
+                }
+                other => panic!("unexpected {other:?}"),
+            }
+        }
+        assert!(pauses > 30, "paused {pauses} times");
+        assert_eq!(e.read_reg(w, prog.out_reg), want);
+        assert_eq!(total, reference.1, "same cycle count as an uninterrupted run");
+    }
+}
+
+/// Suspend/Resume through the executor while jobs from several clients are in flight, with
+/// tiny slices so the pause lands mid-job.
+#[test]
+fn suspend_resume_mid_job() {
+    let ex = start(Config { slice: 97, quantum: 5_000, ..Config::default() });
+    let mut rng = Rng(42);
+    let mut pending = vec![];
+    for c in 0..6u32 {
+        let (k, u) = (rng.bytes32(), rng.bytes32());
+        let (reply, rx) = chan();
+        ex.submit_x25519(c, &k, &u, reply).unwrap();
+        pending.push((x25519_dalek::x25519(k, u), rx));
+    }
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(3));
+        let (tx, rx) = mpsc::channel();
+        ex.suspend(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+        let (s, _) = rx.recv_timeout(T).unwrap();
+        assert_eq!(s, Status::Ok);
+        assert_eq!(ex.stats().suspended, 1);
+        let (tx2, rx2) = mpsc::channel();
+        ex.suspend(Box::new(move |s, n| tx2.send((s, n)).unwrap()));
+        assert_eq!(rx2.recv_timeout(T).unwrap().0, Status::BadState, "double suspend refused");
+        let (tx, rx) = mpsc::channel();
+        ex.resume(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+        assert_eq!(rx.recv_timeout(T).unwrap().0, Status::Ok);
+    }
+    let (tx, rx) = mpsc::channel();
+    ex.resume(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+    assert_eq!(rx.recv_timeout(T).unwrap().0, Status::BadState, "resume while running refused");
+    for (want, rx) in pending {
+        let o = rx.recv_timeout(T).unwrap();
+        assert_eq!(o.status, Status::Ok);
+        assert_eq!(o.result, want);
+        assert_eq!(o.cycles, 114_072);
+    }
+    assert!(ex.stats().resumes > 6, "jobs were preempted and resumed");
+}
+
+#[test]
+fn runaway_and_illegal_programs_fail_cleanly_and_others_proceed() {
+    let ex = start(Config { quantum: 20_000, ..Config::default() });
+    let (spin, _) = ex.load_program(&spin_program()).unwrap();
+    let (ill, _) = ex.load_program(&[UDF_WORD]).unwrap();
+    let regs = [[0u8; 32]; NUM_REGS];
+    // each reply is stamped with its place in the order of completion (the executor's own
+    // order: a check of the runaway's receiver at some later wall-clock time would race
+    // with the runaway finishing while this thread is descheduled)
+    let order = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let stamped = || {
+        let (tx, rx) = mpsc::channel();
+        let order = order.clone();
+        let f: ReplyFn = Box::new(move |o| {
+            let _ = tx.send((order.fetch_add(1, std::sync::atomic::Ordering::SeqCst), o));
+        });
+        (f, rx)
+    };
+    let (r1, spin_rx) = stamped();
+    ex.submit_job(1, spin, WindowReq::Any, &regs, 3_000_000, r1).unwrap();
+    let (r2, ill_rx) = stamped();
+    ex.submit_job(2, ill, WindowReq::Fixed(9), &regs, 0, r2).unwrap();
+    let (r3, x_rx) = stamped();
+    ex.submit_x25519(3, &[1; 32], &[9; 32], r3).unwrap();
+    // the X25519 and the illegal job finish while the runaway program is still spinning
+    let (x_at, x) = x_rx.recv_timeout(T).unwrap();
+    assert_eq!(x.result, x25519_dalek::x25519([1; 32], [9; 32]));
+    let (i_at, i) = ill_rx.recv_timeout(T).unwrap();
+    assert_eq!((i.status, i.window), (Status::IllegalInstruction, 9));
+    let (s_at, s) = spin_rx.recv_timeout(T).unwrap();
+    assert!(x_at < s_at && i_at < s_at, "runaway job finished last: no global lock-out ({x_at}, {i_at}, {s_at})");
+    assert_eq!(s.status, Status::Runaway);
+    assert!(s.cycles >= 3_000_000);
+    let st = ex.stats();
+    assert_eq!((st.jobs, st.errors, st.queue_depth), (1, 2, 0));
+}
+
+#[test]
+fn custom_job_returns_registers_and_cycles() {
+    let ex = start(Config::default());
+    let mul = engine25519_core::programs::get("field_mul", Isa::V1).unwrap();
+    let (h, _) = ex.load_program(mul.words()).unwrap();
+    let (h2, _) = ex.load_program(mul.words()).unwrap();
+    assert_eq!(h, h2, "programs are cached by content");
+    let mut regs = [[0u8; 32]; NUM_REGS];
+    regs[0][0] = 7;
+    regs[1][0] = 6;
+    let (r, rx) = chan();
+    ex.submit_job(1, h, WindowReq::Fixed(15), &regs, 0, r).unwrap();
+    let o = rx.recv_timeout(T).unwrap();
+    assert_eq!(o.status, Status::Ok);
+    let out = o.regs.unwrap();
+    assert_eq!(out[31][0], 42);
+    assert_eq!(o.window, 15);
+    assert!(o.cycles > 0);
+}
+
+#[test]
+fn bad_requests_are_refused() {
+    let ex = start(Config { global_cap: 3, per_client_cap: 2, ..Config::default() });
+    let regs = [[0u8; 32]; NUM_REGS];
+    assert_eq!(ex.load_program(&[]).unwrap_err(), Status::BadProgram);
+    assert_eq!(ex.load_program(&vec![0; 1025]).unwrap_err(), Status::BadProgram);
+    let (r, _) = chan();
+    assert_eq!(ex.submit_job(1, 0xdead_0001, WindowReq::Any, &regs, 0, r).unwrap_err(), Status::UnknownProgram);
+    let (h, _) = ex.load_program(&spin_program()).unwrap();
+    let (r, _) = chan();
+    assert_eq!(ex.submit_job(1, h, WindowReq::Fixed(16), &regs, 0, r).unwrap_err(), Status::BadWindow);
+    let (r, _) = chan();
+    assert_eq!(ex.submit_job(1, h, WindowReq::Any, &regs, u64::MAX, r).unwrap_err(), Status::BadArgument);
+    // fill the queue (engine suspended so nothing drains): per-client share, then global cap
+    let (tx, rx) = mpsc::channel();
+    ex.suspend(Box::new(move |s, _| tx.send(s).unwrap()));
+    assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+    let mut keep = vec![];
+    for _ in 0..2 {
+        let (r, rx) = chan();
+        ex.submit_job(1, h, WindowReq::Any, &regs, 100_000, r).unwrap();
+        keep.push(rx);
+    }
+    let (r, _) = chan();
+    assert_eq!(ex.submit_job(1, h, WindowReq::Any, &regs, 100_000, r).unwrap_err(), Status::Busy);
+    let (r, rx) = chan();
+    ex.submit_x25519(2, &[3; 32], &[9; 32], r).unwrap();
+    keep.push(rx);
+    let (r, _) = chan();
+    assert_eq!(ex.submit_x25519(3, &[3; 32], &[9; 32], r).unwrap_err(), Status::Busy);
+    assert_eq!(ex.stats().queue_depth, 3);
+    let (tx, rx) = mpsc::channel();
+    ex.resume(Box::new(move |s, _| tx.send(s).unwrap()));
+    assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+    for rx in keep {
+        let o = rx.recv_timeout(T).unwrap();
+        assert!(o.status == Status::Runaway || o.status == Status::Ok);
+    }
+    assert!(ex.stats().busy == 2);
+}
+
+#[test]
+fn close_answers_queued_jobs_then_refuses_new_work() {
+    let ex = start(Config::default());
+    let (tx, rx) = mpsc::channel();
+    ex.suspend(Box::new(move |s, _| tx.send(s).unwrap()));
+    assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+    let (r, queued) = chan();
+    ex.submit_x25519(1, &[5; 32], &[9; 32], r).unwrap();
+    assert!(!ex.close(), "a queued job is still unanswered");
+    let (r, _) = chan();
+    assert_eq!(ex.submit_x25519(2, &[5; 32], &[9; 32], r).unwrap_err(), Status::BadState);
+    assert_eq!(ex.load_program(&[0]).unwrap_err(), Status::BadState);
+    let (tx, rx) = mpsc::channel();
+    ex.resume(Box::new(move |s, _| tx.send(s).unwrap()));
+    assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+    let o = queued.recv_timeout(T).unwrap();
+    assert_eq!((o.status, o.result), (Status::Ok, x25519_dalek::x25519([5; 32], [9; 32])));
+    assert!(ex.close(), "queue drained");
+}
+
+/// The server's form answers every request exactly once through its closure: served ones
+/// with the result, refused ones (queue full, service closed) with the refusal.
+#[test]
+fn answering_submission_delivers_refusals_through_the_reply() {
+    let ex = start(Config { global_cap: 1, ..Config::default() });
+    let (tx, rx) = mpsc::channel();
+    ex.suspend(Box::new(move |s, _| tx.send(s).unwrap()));
+    assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+    let (r1, first) = chan();
+    ex.submit_x25519_answering(1, &[5; 32], &[9; 32], r1);
+    let (r2, second) = chan();
+    ex.submit_x25519_answering(2, &[5; 32], &[9; 32], r2);
+    assert_eq!(second.recv_timeout(T).unwrap().status, Status::Busy, "the queue holds one job");
+    assert!(first.try_recv().is_err(), "the queued job is not answered while suspended");
+    let (tx, rx) = mpsc::channel();
+    ex.resume(Box::new(move |s, _| tx.send(s).unwrap()));
+    assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+    let o = first.recv_timeout(T).unwrap();
+    assert_eq!((o.status, o.result), (Status::Ok, x25519_dalek::x25519([5; 32], [9; 32])));
+    assert!(ex.close());
+    let (r3, third) = chan();
+    ex.submit_x25519_answering(3, &[5; 32], &[9; 32], r3);
+    assert_eq!(third.recv_timeout(T).unwrap().status, Status::BadState);
+    assert!(second.try_recv().is_err() && first.try_recv().is_err(), "each reply runs once");
+}
+
+#[test]
+fn fair_round_robin_under_load() {
+    let ex = start(Config::default());
+    let (tx, rx) = mpsc::channel();
+    // client 1 queues 8 jobs first, then clients 2..=4 queue 2 each
+    let mut order = vec![];
+    for (c, n) in [(1u32, 8), (2, 2), (3, 2), (4, 2)] {
+        for _ in 0..n {
+            let tx = tx.clone();
+            ex.submit_x25519(c, &[c as u8; 32], &[9; 32], Box::new(move |o| tx.send((c, o.status)).unwrap()))
+                .unwrap();
+        }
+    }
+    for _ in 0..14 {
+        let (c, s) = rx.recv_timeout(T).unwrap();
+        assert_eq!(s, Status::Ok);
+        order.push(c);
+    }
+    // within the first 8 completions every client has had its 2 turns
+    let first: HashSet<u32> = order[..8].iter().copied().collect();
+    assert_eq!(first.len(), 4, "order {order:?}");
+    assert_eq!(order[8..].iter().filter(|&&c| c == 1).count(), 6, "order {order:?}");
+}
+
+/// `Driver::Callers` (the server's mode): 4 threads submit and drive concurrently, a fifth
+/// suspends and resumes mid-job; every result is right, none is lost, and nothing else drives.
+#[test]
+fn callers_drive_concurrently_with_suspend() {
+    let ex = start(Config { driver: Driver::Callers, slice: 97, quantum: 3_000, ..Config::default() });
+    let mut threads = vec![];
+    for c in 0..4u32 {
+        let ex = ex.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut rng = Rng(0x5eed + c as u64);
+            let mut pending = vec![];
+            for _ in 0..5 {
+                let (k, u) = (rng.bytes32(), rng.bytes32());
+                let (reply, rx) = chan();
+                ex.submit_x25519(c, &k, &u, reply).unwrap();
+                ex.drive();
+                pending.push((x25519_dalek::x25519(k, u), rx));
+            }
+            for (want, rx) in pending {
+                ex.drive(); // a thread keeps driving until its results are in (the server
+                            // calls drive after every message)
+                let o = rx.recv_timeout(T).unwrap();
+                assert_eq!((o.status, o.result), (Status::Ok, want));
+            }
+        }));
+    }
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(2));
+        let (tx, rx) = mpsc::channel();
+        ex.suspend(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+        ex.drive();
+        let s = rx.recv_timeout(T).unwrap().0;
+        assert!(s == Status::Ok || s == Status::BadState, "{s:?}");
+        let (tx, rx) = mpsc::channel();
+        ex.resume(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+        ex.drive();
+        let r = rx.recv_timeout(T).unwrap().0;
+        assert!(r == Status::Ok || r == Status::BadState, "{r:?}");
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = ex.stats();
+    assert_eq!((s.jobs, s.queue_depth, s.suspended), (20, 0, 0));
+}
+
+/// `Driver::Callers`: while one thread runs a long job, another thread's submit + drive
+/// return at once (the receive loop never waits for the engine), and its job runs on the
+/// driving thread after the long job's quantum.
+#[test]
+fn callers_drive_never_blocks_on_a_busy_engine() {
+    let ex = start(Config { driver: Driver::Callers, quantum: 50_000, ..Config::default() });
+    let (spin, _) = ex.load_program(&spin_program()).unwrap();
+    let regs = [[0u8; 32]; NUM_REGS];
+    let (r1, spin_rx) = chan();
+    ex.submit_job(1, spin, WindowReq::Any, &regs, 5_000_000, r1).unwrap();
+    let ex2 = ex.clone();
+    let driver = std::thread::spawn(move || ex2.drive());
+    while !ex.st.lock().unwrap().driving {
+        std::thread::yield_now();
+    }
+    let t = Instant::now();
+    let (r2, x_rx) = chan();
+    ex.submit_x25519(2, &[4; 32], &[9; 32], r2).unwrap();
+    ex.drive();
+    assert!(t.elapsed() < Duration::from_millis(5), "drive returned at once: {:?}", t.elapsed());
+    let x = x_rx.recv_timeout(T).unwrap();
+    assert_eq!(x.result, x25519_dalek::x25519([4; 32], [9; 32]));
+    assert!(spin_rx.try_recv().is_err(), "X25519 finished while the runaway job still runs");
+    assert_eq!(spin_rx.recv_timeout(T).unwrap().status, Status::Runaway);
+    driver.join().unwrap();
+}
+
+#[test]
+fn software_fallback_is_labelled_and_counted() {
+    let ex = Executor::start(Box::new(crate::backend::Unavailable::rtl()), x25519_program(Isa::V1), Config::default());
+    assert!(ex.unavailable_reason().unwrap().contains("not available"));
+    let (r, rx) = chan();
+    ex.submit_x25519(1, &[5; 32], &[9; 32], r).unwrap();
+    let o = rx.recv_timeout(T).unwrap();
+    assert_eq!((o.status, o.backend), (Status::Ok, BackendId::Software));
+    assert_eq!(o.result, x25519_dalek::x25519([5; 32], [9; 32]));
+    assert_eq!(ex.stats().fallbacks, 1);
+    assert_eq!(ex.load_program(&[1]).unwrap_err(), Status::EngineUnavailable);
+    let strict = Executor::start(
+        Box::new(crate::backend::Unavailable::rtl()),
+        x25519_program(Isa::V1),
+        Config { software_fallback: false, ..Config::default() },
+    );
+    let (r, _) = chan();
+    assert_eq!(strict.submit_x25519(1, &[5; 32], &[9; 32], r).unwrap_err(), Status::EngineUnavailable);
+}
