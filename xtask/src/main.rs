@@ -133,6 +133,17 @@ enum Cmd {
     Engine(areas::engine::isa::EngineCmd),
     #[command(flatten)]
     Trng(areas::trng::TrngCmd),
+    /// One test step or bench provider in this process, its outcome written to --out: how the
+    /// runner isolates each of them (runner.rs).
+    #[command(name = "__run", hide = true)]
+    Child {
+        #[arg(long, conflicts_with = "bench", required_unless_present = "bench")]
+        step: Option<String>,
+        #[arg(long)]
+        bench: Option<String>,
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 fn main() {
@@ -170,6 +181,14 @@ fn main() {
         Cmd::SimLayout(a) => areas::sim::layout::run(a, ctx.verbose),
         Cmd::Engine(c) => areas::engine::isa::run(c),
         Cmd::Trng(c) => areas::trng::run(&ctx, c),
+        Cmd::Child { step, bench, out } => {
+            let job = match (&step, &bench) {
+                (Some(s), _) => runner::Job::Step(s),
+                (None, Some(b)) => runner::Job::Bench(b),
+                (None, None) => unreachable!("clap requires --step or --bench"),
+            };
+            runner::cmd_child(&ctx, job, &out)
+        }
     };
     supervisor::kill_all_groups();
     if let Err(e) = r {

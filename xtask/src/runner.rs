@@ -1,12 +1,105 @@
 //! The two runners: `cargo xtask test` (every registered step, each under its timeout, a summary
 //! table) and `cargo xtask bench` (every provider, a table and flat JSON).
+//!
+//! Each step and provider runs in a child xtask (`xtask __run`, hidden from `--help`) that
+//! leads a session of its own and writes its outcome to a file. When the child ends, or when
+//! the timeout expires, every process still in that session is killed (SIGTERM, a grace, then
+//! SIGKILL): a timed-out step leaves no thread and no process running.
 
 use crate::ctx::Ctx;
 use crate::registry;
-use crate::steps::{with_timeout, BenchResults, TestStep};
-use anyhow::{bail, Context, Result};
-use std::path::PathBuf;
-use std::time::Instant;
+use crate::steps::{BenchResults, TestStep};
+use crate::supervisor;
+use anyhow::{anyhow, bail, Context, Result};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// What a child xtask runs (`xtask __run --step NAME` / `--bench NAME`).
+#[derive(Clone, Copy, Debug)]
+pub enum Job<'a> {
+    Step(&'a str),
+    Bench(&'a str),
+}
+
+/// How long a child's processes get to leave after SIGTERM before SIGKILL.
+const GRACE: Duration = Duration::from_secs(3);
+
+/// The command running `job` in a child xtask that writes its outcome to `out`.
+fn child_command(ctx: &Ctx, job: Job, out: &Path) -> Result<Command> {
+    let mut cmd = Command::new(std::env::current_exe().context("the xtask binary")?);
+    if ctx.verbose {
+        cmd.arg("--verbose");
+    }
+    match job {
+        Job::Step(n) => cmd.args(["__run", "--step", n]),
+        Job::Bench(n) => cmd.args(["__run", "--bench", n]),
+    };
+    cmd.arg("--out").arg(out);
+    Ok(cmd)
+}
+
+/// Run `cmd` (a child xtask, or any command writing `out`) as the leader of a new session
+/// under `timeout`; then kill whatever of that session is still running. Returns the outcome
+/// the child wrote to `out` (`{"error": null | "..."}`, plus `"results"` from a provider).
+pub fn run_isolated(name: &str, timeout: Duration, mut cmd: Command, out: &Path) -> Result<serde_json::Value> {
+    let _ = std::fs::remove_file(out);
+    let mut child = supervisor::spawn_session(&mut cmd)?;
+    let sid = child.id() as i32;
+    let t0 = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break Some(st),
+            Ok(None) if t0.elapsed() < timeout => std::thread::sleep(Duration::from_millis(50)),
+            _ => break None,
+        }
+    };
+    // ended or not: nothing of the step outlives it
+    let left = supervisor::kill_session(sid, GRACE);
+    let _ = child.try_wait();
+    if !left.is_empty() {
+        bail!("{name}: processes {left:?} of the step survived SIGKILL");
+    }
+    let Some(st) = status else {
+        bail!("{name}: timed out after {timeout:?} (its processes were killed)");
+    };
+    let text = std::fs::read_to_string(out).map_err(|_| anyhow!("{name}: the step's process ended ({st}) without an outcome"))?;
+    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{name}: outcome {}", out.display()))?;
+    match v["error"].as_str() {
+        Some(e) => Err(anyhow!("{e}")),
+        None => Ok(v),
+    }
+}
+
+/// `xtask __run`: the child side of [`run_isolated`]: run one step or provider in this process
+/// and write its outcome to `out`.
+pub fn cmd_child(ctx: &Ctx, job: Job, out: &Path) -> Result<()> {
+    let outcome = match job {
+        Job::Step(n) => {
+            let all = registry::all_test_steps();
+            let s = all.iter().find(|s| s.name == n).ok_or_else(|| anyhow!("unknown step {n:?}"))?;
+            (s.run)(ctx).map(|()| serde_json::json!({ "error": null }))
+        }
+        Job::Bench(n) => {
+            let all = registry::all_bench_providers();
+            let p = all.iter().find(|p| p.name == n).ok_or_else(|| anyhow!("unknown bench provider {n:?}"))?;
+            (p.run)(ctx).map(|r| serde_json::json!({ "error": null, "results": r }))
+        }
+    };
+    let v = outcome.unwrap_or_else(|e| serde_json::json!({ "error": format!("{e:#}") }));
+    std::fs::write(out, v.to_string()).with_context(|| format!("writing {}", out.display()))
+}
+
+/// Where a child writes the outcome of `name`.
+fn outcome_path(name: &str) -> PathBuf {
+    crate::util::target_dir().join("xtask-runs").join(format!("{}.json", name.replace(':', "-")))
+}
+
+fn run_job(ctx: &Ctx, job: Job, name: &str, timeout: Duration) -> Result<serde_json::Value> {
+    let out = outcome_path(name);
+    std::fs::create_dir_all(out.parent().context("outcome dir")?)?;
+    run_isolated(name, timeout, child_command(ctx, job, &out)?, &out)
+}
 
 pub fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> Result<()> {
     let all = registry::all_test_steps();
@@ -30,9 +123,7 @@ pub fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> 
     for s in selected {
         eprintln!("\n=== xtask test: {} (timeout {} s)", s.name, s.timeout.as_secs());
         let t0 = Instant::now();
-        let c = ctx.clone();
-        let run = s.run;
-        let r = with_timeout(s.name, s.timeout, move || run(&c));
+        let r = run_job(ctx, Job::Step(s.name), s.name, s.timeout).map(|_| ());
         let secs = t0.elapsed().as_secs_f64();
         match &r {
             Ok(()) => eprintln!("=== {}: PASS ({secs:.1} s)", s.name),
@@ -84,9 +175,10 @@ pub fn cmd_bench(ctx: &Ctx, json: Option<PathBuf>, only: Vec<String>) -> Result<
     let mut failed = Vec::new();
     for p in providers.iter().filter(|p| only.is_empty() || only.iter().any(|o| o == p.name)) {
         eprintln!("xtask bench: {} ...", p.name);
-        let c = ctx.clone();
-        let run = p.run;
-        match with_timeout(p.name, p.timeout, move || run(&c)) {
+        let r = run_job(ctx, Job::Bench(p.name), p.name, p.timeout).and_then(|v| {
+            serde_json::from_value::<BenchResults>(v["results"].clone()).with_context(|| format!("{}: results", p.name))
+        });
+        match r {
             Ok(r) => {
                 for k in r.keys() {
                     if all.contains_key(k) {
@@ -118,4 +210,65 @@ pub fn cmd_bench(ctx: &Ctx, json: Option<PathBuf>, only: Vec<String>) -> Result<
         bail!("bench providers failed: {failed:?}");
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = crate::util::target_dir().join("xtask-test").join(format!("runner-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn running(pid: i32) -> bool {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        !stat.is_empty() && !stat[stat.rfind(')').unwrap() + 1..].trim_start().starts_with('Z')
+    }
+
+    /// A step that hangs: it starts a process in a process group of its own (as
+    /// `supervisor::spawn_grouped` does) and one in its own, then waits forever. The runner
+    /// reports the timeout, and neither the step nor anything it started is left running.
+    #[test]
+    fn a_hanging_step_is_killed_and_reported_and_nothing_of_it_runs_on() {
+        let d = scratch("hang");
+        let pids = d.join("pids");
+        let script = format!("set -m; sleep 300 & echo $! >> {p}; set +m; sleep 300 & echo $! >> {p}; echo $$ >> {p}; wait", p = pids.display());
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", &script]);
+        let t0 = Instant::now();
+        let e = run_isolated("test:hang", Duration::from_secs(1), cmd, &d.join("out.json")).unwrap_err();
+        let took = t0.elapsed();
+        assert!(format!("{e:#}").contains("test:hang: timed out after 1s (its processes were killed)"), "{e:#}");
+        assert!(took < Duration::from_secs(1) + GRACE + Duration::from_secs(5), "took {took:?}");
+        let pids: Vec<i32> = std::fs::read_to_string(&pids).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+        assert_eq!(pids.len(), 3, "the step started its processes");
+        for pid in pids {
+            assert!(!running(pid), "process {pid} of the timed-out step still runs");
+        }
+    }
+
+    #[test]
+    fn outcomes_pass_fail_and_missing() {
+        let d = scratch("outcome");
+        let out = d.join("out.json");
+        let sh = |script: String| {
+            let mut c = Command::new("sh");
+            c.args(["-c", &script]);
+            c
+        };
+        let ok = run_isolated("t:ok", Duration::from_secs(20), sh(format!("echo '{{\"error\":null,\"results\":{{\"k\":1.5}}}}' > {}", out.display())), &out).unwrap();
+        assert_eq!(ok["results"]["k"], 1.5);
+        let e = run_isolated("t:fail", Duration::from_secs(20), sh(format!("echo '{{\"error\":\"it broke\"}}' > {}", out.display())), &out).unwrap_err();
+        assert_eq!(format!("{e:#}"), "it broke");
+        let e = run_isolated("t:crash", Duration::from_secs(20), sh("exit 3".into()), &out).unwrap_err();
+        assert!(format!("{e:#}").contains("ended (exit status: 3) without an outcome"), "{e:#}");
+        // a process the step leaves behind is ended with it
+        let pid = d.join("pid");
+        run_isolated("t:leak", Duration::from_secs(20), sh(format!("sleep 300 & echo $! > {}; echo '{{\"error\":null}}' > {}", pid.display(), out.display())), &out).unwrap();
+        let pid: i32 = std::fs::read_to_string(&pid).unwrap().trim().parse().unwrap();
+        assert!(!running(pid), "the step's leftover {pid} still runs");
+    }
 }

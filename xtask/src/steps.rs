@@ -2,8 +2,8 @@
 //! the hard timeout every one of them runs under. The modules of an area (xtask/src/areas/P/
 //! for the steps named `P:...`) expose `pub fn test_steps() -> Vec<TestStep>` (each step made
 //! with [`step!`], which records where it is registered) and/or `pub fn bench_providers() ->
-//! Vec<BenchProvider>`; registry.rs lists them in run order. The timeout is enforced by killing
-//! the process groups started through `supervisor::spawn_grouped` / `harness::hosted::Launch`.
+//! Vec<BenchProvider>`; registry.rs lists them in run order. runner.rs runs each one in a child
+//! xtask of its own session and enforces the timeout by killing every process of that session.
 
 use crate::ctx::Ctx;
 use anyhow::Result;
@@ -47,26 +47,4 @@ pub struct BenchProvider {
     pub name: &'static str,
     pub timeout: Duration,
     pub run: fn(&Ctx) -> Result<BenchResults>,
-}
-
-/// Run `f` with a hard timeout; on timeout kill every process group started meanwhile.
-pub fn with_timeout<T: Send + 'static>(
-    name: &str,
-    timeout: Duration,
-    f: impl FnOnce() -> Result<T> + Send + 'static,
-) -> Result<T> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::Builder::new()
-        .name(format!("step {name}"))
-        .spawn(move || {
-            let r = f();
-            let _ = tx.send(r);
-        })?;
-    match rx.recv_timeout(timeout) {
-        Ok(r) => r,
-        Err(_) => {
-            crate::supervisor::kill_all_groups();
-            anyhow::bail!("{name}: timed out after {timeout:?} (its processes were killed)")
-        }
-    }
 }

@@ -1,7 +1,9 @@
 //! The process-group supervisor: every child xtask starts runs in its own process group with a
 //! hard timeout (a hung child fails the caller instead of hanging CI), and every group still
-//! alive is killed on Ctrl-C, on a step's timeout and at exit. xtask makes itself a child
-//! subreaper so that grandchildren cannot escape to init.
+//! alive is killed on Ctrl-C and at exit. xtask makes itself a child subreaper so that
+//! grandchildren cannot escape to init. A test step runs as a child xtask leading a session of
+//! its own ([`spawn_session`]): whatever groups it makes stay in that session, and
+//! [`kill_session`] ends every process of it.
 
 use anyhow::{bail, Context, Result};
 use std::os::unix::process::CommandExt;
@@ -25,8 +27,13 @@ pub fn unregister_group(pgid: i32) {
     GROUPS.lock().unwrap_or_else(|e| e.into_inner()).retain(|g| *g != pgid);
 }
 
-/// SIGTERM, short grace, then SIGKILL every process group still registered.
+/// SIGTERM, short grace, then SIGKILL every process group still registered, and every process
+/// of a session still registered.
 pub fn kill_all_groups() {
+    let sessions: Vec<i32> = SESSIONS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    for sid in sessions {
+        kill_session(sid, Duration::from_millis(500));
+    }
     let groups: Vec<i32> = GROUPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for g in &groups {
         signal_group(*g, libc::SIGTERM);
@@ -93,6 +100,89 @@ pub fn own_group(cmd: &mut Command) -> &mut Command {
         });
     }
     cmd
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sessions we started (test steps in a child xtask): killed on Ctrl-C / exit.
+
+static SESSIONS: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Spawn `cmd` as the leader of a new session (and process group), dying with xtask; the
+/// session is registered for cleanup until [`kill_session`] ends it.
+pub fn spawn_session(cmd: &mut Command) -> Result<Child> {
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().with_context(|| format!("cannot start {:?}", cmd))?;
+    SESSIONS.lock().unwrap_or_else(|e| e.into_inner()).push(child.id() as i32);
+    Ok(child)
+}
+
+/// One process from /proc/PID/stat: (pid, parent, session, zombie).
+fn proc_stat(pid: i32) -> Option<(i32, i32, i32, bool)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // "pid (comm) state ppid pgrp session ...": comm may hold spaces and parentheses
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some((pid, f.get(1)?.parse().ok()?, f.get(3)?.parse().ok()?, f.first() == Some(&"Z")))
+}
+
+/// The processes of session `sid`: (pid, parent, zombie).
+pub fn session_members(sid: i32) -> Vec<(i32, i32, bool)> {
+    let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
+    rd.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(proc_stat)
+        .filter(|p| p.2 == sid)
+        .map(|(pid, ppid, _, z)| (pid, ppid, z))
+        .collect()
+}
+
+/// End every process of session `sid`: SIGTERM to each (their handlers clean up: a child
+/// xtask stops its own groups), up to `grace` for them to exit, then SIGKILL until none is
+/// left, reaping those that are (or were reparented to) us. Returns the PIDs still alive after
+/// 5 s of SIGKILL (none, unless a process is stuck in the kernel).
+pub fn kill_session(sid: i32, grace: Duration) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let reap_and_list = || {
+        let mut alive = Vec::new();
+        for (pid, ppid, zombie) in session_members(sid) {
+            if zombie {
+                if ppid == me {
+                    unsafe { libc::waitpid(pid, std::ptr::null_mut(), libc::WNOHANG) };
+                }
+            } else {
+                alive.push(pid);
+            }
+        }
+        alive
+    };
+    for pid in reap_and_list() {
+        unsafe { libc::kill(pid, libc::SIGTERM) };
+    }
+    let t0 = Instant::now();
+    while !reap_and_list().is_empty() && t0.elapsed() < grace {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let t1 = Instant::now();
+    let left = loop {
+        let alive = reap_and_list();
+        if alive.is_empty() || t1.elapsed() > Duration::from_secs(5) {
+            break alive;
+        }
+        for pid in &alive {
+            unsafe { libc::kill(*pid, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    SESSIONS.lock().unwrap_or_else(|e| e.into_inner()).retain(|s| *s != sid);
+    left
 }
 
 /// Spawn `cmd` in its own process group (registered for cleanup).
