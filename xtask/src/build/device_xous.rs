@@ -150,11 +150,23 @@ fn kernel_key() -> Result<String> {
 /// off / shut down (kernel-patches/device/0004, kernel-patches/device/xous-susres/0001).
 pub const POWER_PIDS_ENV: &str = "XOUS_POWER_PIDS";
 
+/// The variable the device kernel reads at build time: physical pages only the processes of
+/// `XOUS_POWER_PIDS` may map (kernel-patches/device/0005).
+pub const SYSTEM_PAGES_ENV: &str = "XOUS_SYSTEM_PAGES";
+/// The image's system pages: the simulated Precursor's fault-injection page (gateware/precursor
+/// map.py `simfault`, 0xF001_0000; it can drop the engine's interrupts). On a Precursor that page
+/// of the CSR region is empty. A unit test keeps it equal to map.py.
+pub const SYSTEM_PAGES: &[u32] = &[0xF001_0000];
+
+fn system_pages_value() -> String {
+    SYSTEM_PAGES.iter().map(|p| format!("{p:08x}")).collect::<Vec<_>>().join(",")
+}
+
 /// The device kernel ELF built for `power` (built once per list, then cached in
 /// bin/<power tag>/).
 pub fn ensure_kernel(power: &PowerPids, verbose: bool) -> Result<PathBuf> {
     let bin = bin_dir().join(power.tag()).join("xous-kernel");
-    let key = util::sha256_hex(format!("{} {POWER_PIDS_ENV}={}", kernel_key()?, power.env_value()).as_bytes());
+    let key = util::sha256_hex(format!("{} {POWER_PIDS_ENV}={} {SYSTEM_PAGES_ENV}={}", kernel_key()?, power.env_value(), system_pages_value()).as_bytes());
     let stamp = format!("kernel-{}", power.tag());
     if stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
         return Ok(bin);
@@ -174,6 +186,7 @@ pub fn ensure_kernel(power: &PowerPids, verbose: bool) -> Result<PathBuf> {
     // warnings that today's compiler raises about its own cfgs)
     cmd.env("RUSTFLAGS", format!("{DEVICE_RUSTFLAGS} --cap-lints warn"));
     cmd.env(POWER_PIDS_ENV, power.env_value());
+    cmd.env(SYSTEM_PAGES_ENV, system_pages_value());
     crate::supervisor::run_quiet(&mut cmd, BUILD_TIMEOUT, "device build of xous-kernel", verbose)?;
     let built = device_dir().join("build/kernel").join(TARGET).join("release").join(KERNEL.name);
     let n = compressed_instructions(&built)?;
@@ -352,6 +365,19 @@ pub fn our_programs() -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_system_page_is_the_socs_fault_injector() {
+        let map = std::fs::read_to_string(util::root().join("gateware/precursor/map.py")).unwrap();
+        let num = |key: &str| -> u32 {
+            let line = map.lines().find(|l| l.trim_start().starts_with(key)).unwrap_or_else(|| panic!("{key} in map.py"));
+            let v = line.split_once(if key.starts_with('"') { ':' } else { '=' }).unwrap().1.split('#').next().unwrap().trim().trim_end_matches(',');
+            u32::from_str_radix(v.trim_start_matches("0x").replace('_', "").as_str(), 16).unwrap()
+        };
+        let page = num("CSR_BASE =") + num("\"simfault\"") * num("CSR_PAGING =");
+        assert_eq!(SYSTEM_PAGES, &[page], "map.py puts simfault at {page:#x}");
+        assert_eq!(system_pages_value(), "f0010000");
+    }
 
     #[test]
     fn compressed_instructions_are_counted_from_objdump() {

@@ -127,6 +127,7 @@ pub fn sim_extras(verbose: bool) -> Result<(Vec<Extra>, Vec<Phase>)> {
         Phase::new("power-pids", &format!(r"xous_susres: power operations allowed to PID\(s\) \[{allowed}\]")),
         Phase::new("poweroff-refused", r"xous_susres: PowerOff refused to PID \d+: not a system process"),
         Phase::new("suspend-refused", r"xous_susres: SuspendRequest refused to PID \d+: not a system process"),
+        Phase::new("system-page-refused", &format!(r"KERNEL: MapMemory of {:08x} refused to PID \d+: not a system process", crate::build::device_xous::SYSTEM_PAGES[0])),
         Phase::new("shutdown-refused", r"KERNEL: Shutdown refused to PID \d+: not a system process"),
         Phase::new(POWER_PROBE, &format!(r"^VERDICT {POWER_PROBE} PASS")),
     ]);
