@@ -6,13 +6,14 @@ test checks that every spec field is bound and nothing else is).
 Bus (one access at a time): `csr_sel` or `mem_sel` with `adr` (byte offset in that space),
 `we`, `dat_w`; `stb` starts the access, `ack` ends it (`dat_r` valid with `ack`). Memory-window
 accesses wait while a job runs and the engine is not paused (the spec's stall). A 32-bit write
-into a register is a read-modify-write of the 256-bit register (two cycles). `irq` is the OR of
+into a register takes two cycles (a read, then the write of that one word: the register file's
+array has per-word write enables). `irq` is the OR of
 pending & enabled events.
 """
 
 from __future__ import annotations
 
-from migen import Cat, If, Module, Mux, Signal
+from migen import Cat, If, Module, Signal
 
 from . import spec
 from .sequencer import Engine
@@ -119,14 +120,16 @@ class EngineBus(Module):
             e.bus_rf_adr.eq(win * regs + reg),
             e.bus_uc_dat_w.eq(self.dat_w),
         ]
-        # access FSM: 0 idle, 1 wait for the RF / microcode read (data next cycle), 2 RF write-back
+        # access FSM: 0 idle, 1 wait for the RF / microcode read (data next cycle), 2 RF write
         phase = Signal(2)
-        # the merge: word j of the register is the bus's word where `word` selects it, else the
-        # register's (read in phase 1); one shared select per word, so each bit is a 2:1 choice
-        # synthesis folds into the register file's write-data mux (bus word or ALU result)
-        wsel = Signal(8)
-        self.comb += [wsel[j].eq(word == j) for j in range(8)]
-        self.comb += e.bus_rf_dat_w.eq(Cat(*[Mux(wsel[j], self.dat_w, e.bus_rf_dat_r[32 * j:32 * j + 32]) for j in range(8)]))
+        # a 32-bit write into a register: the bus's word on every word of the row, the array's
+        # per-word enables keeping all but word `word` (regfile.py, `keep`): no read-modify-write
+        # merge. The access keeps its phases (a read in phase 1, the write in phase 2), so bus
+        # timing is what it was with the merge.
+        self.comb += [
+            e.bus_rf_dat_w.eq(Cat(*[self.dat_w] * 8)),
+            e.bus_rf_keep.eq(Cat(*[word != j for j in range(8)])),
+        ]
         rf_word = Signal(32)
         self.comb += [If(word == k, rf_word.eq(e.bus_rf_dat_r[32 * k:32 * k + 32])) for k in range(8)]
         self.comb += [

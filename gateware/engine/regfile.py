@@ -28,15 +28,27 @@ mid-cycle: write) and agree in the second half (the next rf edge is an eng_clk e
 re-synchronizes by itself one rf edge after the clocks start.
 
 Ports (`ra`, `rb`: adr -> dat_r; `wa`, `wm`: adr, dat_w, we) are engine-clock signals; writers
-address only the windows' rows (their addresses are 9 bits wide)."""
+address only the windows' rows (their addresses are 9 bits wide). `wm` also has `keep`, one bit
+per 32-bit word of the row (the array's write enables are per word): a word whose bit is set is
+left as it is. The multipliers write whole rows (`keep` = 0); the bus writes one 32-bit word of
+a register this way, without reading and merging the rest of the row. A partial write leaves
+port B's output unspecified in the engine cycle it lands in (the word read in the cycle before
+is not held): synthesis gives the block RAMs of one port a shared enable, so the RAMs of the kept
+words see an enabled port without a write, which is a read (of the written row), mid-cycle (the
+netlist test shows it). The bus writes only while the engine is idle or paused, when no operand
+read on port B is pending; the RTL holds the word, the netlist does not, and the tests leave that
+word unchecked after a partial write."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
-from migen import READ_FIRST, If, Memory, Module, Mux, Signal, bits_for
+from migen import READ_FIRST, If, Memory, Module, Mux, Replicate, Signal, bits_for
 
 from . import alu, constrom, spec
+
+
+WORD = 32    # write-enable granularity of the array: the bus's word
 
 
 def layout(isa: str) -> tuple[int, dict[int, int], list[int]]:
@@ -66,12 +78,15 @@ class RegFile(Module):
         self.ra = SimpleNamespace(adr=Signal(aw, name="rf_ra_adr"), dat_r=Signal(w, name="rf_ra_dat"))
         self.rb = SimpleNamespace(adr=Signal(aw, name="rf_rb_adr"), dat_r=Signal(w, name="rf_rb_dat"))
         self.wa = SimpleNamespace(adr=Signal(waw, name="rf_wa_adr"), dat_w=Signal(w, name="rf_wa_dat"), we=Signal(name="rf_wa_we"))
-        self.wm = SimpleNamespace(adr=Signal(waw, name="rf_wm_adr"), dat_w=Signal(w, name="rf_wm_dat"), we=Signal(name="rf_wm_we"))
+        self.words = words = w // WORD
+        assert w % WORD == 0, "rows are whole 32-bit words"
+        self.wm = SimpleNamespace(adr=Signal(waw, name="rf_wm_adr"), dat_w=Signal(w, name="rf_wm_dat"), we=Signal(name="rf_wm_we"),
+                                  keep=Signal(words, name="rf_wm_keep"))
 
         self.mem = Memory(w, self.depth, init=init, name="rf")
         self.specials += self.mem
-        p1 = self.mem.get_port(write_capable=True, has_re=True, mode=READ_FIRST, clock_domain=rf_domain)
-        p2 = self.mem.get_port(write_capable=True, has_re=True, mode=READ_FIRST, clock_domain=rf_domain)
+        p1 = self.mem.get_port(write_capable=True, has_re=True, mode=READ_FIRST, clock_domain=rf_domain, we_granularity=WORD)
+        p2 = self.mem.get_port(write_capable=True, has_re=True, mode=READ_FIRST, clock_domain=rf_domain, we_granularity=WORD)
         self.specials += p1, p2
 
         # phase: etog flips on every eng_clk edge, mtog copies it on every rf edge
@@ -87,16 +102,19 @@ class RegFile(Module):
         held = {}
         for name, port in (("wa", self.wa), ("wm", self.wm)):
             h = SimpleNamespace(adr=Signal(waw, name=f"{name}_adr_q"), dat_w=Signal(w, name=f"{name}_dat_q"),
-                                we=Signal(name=f"{name}_we_q"))
-            self.sync += [h.adr.eq(port.adr), h.dat_w.eq(port.dat_w), h.we.eq(port.we)]
+                                we=Signal(words, name=f"{name}_we_q"))
+            we = Replicate(port.we, words)
+            if hasattr(port, "keep"):
+                we = we & ~port.keep
+            self.sync += [h.adr.eq(port.adr), h.dat_w.eq(port.dat_w), h.we.eq(we)]
             held[name] = h
         for p, r, h in ((p1, self.ra, held["wa"]), (p2, self.rb, held["wm"])):
             self.comb += [
                 p.adr.eq(Mux(rd, r.adr, h.adr)),
                 p.re.eq(rd),
-                p.we.eq(~rd & h.we),
+                p.we.eq(Replicate(~rd, words) & h.we),
                 p.dat_w.eq(h.dat_w),
                 r.dat_r.eq(p.dat_r),
             ]
         self.ios = {self.ra.adr, self.ra.dat_r, self.rb.adr, self.rb.dat_r,
-                    self.wa.adr, self.wa.dat_w, self.wa.we, self.wm.adr, self.wm.dat_w, self.wm.we}
+                    self.wa.adr, self.wa.dat_w, self.wa.we, self.wm.adr, self.wm.dat_w, self.wm.we, self.wm.keep}

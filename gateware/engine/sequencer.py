@@ -115,6 +115,7 @@ class Engine(Module):
         self.bus_rf_adr = Signal(bits_for(const_base - 1))
         self.bus_rf_we = Signal()
         self.bus_rf_dat_w = Signal(256)
+        self.bus_rf_keep = Signal(256 // 32)  # 32-bit words of the row the bus write leaves as they are
         self.bus_rf_dat_r = Signal(256)   # port A data: address in one cycle, data the next
         self.bus_uc_adr = Signal(len(uc.wr.adr))
         self.bus_uc_we = Signal()
@@ -251,23 +252,26 @@ class Engine(Module):
             self.bus_rf_dat_r.eq(rf.ra.dat_r),
         ]
         # write ports: ALU results and both CSWAP writes (port B's word through the ALU as PSB)
-        # on wa, or the bus's word while it owns the register file; products on wm
+        # on wa; products on wm, or the bus's word while it owns the register file (no product
+        # is written then: idle, or paused with every multiplier's countdown frozen), with the
+        # array's per-word enables (`keep`), so the bus's 32-bit write needs no merge
         alu_we = Signal()
         self.comb += [
             alu_we.eq(((ex_v & (ex_kind == dec.K_ALU) & ~ex_two) | p2) & en),
-            If(self.bus_ok,
-                rf.wa.adr.eq(self.bus_rf_adr), rf.wa.dat_w.eq(self.bus_rf_dat_w), rf.wa.we.eq(self.bus_rf_we),
-            ).Else(
-                rf.wa.adr.eq(base | Mux(cs_ex, Mux(swap, ex_wd, ex_ra), Mux(cs2, Mux(cs_swap, ex_ra, ex_wd), ex_wd))),
-                rf.wa.dat_w.eq(alu.q), rf.wa.we.eq(alu_we | ((cs_ex | cs2) & en)),
-            ),
+            rf.wa.adr.eq(base | Mux(cs_ex, Mux(swap, ex_wd, ex_ra), Mux(cs2, Mux(cs_swap, ex_ra, ex_wd), ex_wd))),
+            rf.wa.dat_w.eq(alu.q), rf.wa.we.eq(~self.bus_ok & (alu_we | ((cs_ex | cs2) & en))),
         ]
         mwe = Signal()
         madr = Signal(5)
         mdat = Signal(256)
         for u in reversed(range(nmul)):
             self.comb += If(mcnt[u] == 1, mwe.eq(en), madr.eq(mwd[u]), mdat.eq(self.muls[u].q))
-        self.comb += [rf.wm.adr.eq(base | madr), rf.wm.dat_w.eq(mdat), rf.wm.we.eq(mwe)]
+        self.comb += If(self.bus_ok,
+            rf.wm.adr.eq(self.bus_rf_adr), rf.wm.dat_w.eq(self.bus_rf_dat_w), rf.wm.we.eq(self.bus_rf_we),
+            rf.wm.keep.eq(self.bus_rf_keep),
+        ).Else(
+            rf.wm.adr.eq(base | madr), rf.wm.dat_w.eq(mdat), rf.wm.we.eq(mwe),
+        )
         for u, m in enumerate(self.muls):
             self.comb += [m.a.eq(opa), m.b.eq(opb), m.start.eq(mstart[u])]
 
