@@ -8,7 +8,9 @@
 //!    (libs/engine25519-driver, the same driver as the Xous `hw` backend). The result must equal
 //!    the software result; RFC 7748's second vector runs on it as well, this time waiting for
 //!    the engine's interrupt line (EV_ENABLE.finished) instead of polling.
-//! 3. One verdict line on the UART (libs/verdict's format), then `sim_finish`.
+//! 3. The speed-up of each engine over software (CPU cycles), then one verdict line on the UART
+//!    (libs/verdict's format), then `sim_finish` (simulated SoC) or, on a board, a wait for a
+//!    key on the UART and the whole run again.
 
 #![no_std]
 #![no_main]
@@ -121,11 +123,24 @@ fn cycles() -> u64 {
     }
 }
 
+/// The end of a run. Simulated SoC: `sim_finish` (the simulation stops at the CSR write). A
+/// board (no sim_finish): wait for a key on the UART, then run everything again from `_start`.
 fn finish() -> ! {
-    wr(soc::SIM_FINISH, 1);
-    // the simulation stops at the CSR write
-    #[allow(clippy::empty_loop)]
-    loop {}
+    if let Some(a) = soc::SIM_FINISH {
+        wr(a, 1);
+        #[allow(clippy::empty_loop)]
+        loop {}
+    }
+    let _ = Uart.write_str("soc-bench: press a key to run again\n");
+    while rd(soc::UART_RXEMPTY) != 0 {}
+    let _ = rd(soc::UART_RXTX);
+    wr(soc::UART_EV_PENDING, 2); // pop the character (LiteX UART: the rx event)
+    unsafe { core::arch::asm!("j _start", options(noreturn)) }
+}
+
+/// Speed-up of an engine over software, in tenths (rounded): CPU cycles over CPU cycles.
+fn speedup_x10(sw: u64, engine: u64) -> u64 {
+    (sw * 10 + engine / 2) / engine.max(1)
 }
 
 #[no_mangle]
@@ -394,12 +409,17 @@ extern "C" fn fw_main() -> ! {
         }
     }
 
+    for &(isa, total, _) in figures.iter().filter(|f| !f.0.is_empty()) {
+        let x = speedup_x10(sw_cycles, total);
+        let _ = writeln!(u, "soc-bench: X25519 speed-up of engine {isa} over software: {}.{}x ({sw_cycles} / {total} CPU cycles)", x / 10, x % 10);
+    }
     let _ = verdict::write_head(&mut u, SUBJECT, if rep.ok { Status::Pass } else { Status::Fail });
     let _ = verdict::write_field(&mut u, "sw_cycles", sw_cycles);
     for (&(isa, total, run), &n) in figures.iter().zip(pauses.iter()).filter(|f| !f.0 .0.is_empty()) {
         let _ = verdict::write_field(&mut u, Key::new(format_args!("engine_{isa}_cycles")).as_str(), total);
         let _ = verdict::write_field(&mut u, Key::new(format_args!("engine_{isa}_run_cycles")).as_str(), run);
         let _ = verdict::write_field(&mut u, Key::new(format_args!("engine_{isa}_pauses")).as_str(), n);
+        let _ = verdict::write_field(&mut u, Key::new(format_args!("engine_{isa}_speedup_x10")).as_str(), speedup_x10(sw_cycles, total));
     }
     let _ = verdict::write_field(&mut u, "cpu_hz", soc::CPU_HZ);
     let _ = verdict::write_field(&mut u, "eng_hz", soc::ENG_HZ);

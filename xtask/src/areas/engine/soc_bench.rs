@@ -52,11 +52,20 @@ impl Figures {
         let n = |k: &str| v.num(k).ok_or_else(|| anyhow!("verdict lacks {k}: {v}"));
         let mut engines = Vec::new();
         let mut pauses = Vec::new();
+        let sw = n("sw_cycles")?;
         for isa in isas {
-            engines.push((isa.clone(), n(&format!("engine_{isa}_cycles"))?, n(&format!("engine_{isa}_run_cycles"))?));
+            let total = n(&format!("engine_{isa}_cycles"))?;
+            engines.push((isa.clone(), total, n(&format!("engine_{isa}_run_cycles"))?));
             pauses.push((isa.clone(), n(&format!("engine_{isa}_pauses"))?));
+            // the speed-up the firmware prints (what a user reads on a board's UART) is its own
+            // cycle counts' ratio
+            let printed = n(&format!("engine_{isa}_speedup_x10"))?;
+            let want = (sw * 10 + total / 2) / total.max(1);
+            if printed != want {
+                bail!("firmware prints a speed-up of {printed}/10 for engine {isa}, its cycle counts give {want}/10 ({sw} / {total}): {v}");
+            }
         }
-        Ok(Figures { sw: n("sw_cycles")?, engines, pauses, cpu_hz: n("cpu_hz")?, eng_hz: n("eng_hz")?, mul_hz: n("mul_hz")? })
+        Ok(Figures { sw, engines, pauses, cpu_hz: n("cpu_hz")?, eng_hz: n("eng_hz")?, mul_hz: n("mul_hz")? })
     }
 
     pub fn results(&self) -> BenchResults {
@@ -206,7 +215,8 @@ mod tests {
     fn figures_from_a_verdict_and_missing_keys() {
         let v = Verdict::parse(
             "VERDICT soc-bench PASS sw_cycles=7000000 engine_v1_cycles=230000 engine_v1_run_cycles=228000 engine_v1_pauses=9 \
-             engine_v2_cycles=46000 engine_v2_run_cycles=44000 engine_v2_pauses=8 cpu_hz=100000000 eng_hz=50000000 mul_hz=100000000",
+             engine_v1_speedup_x10=304 engine_v2_cycles=46000 engine_v2_run_cycles=44000 engine_v2_pauses=8 \
+             engine_v2_speedup_x10=1522 cpu_hz=100000000 eng_hz=50000000 mul_hz=100000000",
         )
         .unwrap()
         .unwrap();
@@ -221,6 +231,15 @@ mod tests {
         assert!(f.table().contains("v2 8 pauses"));
         let short = Verdict::parse("VERDICT soc-bench PASS sw_cycles=1 cpu_hz=1 eng_hz=1 mul_hz=1").unwrap().unwrap();
         assert!(Figures::from_verdict(&short, &isas).is_err());
+        // a printed speed-up that is not the printed cycle counts' ratio
+        let wrong = Verdict::parse(
+            "VERDICT soc-bench PASS sw_cycles=7000000 engine_v2_cycles=46000 engine_v2_run_cycles=44000 engine_v2_pauses=8 \
+             engine_v2_speedup_x10=1530 cpu_hz=1 eng_hz=1 mul_hz=1",
+        )
+        .unwrap()
+        .unwrap();
+        let e = Figures::from_verdict(&wrong, &["v2".to_string()]).err().expect("a wrong speed-up must fail");
+        assert!(format!("{e:#}").contains("speed-up of 1530/10"), "{e:#}");
     }
 
 }
