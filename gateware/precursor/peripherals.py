@@ -26,11 +26,42 @@ VERILOG_SOURCES = [HERE / "sim_uart_sink.v", HERE / "sim_finish.v", HERE / "sim_
 
 
 class CycleCounter(Module):
-    """Free-running 64-bit count of sys clock cycles since reset (the simulated time base)."""
+    """Free-running 64-bit count of sys clock cycles since the simulation started (the simulated
+    time base). It runs in the `por` domain: a power cycle (PowerCycle) does not reset it."""
 
     def __init__(self):
         self.value = Signal(64)
-        self.sync += self.value.eq(self.value + 1)
+        self.sync.por += self.value.eq(self.value + 1)
+
+
+class PowerCycle(Module):
+    """The SoC's power-down and power-up (`por` domain, never reset). A power-down (`off`: susres
+    POWERDOWN.powerdown = 1) while `wake` is armed (simctl WAKE) is followed by a power-up: `rst`
+    (the sys domain's reset, hence the CPU's, every peripheral's and the engine's) is held for
+    HOLD cycles, then released, and the CPU starts again at its reset vector (the ROM). The RAM
+    (sram_ext) keeps its contents, as Precursor's battery-backed SRAM does while the FPGA is
+    off. `powerups` counts the power-ups since the simulation started. Not armed, a power-down
+    ends the simulation (SimCtl), as before."""
+
+    HOLD = 64
+
+    def __init__(self, off: Signal):
+        self.rst = Signal()
+        self.wake = Signal()          # armed: a power-down is followed by a power-up
+        self.arm_we = Signal()        # from simctl WAKE (sys domain, same clock)
+        self.arm_value = Signal()
+        self.powerups = Signal(32)
+        count = Signal(max=self.HOLD + 1)
+        self.sync.por += [
+            If(self.arm_we, self.wake.eq(self.arm_value)),
+            If(count != 0,
+                count.eq(count - 1),
+                If(count == 1, self.powerups.eq(self.powerups + 1)),
+            ).Elif(off & self.wake,
+                count.eq(self.HOLD),
+            ),
+        ]
+        self.comb += self.rst.eq(count != 0)
 
 
 class PrecursorUART(Module, AutoCSR):
@@ -305,19 +336,32 @@ class WFI(Module, AutoCSR):
 
 class SimCtl(Module, AutoCSR):
     """Simulation control (not on Precursor; placed in the last CSR page, 0xF003_F000, which
-    Precursor leaves empty): CYCLES (64 bit, read: sys cycles since reset), FINISH (write:
-    stop the simulation, the value is the exit code the runner reports). A watchdog
-    bite also finishes the run, with code WDT_BITE_CODE (0xDEAD_0001), and a power-down
-    (susres POWERDOWN) with code POWERDOWN_CODE (0xDEAD_0002)."""
+    Precursor leaves empty): CYCLES (64 bit, high word +0x00, low word +0x04, read: sys cycles
+    since the simulation started), FINISH (+0x08, write: stop the simulation, the value is the exit code the runner
+    reports), WAKE (+0x0C, write 1: every later power-down is followed by a power-up,
+    PowerCycle; kept across power cycles), POWERUPS (+0x10, read: power-ups so far). A watchdog
+    bite also finishes the run, with code WDT_BITE_CODE (0xDEAD_0001), and a power-down (susres
+    POWERDOWN) while WAKE is not armed with code POWERDOWN_CODE (0xDEAD_0002)."""
 
-    def __init__(self, cycles: Signal, bite: Signal | None = None, filename: str = "finish.txt", off: Signal | None = None):
-        self.cycles = CSRStatus(64, description="Sys cycles since reset.")
+    def __init__(self, cycles: Signal, bite: Signal | None = None, filename: str = "finish.txt", off: Signal | None = None, power: "PowerCycle | None" = None):
+        self.cycles = CSRStatus(64, description="Sys cycles since the simulation started.")
         self.finish = CSRStorage(32, description="Write: stop the simulation with this code.")
+        self.wake = CSRStorage(1, description="Write 1: a power-down is followed by a power-up (RAM kept).")
+        self.powerups = CSRStatus(32, description="Power-ups after a power-down so far.")
         self.comb += self.cycles.status.eq(cycles)
         valid = Signal()
         code = Signal(32)
         bite = bite if bite is not None else Signal()
         off = off if off is not None else Signal()
+        if power is not None:
+            self.comb += [
+                power.arm_we.eq(self.wake.re),
+                power.arm_value.eq(self.wake.storage),
+                self.powerups.status.eq(power.powerups),
+            ]
+            off_end = Signal()
+            self.comb += off_end.eq(off & ~power.wake)
+            off = off_end
         self.comb += [
             valid.eq(self.finish.re | bite | off),
             If(self.finish.re, code.eq(self.finish.storage)).Elif(bite, code.eq(WDT_BITE_CODE)).Else(code.eq(POWERDOWN_CODE)),

@@ -27,6 +27,7 @@ from functools import reduce
 from operator import or_
 
 from litex.soc.interconnect import csr_bus, wishbone
+from migen import Signal
 
 from litex.build.generic_platform import Pins
 from litex.build.io import CRG
@@ -44,7 +45,7 @@ from . import blocks
 from . import map as pmap
 from . import svd
 from . import tester
-from .peripherals import VERILOG_SOURCES, CycleCounter, MemLCD, PrecursorUART, SimCtl, SimFault, SusRes, TickTimer, Timer0, WDT, WFI
+from .peripherals import VERILOG_SOURCES, CycleCounter, MemLCD, PowerCycle, PrecursorUART, SimCtl, SimFault, SusRes, TickTimer, Timer0, WDT, WFI
 
 HERE = Path(__file__).resolve().parent
 # the files that define the hardware (the build cache key; of this file, the SoC class and
@@ -83,7 +84,10 @@ class PrecursorSim(SoCCore):
             with_uart=False, with_timer=False, with_ctrl=False,
             bus_timeout=1e6,
         )
-        self.submodules.crg = CRG(platform.request("sys_clk"))
+        # the sys domain's reset is the power cycle's (PowerCycle: a power-down followed by a
+        # power-up resets the CPU and every block, the RAM keeps its contents)
+        power_rst = Signal()
+        self.submodules.crg = CRG(platform.request("sys_clk"), rst=power_rst)
 
         # main RAM: Precursor's external SRAM (sram_ext, 16 MiB at 0x4000_0000)
         self.add_ram("sram_ext", origin=pmap.SRAM_EXT_BASE, size=pmap.SRAM_EXT_SIZE, contents=[0])
@@ -105,7 +109,9 @@ class PrecursorSim(SoCCore):
         # the memory LCD: registers on its CSR page, the frame buffer at Precursor's region
         self.submodules.memlcd = MemLCD(cycles.value, MEMLCD_LOG)
         self.bus.add_slave("memlcd_fb", self.memlcd.bus, SoCRegion(origin=pmap.MEMLCD_FB_BASE, size=pmap.MEMLCD_FB_SIZE, cached=False))
-        self.submodules.simctl = SimCtl(cycles.value, bite=self.wdt.bite, filename=FINISH, off=self.susres.off)
+        self.submodules.power = PowerCycle(self.susres.off)
+        self.comb += power_rst.eq(self.power.rst)
+        self.submodules.simctl = SimCtl(cycles.value, bite=self.wdt.bite, filename=FINISH, off=self.susres.off, power=self.power)
         self.submodules.simfault = SimFault()
         for v in VERILOG_SOURCES:
             platform.add_source(str(v))

@@ -45,6 +45,15 @@ pub const SIMFAULT_ENGINE_IRQ_LEFT: usize = 0x04;
 pub const LOST_IRQ_BOUND_MS: u64 = 3 * engine25519::api::HW_TICK_MS;
 /// Default number of timed X25519 calls.
 pub const DEFAULT_CALLS: u64 = 20;
+/// System suspend/resume cycles of the check `selftest/suspend-resume` (feature
+/// `long-suspend`: 20, the figure of `cargo xtask bench --only sim-suspend`; otherwise 3, the
+/// shortest run that shows the engine's state surviving repeated power cycles in CI).
+pub const SUSPEND_CYCLES: u32 = if cfg!(feature = "long-suspend") { 20 } else { 3 };
+/// Client threads running X25519s (each with its own connection) while the system suspends.
+pub const SUSPEND_CLIENTS: usize = 3;
+/// Printed before each suspend request and after the system has resumed from it.
+pub const SUSPEND_MARKER: &str = "SELFTEST-SUSPEND";
+pub const RESUMED_MARKER: &str = "SELFTEST-RESUMED";
 /// Most timed calls accepted (a typo must not keep the simulated device busy for hours).
 pub const MAX_CALLS: u64 = 10_000;
 

@@ -124,6 +124,80 @@ fn shutdown(opts: &Options) {
     }
 }
 
+/// `SUSPEND_CYCLES` suspends through xous-susres (this client is a system process: susres
+/// allows it) while `SUSPEND_CLIENTS` threads, each with its own connection to the engine, run
+/// X25519s of RFC 7748 (5.2 and 6.1) back to back and check each result. Before each suspend
+/// every client must have had an answer since the previous one, so suspends land while jobs run
+/// and wait in the queue. Any error, wrong result or client without progress fails the check.
+#[cfg(target_os = "xous")]
+fn suspend_resume(run: &mut Run) -> Result<Vec<(&'static str, String)>, String> {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+    use std::sync::{Arc, Mutex};
+    let vectors: Vec<([u8; 32], [u8; 32], [u8; 32])> = (0..RFC7748.len()).map(vector).collect::<Result<_, _>>()?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let done: Arc<Vec<AtomicU32>> = Arc::new((0..SUSPEND_CLIENTS).map(|_| AtomicU32::new(0)).collect());
+    let bad = Arc::new(Mutex::new(Vec::<String>::new()));
+    let backend = run.opts.backend;
+    let mut threads = Vec::new();
+    for c in 0..SUSPEND_CLIENTS {
+        let (stop, done, bad, vectors) = (stop.clone(), done.clone(), bad.clone(), vectors.clone());
+        threads.push(std::thread::spawn(move || {
+            let e = match Engine25519::new() {
+                Ok(e) => e,
+                Err(e) => return bad.lock().unwrap().push(format!("client {c}: connect: {e}")),
+            };
+            let mut i = c;
+            while !stop.load(Ordering::SeqCst) {
+                let (k, u, want) = &vectors[i % vectors.len()];
+                match e.x25519_detailed(k, u) {
+                    Ok(r) if r.result == *want && r.backend == Some(backend) => {}
+                    Ok(r) => bad.lock().unwrap().push(format!("client {c} job {i}: result {} backend {:?}", hex(&r.result), r.backend)),
+                    Err(err) => bad.lock().unwrap().push(format!("client {c} job {i}: {err}")),
+                }
+                done[c].fetch_add(1, Ordering::SeqCst);
+                i += 1;
+            }
+        }));
+    }
+    let susres = xous_api_names::XousNames::new()
+        .and_then(|xns| xous_api_susres::Susres::new_without_hook(&xns))
+        .map_err(|e| format!("susres connection: {e:?}"))?;
+    let mut result = Ok(());
+    let mut last: Vec<u32> = vec![0; SUSPEND_CLIENTS];
+    for n in 1..=SUSPEND_CYCLES {
+        // every client answered since the previous suspend (bounded: 2 s of device time)
+        let t0 = run.tt.elapsed_ms();
+        while (0..SUSPEND_CLIENTS).any(|c| done[c].load(Ordering::SeqCst) <= last[c]) {
+            if run.tt.elapsed_ms() - t0 > 2000 {
+                result = Err(format!("before suspend {n}: a client got no answer for 2 s (answers so far {:?})", done.iter().map(|d| d.load(Ordering::SeqCst)).collect::<Vec<_>>()));
+                break;
+            }
+            xous::yield_slice();
+        }
+        if result.is_err() {
+            break;
+        }
+        last = done.iter().map(|d| d.load(Ordering::SeqCst)).collect();
+        say(&format!("{SUSPEND_MARKER} {n}"));
+        if let Err(e) = susres.initiate_suspend() {
+            result = Err(format!("suspend {n}: susres answered {e:?}"));
+            break;
+        }
+        say(&format!("{RESUMED_MARKER} {n}"));
+    }
+    stop.store(true, Ordering::SeqCst);
+    for t in threads {
+        let _ = t.join();
+    }
+    result?;
+    let bad = bad.lock().unwrap();
+    if !bad.is_empty() {
+        return Err(format!("{} bad answer(s): {}", bad.len(), bad.iter().take(4).cloned().collect::<Vec<_>>().join("; ")));
+    }
+    let jobs: u32 = done.iter().map(|d| d.load(Ordering::SeqCst)).sum();
+    Ok(vec![("suspends", SUSPEND_CYCLES.to_string()), ("clients", SUSPEND_CLIENTS.to_string()), ("jobs", jobs.to_string())])
+}
+
 fn main() -> ! {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let opts = parse_options(&args);
@@ -332,6 +406,14 @@ fn main() -> ! {
             }
             Ok(vec![("failed_after_ms", ms.to_string()), ("bound_ms", LOST_IRQ_BOUND_MS.to_string())])
         });
+    }
+
+    // system suspend and resume through xous-susres while clients run X25519s: the SoC powers
+    // down (CPU, peripherals and engine reset, RAM kept) and the loader's resume path brings the
+    // kernel back; every client's job must be answered, every result right (device only)
+    #[cfg(target_os = "xous")]
+    if engine.is_some() {
+        run.check("selftest/suspend-resume", suspend_resume);
     }
 
     match trng {

@@ -283,6 +283,60 @@ def test_run_reports_a_powerdown(built, tmp_path):
     assert res.reason == "finish" and res.code == 0 and not res.ok([], end="powerdown")
 
 
+def test_power_cycle_keeps_ram_and_resets_the_rest(built, tmp_path):
+    """simctl WAKE armed: a power-down is followed by a power-up. The CPU starts again at its
+    reset vector, simctl POWERUPS counts it, the RAM kept what was written before, and the
+    blocks are back at their reset values (susres STATE, the engine's MPSTART); CYCLES runs on."""
+    src = tmp_path / "p.S"
+    src.write_text(""".option norvc
+_start:
+ li s0, 0xF003F000
+ lw t0, 0x10(s0)
+ bnez t0, after
+ li t1, 1
+ sw t1, 0x0C(s0)
+ lw s1, 4(s0)
+ li a0, 0x40000100
+ sw s1, 0(a0)
+ li a1, 0xF0013000
+ li t1, 3
+ sw t1, 0x18(a1)
+ li a2, 0xF0020000
+ li t1, 5
+ sw t1, 4(a2)
+ li t1, 1
+ sw t1, 0x1C(a1)
+1: j 1b
+after:
+ li a3, 2
+ li t1, 1
+ bne t0, t1, fail
+ li a3, 3
+ li a0, 0x40000100
+ lw t1, 0(a0)
+ beqz t1, fail
+ li a3, 4
+ lw t2, 4(s0)
+ bgeu t1, t2, fail
+ li a3, 5
+ li a1, 0xF0013000
+ lw t1, 0x18(a1)
+ bnez t1, fail
+ li a3, 6
+ li a2, 0xF0020000
+ lw t1, 4(a2)
+ bnez t1, fail
+ sw zero, 8(s0)
+2: j 2b
+fail:
+ sw a3, 8(s0)
+3: j 3b
+""")
+    res = prun.run(assemble(src, tmp_path), timeout=60, echo=False, gw=built, keep=tmp_path / "run")
+    # code 2..6: the check that failed (POWERUPS, RAM, CYCLES' low word, susres STATE, MPSTART)
+    assert res.reason == "finish" and res.code == 0, (res.reason, res.code)
+
+
 def test_run_refuses_oversized_images(tmp_path):
     with pytest.raises(ValueError, match="ROM image"):
         prun.words_hex(b"\0" * (pmap.ROM_SIZE + 4), pmap.ROM_SIZE, "the ROM image")

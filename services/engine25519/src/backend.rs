@@ -91,6 +91,16 @@ pub trait EngineBackend: Send {
     fn run(&mut self, launch: Launch, resume_at: Option<u32>, slice: u64, max_cycles: u64) -> RunEnd;
     /// Power-cycle: forget all state (microcode RAM and register file read as zero afterwards).
     fn reset(&mut self);
+    /// Whether a paused job can be resumed where it stopped (MPRESUME driven). An engine that
+    /// cannot (Precursor's shipped engine) is given each job whole, and pauses one only when a
+    /// suspend is pending (`suspend_flag`); the executor then restarts that job from its saved
+    /// inputs after the resume.
+    fn can_resume(&self) -> bool {
+        true
+    }
+    /// The executor's "a suspend is pending" flag, handed over once at start: a backend that
+    /// runs a job in one long call may look at it to pause for a suspend.
+    fn suspend_flag(&mut self, _flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {}
 
     fn write_window(&mut self, window: usize, regs: &[Reg; NUM_REGS]) {
         for (r, v) in regs.iter().enumerate() {

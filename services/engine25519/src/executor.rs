@@ -117,6 +117,9 @@ struct Counters {
     errors: u64,
     busy: u64,
     resumes: u64,
+    /// jobs restarted from their saved inputs (paused for a suspend on an engine that cannot
+    /// resume)
+    restarts: u64,
     /// X25519 windows wiped over the bus because the engine's wipe program did not finish
     /// (never expected: logged, and the tests require 0)
     bus_wipes: u64,
@@ -167,6 +170,10 @@ pub struct Executor {
     x25519: X25519Program,
     /// where the pinned wipe program (`X25519Program::wipe`) sits in microcode RAM
     wipe_at: Option<(usize, usize)>,
+    /// a suspend is pending (shared with the backend, `EngineBackend::suspend_flag`)
+    suspend_pending: Arc<std::sync::atomic::AtomicBool>,
+    /// the backend can resume a paused job (`EngineBackend::can_resume`)
+    can_resume: bool,
 }
 
 /// Engine cycles the wipe program may take (it takes a few dozen).
@@ -175,8 +182,11 @@ const WIPE_BUDGET: u64 = 10_000;
 impl Executor {
     /// Create the executor for `engine` (whose availability is probed once) and, in
     /// `Driver::Thread` mode, start its worker.
-    pub fn start(engine: Box<dyn EngineBackend>, x25519: X25519Program, cfg: Config) -> Arc<Executor> {
+    pub fn start(mut engine: Box<dyn EngineBackend>, x25519: X25519Program, cfg: Config) -> Arc<Executor> {
         let unavailable = engine.available().err();
+        let suspend_pending = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        engine.suspend_flag(suspend_pending.clone());
+        let can_resume = engine.can_resume();
         let backend = engine.id();
         let mut ucode = Ucode::new();
         let mut pending = Vec::new();
@@ -212,6 +222,8 @@ impl Executor {
             unavailable,
             x25519,
             wipe_at,
+            suspend_pending,
+            can_resume,
         });
         if ex.unavailable.is_none() && ex.cfg.driver == Driver::Thread {
             let w = ex.clone();
@@ -411,6 +423,7 @@ impl Executor {
             return reply(Status::BadState, 0);
         }
         st.suspend_req = Some(reply);
+        self.suspend_pending.store(true, std::sync::atomic::Ordering::SeqCst);
         self.kick(st);
     }
 
@@ -445,6 +458,12 @@ impl Executor {
             st.c.errors += 1;
         }
         st.closed
+    }
+
+    /// Jobs restarted from their saved inputs so far (an engine that cannot resume paused them
+    /// for a suspend).
+    pub fn restarts(&self) -> u64 {
+        self.st.lock().unwrap().c.restarts
     }
 
     pub fn stats(&self) -> StatsMsg {
@@ -571,6 +590,7 @@ impl Executor {
                 continue;
             }
             if let Some(reply) = st.suspend_req.take() {
+                self.suspend_pending.store(false, std::sync::atomic::Ordering::SeqCst);
                 *saved = Some(engine.snapshot());
                 engine.reset(); // the state now lives only in `saved`
                 st.suspended = true;
@@ -617,7 +637,8 @@ impl Executor {
             let left = job.max_cycles.saturating_sub(job.cycles);
             let to_quantum = self.cfg.quantum.saturating_sub(turn);
             let chunk = if contended { self.cfg.slice } else { to_quantum };
-            let budget = chunk.min(to_quantum).min(left).max(1);
+            // an engine that cannot resume gets the whole job (it pauses only for a suspend)
+            let budget = if self.can_resume { chunk.min(to_quantum).min(left).max(1) } else { left.max(1) };
             let r = engine.run(job.launch, job.resume_at, budget, job.max_cycles - job.cycles);
             let c = r.cycles();
             job.cycles += c;
@@ -628,10 +649,19 @@ impl Executor {
             }
             match r {
                 RunEnd::Paused { mpc, .. } => {
-                    job.resume_at = Some(mpc);
                     if job.cycles >= job.max_cycles {
                         return Some(Status::Runaway);
                     }
+                    if !self.can_resume {
+                        // paused for a suspend on an engine that cannot resume: the job starts
+                        // again from its saved inputs (its window wiped, its operands written
+                        // again) after the resume
+                        job.resume_at = None;
+                        self.st.lock().unwrap().c.restarts += 1;
+                        log::info!("engine25519: a job was paused for a suspend on an engine that cannot resume: it restarts from its inputs");
+                        return None;
+                    }
+                    job.resume_at = Some(mpc);
                     let st = self.st.lock().unwrap();
                     let others = st.sched.depth() > 1;
                     if st.suspend_req.is_some() || (turn >= self.cfg.quantum && others) {

@@ -158,8 +158,11 @@ pub struct HwEngine {
     irq: Option<IrqWait>,
     /// MPRESUME reads the paused mpc (`self_test` pauses its first job to see): a paused job
     /// can be resumed after others ran. False on the shipped engine (MPRESUME undriven,
-    /// docs/reference-system.md defect 2): then jobs are never paused, each runs to its end
+    /// docs/reference-system.md defect 2): then a job is paused only for a suspend (and
+    /// restarted from its inputs afterwards by the executor); otherwise each runs to its end
     resumable: bool,
+    /// the executor's "a suspend is pending" (`EngineBackend::suspend_flag`)
+    suspend_pending: Option<std::sync::Arc<AtomicBool>>,
 }
 
 // The mappings belong to this process. Several threads may drive the engine (the server's
@@ -188,6 +191,7 @@ impl HwEngine {
             csr_ptr: csr_range.as_mut_ptr() as *mut u32,
             irq: None,
             resumable: true,
+            suspend_pending: None,
         })
     }
 
@@ -337,6 +341,10 @@ impl HwEngine {
         self.resumable
     }
 
+    fn suspend_pending(&self) -> bool {
+        self.suspend_pending.as_ref().is_some_and(|f| f.load(Ordering::SeqCst))
+    }
+
     /// Engine cycles in one tick of the ticker.
     fn tick_cycles(&self) -> u64 {
         self.eng_clk_hz / 1000 * TICK_MS
@@ -407,7 +415,9 @@ impl HwEngine {
                     if passed >= limit_ticks {
                         break Wake::Overdue;
                     }
-                    if passed >= slice_ticks && self.resumable {
+                    // an engine that cannot resume is paused only for a suspend (the executor
+                    // restarts the job from its inputs after the resume)
+                    if passed >= slice_ticks && (self.resumable || self.suspend_pending()) {
                         break Wake::Slice;
                     }
                 }
@@ -564,6 +574,12 @@ impl EngineBackend for HwEngine {
                 Err(e) => RunEnd::Fault { cycles, reason: format!("hw backend: pause: {e}") },
             },
         }
+    }
+    fn can_resume(&self) -> bool {
+        self.resumable
+    }
+    fn suspend_flag(&mut self, flag: std::sync::Arc<AtomicBool>) {
+        self.suspend_pending = Some(flag);
     }
     fn reset(&mut self) {
         let z = [0u32; isa::UCODE_WORDS];

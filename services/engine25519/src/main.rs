@@ -357,6 +357,8 @@ fn main() -> ! {
         if opts.cfg.pace_hz > 0 { format!("{} Hz", opts.cfg.pace_hz) } else { "off".into() },
         receivers
     );
+    #[cfg(target_os = "xous")]
+    suspend_hook::start(&xns, ex.clone());
     drop(xns);
     {
         let ex = ex.clone();
@@ -379,6 +381,75 @@ fn main() -> ! {
             .expect("spawn receive thread");
     }
     receive_loop(public, &ex)
+}
+
+/// System suspend and resume (device): the server registers with xous-susres, the Xous
+/// convention for a service with hardware state. On a suspend event it has the executor save the
+/// engine (the running job paused at an instruction boundary on an engine that can resume, or run
+/// to its end on one that cannot; microcode RAM and every register-file window copied to RAM,
+/// the engine reset), tells susres it is ready and blocks until the system has resumed; the SoC
+/// was powered down meanwhile, the engine with it. Then it has the executor restore microcode and
+/// register file into the reset engine, and the paused job continues, the queued ones start:
+/// every client gets its answer. docs/engine-service.md, "Suspend / resume".
+#[cfg(target_os = "xous")]
+mod suspend_hook {
+    use std::sync::mpsc;
+    use std::sync::Arc;
+
+    use engine25519_server::api::Status;
+    use engine25519_server::executor::{Driver, Executor};
+
+    /// The scalar id of susres's suspend event on our private server.
+    const SUSPEND_EVENT: usize = 1;
+
+    fn wait(ex: &Executor, rx: &mpsc::Receiver<(Status, usize)>) -> (Status, usize) {
+        if ex.config().driver == Driver::Callers {
+            ex.drive(); // takes the request now if no thread holds the engine
+        }
+        rx.recv().unwrap_or((Status::Internal, 0))
+    }
+
+    pub fn start(xns: &xous_api_names::XousNames, ex: Arc<Executor>) {
+        if ex.unavailable_reason().is_some() {
+            return; // no engine state to keep
+        }
+        let sid = xous::create_server().expect("engine25519: suspend server");
+        let cid = xous::connect(sid).expect("engine25519: suspend connection");
+        let mut susres = match xous_api_susres::Susres::new(Some(xous_api_susres::SuspendOrder::Normal), xns, SUSPEND_EVENT as u32, cid) {
+            Ok(s) => s,
+            Err(e) => {
+                log::error!("engine25519: cannot register with xous-susres ({e:?}): a system suspend would lose the engine's state");
+                return;
+            }
+        };
+        log::info!("engine25519: registered with xous-susres");
+        std::thread::Builder::new()
+            .name("engine25519-susres".into())
+            .spawn(move || loop {
+                let Ok(env) = xous::receive_message(sid) else { continue };
+                let Some(m) = env.body.scalar_message() else { continue };
+                if m.id != SUSPEND_EVENT {
+                    continue;
+                }
+                let token = m.arg1;
+                let (tx, rx) = mpsc::channel();
+                let t = tx.clone();
+                ex.suspend(Box::new(move |s, n| {
+                    let _ = t.send((s, n));
+                }));
+                let (s, n) = wait(&ex, &rx);
+                log::info!("engine25519: suspend: engine saved ({s:?}), {n} job(s) in flight");
+                let clean = susres.suspend_until_resume(token);
+                // powered up again: the engine was reset with the SoC; restore it
+                let t = tx.clone();
+                ex.resume(Box::new(move |s, n| {
+                    let _ = t.send((s, n));
+                }));
+                let (s, n) = wait(&ex, &rx);
+                log::info!("engine25519: resumed (clean {clean:?}): engine restored ({s:?}), {n} job(s) in flight continue");
+            })
+            .expect("engine25519: suspend thread");
+    }
 }
 
 /// Default number of receive threads.

@@ -162,12 +162,19 @@ pub struct RunOptions<'a> {
     pub profile: Option<&'a ProfileReq>,
     /// The engine on the SoC's bus (`v1`, `v2`; [`ENGINE_ISA_VAR`] for the runner).
     pub engine_isa: Option<&'a str>,
+    /// The v1 engine as shipped, bus defects included ([`ENGINE_STOCK_VAR`] = 1).
+    pub engine_stock: bool,
+    /// Cargo features of the device programs (the image's and the extras', one build).
+    pub features: &'a [&'a str],
 }
+
+/// The SoC's stock-faithful v1 engine build: gateware/precursor reads it from this variable.
+pub const ENGINE_STOCK_VAR: &str = "PRECURSOR_ENGINE_STOCK";
 
 /// `smoke_run` with [`RunOptions`].
 pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, opts: &RunOptions) -> Result<SmokeResult> {
     let dir = crate::build::sim_layout::sim_dir().join("smoke");
-    crate::build::sim_layout::build(&dir, extra, &[], verbose).context("the boot files (cargo xtask sim-layout)")?;
+    crate::build::sim_layout::build(&dir, extra, opts.features, verbose).context("the boot files (cargo xtask sim-layout)")?;
     let json = dir.join("smoke.json");
     let _ = std::fs::remove_file(&json);
     let mut cmd = runner(&dir.join("rom.bin"), &dir.join("ram.bin"), timeout)?;
@@ -186,6 +193,9 @@ pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeou
     cmd.arg("--json").arg(&json);
     if let Some(isa) = opts.engine_isa {
         cmd.env(ENGINE_ISA_VAR, isa);
+    }
+    if opts.engine_stock {
+        cmd.env(ENGINE_STOCK_VAR, "1");
     }
     if let Some(p) = opts.profile {
         cmd.arg("--profile").arg(&p.file).args(["--profile-period", &p.period.to_string()]);

@@ -248,6 +248,118 @@ fn suspend_resume_mid_job() {
     assert!(ex.stats().resumes > 6, "jobs were preempted and resumed");
 }
 
+/// An engine that cannot resume a paused job (Precursor's shipped engine: MPRESUME
+/// undriven): the executor gives it each job whole; the engine pauses one only when a
+/// suspend is pending, and that job restarts from its saved inputs after the resume. Several
+/// clients' jobs in flight and queued, three suspends: every answer is right, none lost.
+#[test]
+fn suspend_on_an_engine_that_cannot_resume_restarts_the_job() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+    /// Runs (job starts) on which the engine waits for the test's suspend before it runs
+    /// on: the suspend lands mid-job, deterministically.
+    const HELD_RUNS: [u32; 3] = [1, 4, 7];
+    struct NoResume {
+        inner: ModelEngine,
+        flag: Option<Arc<AtomicBool>>,
+        runs: Arc<AtomicU32>,
+    }
+    impl EngineBackend for NoResume {
+        fn id(&self) -> BackendId {
+            self.inner.id()
+        }
+        fn available(&self) -> Result<(), String> {
+            self.inner.available()
+        }
+        fn write_ucode(&mut self, s: usize, w: &[u32]) {
+            self.inner.write_ucode(s, w)
+        }
+        fn read_ucode(&mut self, s: usize, o: &mut [u32]) {
+            self.inner.read_ucode(s, o)
+        }
+        fn write_reg(&mut self, w: usize, r: usize, v: &Reg) {
+            self.inner.write_reg(w, r, v)
+        }
+        fn read_reg(&mut self, w: usize, r: usize) -> Reg {
+            self.inner.read_reg(w, r)
+        }
+        fn run(&mut self, l: Launch, at: Option<u32>, _slice: u64, max: u64) -> RunEnd {
+            if at.is_some() {
+                return RunEnd::Fault { cycles: 0, reason: "test: this engine cannot resume".into() };
+            }
+            let n = self.runs.fetch_add(1, SeqCst) + 1;
+            let flag = self.flag.clone().unwrap();
+            let mut hold = HELD_RUNS.contains(&n);
+            // the engine runs on its own; it is paused (at an instruction boundary) only
+            // when a suspend is pending, looked at every 97 cycles
+            let (mut total, mut resume) = (0u64, None);
+            loop {
+                match self.inner.run(l, resume, 97, max - total) {
+                    RunEnd::Paused { cycles, mpc } => {
+                        total += cycles;
+                        resume = Some(mpc);
+                        let t0 = Instant::now();
+                        while hold && !flag.load(SeqCst) && t0.elapsed() < T {
+                            std::thread::sleep(Duration::from_micros(200));
+                        }
+                        hold = false;
+                        if flag.load(SeqCst) {
+                            return RunEnd::Paused { cycles: total, mpc };
+                        }
+                    }
+                    RunEnd::Finished { cycles } => return RunEnd::Finished { cycles: total + cycles },
+                    other => return other,
+                }
+            }
+        }
+        fn reset(&mut self) {
+            self.inner.reset()
+        }
+        fn can_resume(&self) -> bool {
+            false
+        }
+        fn suspend_flag(&mut self, flag: Arc<AtomicBool>) {
+            self.flag = Some(flag);
+        }
+    }
+    let runs = Arc::new(AtomicU32::new(0));
+    let engine = NoResume { inner: ModelEngine::new(Isa::V1), flag: None, runs: runs.clone() };
+    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config::default());
+    let mut rng = Rng(0xdead_5eed);
+    let mut pending = vec![];
+    for c in 0..6u32 {
+        for _ in 0..2 {
+            let (k, u) = (rng.bytes32(), rng.bytes32());
+            let (reply, rx) = chan();
+            ex.submit_x25519(c, &k, &u, reply).unwrap();
+            pending.push((x25519_dalek::x25519(k, u), rx));
+        }
+    }
+    for held in HELD_RUNS {
+        let t0 = Instant::now();
+        while runs.load(SeqCst) < held {
+            assert!(t0.elapsed() < T, "run {held} never started");
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        let (tx, rx) = mpsc::channel();
+        ex.suspend(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+        assert_eq!(rx.recv_timeout(T).unwrap().0, Status::Ok);
+        let (tx, rx) = mpsc::channel();
+        ex.resume(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+        assert_eq!(rx.recv_timeout(T).unwrap().0, Status::Ok);
+    }
+    let mut longer = 0;
+    for (want, rx) in pending {
+        let o = rx.recv_timeout(T).expect("every job is answered");
+        assert_eq!(o.status, Status::Ok);
+        assert_eq!(o.result, want, "a restarted job gives the right result");
+        assert!(o.cycles >= 114_072);
+        longer += (o.cycles > 114_072) as u32;
+    }
+    assert_eq!(ex.restarts(), HELD_RUNS.len() as u64, "each suspend paused a job, which restarted");
+    assert_eq!(longer as u64, ex.restarts(), "each restarted job counts the cycles of its lost start");
+    assert_eq!(ex.stats().resumes, ex.restarts(), "jobs are parked only for the suspends");
+}
+
 #[test]
 fn runaway_and_illegal_programs_fail_cleanly_and_others_proceed() {
     let ex = start(Config { quantum: 20_000, ..Config::default() });

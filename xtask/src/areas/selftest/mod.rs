@@ -5,7 +5,7 @@
 //! * step `selftest:hosted`: the hosted system (our servers, sysctl) plus `device-selftest
 //!   --shutdown`: every check must pass and the client's Shutdown must stop the kernel cleanly;
 //!   then malformed options, each refused with a FAIL verdict naming the option;
-//! * `device_elf()`: the device build of the client (cargo's cache, like our servers'), checked
+//! * `device_elf_with()`: the device build of the client (cargo's cache, like our servers'), checked
 //!   for compressed instructions (the simulated CPU has none);
 //! * `sim_extras()`: the client and its phases for `cargo xtask sim-smoke` and the step
 //!   `sim:selftest` (areas/sim/selftest.rs): one phase per check's PASS line, then the
@@ -48,7 +48,12 @@ pub const CHECKS: &[&str] = &[
     "selftest/kernel-trng",
 ];
 /// Checks the client runs only on the simulated Precursor, right after `selftest/x25519-timing`.
-pub const DEVICE_CHECKS: &[&str] = &["selftest/engine-lost-irq"];
+pub const DEVICE_CHECKS: &[&str] = &["selftest/engine-lost-irq", "selftest/suspend-resume"];
+/// Suspend/resume cycles of `selftest/suspend-resume` (apps/device-selftest `SUSPEND_CYCLES`):
+/// 3 in the default build, 20 with its feature `long-suspend` (the bench's).
+pub const SUSPEND_CYCLES: u32 = 3;
+pub const SUSPEND_CYCLES_LONG: u32 = 20;
+pub const LONG_SUSPEND_FEATURE: &str = "device-selftest/long-suspend";
 /// Malformed options and the text the refusal must contain.
 pub const BAD_OPTIONS: &[(&str, &str)] = &[
     ("--calls many", "--calls: 'many' is not a number"),
@@ -115,7 +120,14 @@ pub const POWER_PROBE: &str = "power-probe";
 /// allowed PIDs (the one the image was built with), and every power request of the probe
 /// refused while the system keeps serving it.
 pub fn sim_extras(verbose: bool) -> Result<(Vec<Extra>, Vec<Phase>)> {
-    let client = device_elf(verbose)?;
+    sim_extras_with(verbose, false)
+}
+
+/// [`sim_extras`], with the client's 20-suspend build (`long_suspend`: feature
+/// [`LONG_SUSPEND_FEATURE`], which the run's image build must be given too).
+pub fn sim_extras_with(verbose: bool, long_suspend: bool) -> Result<(Vec<Extra>, Vec<Phase>)> {
+    let features: &[&str] = if long_suspend { &[LONG_SUSPEND_FEATURE] } else { &[] };
+    let client = device_elf_with(verbose, features)?;
     let probe = client.with_file_name(POWER_PROBE);
     check_device_elf(&probe)?;
     let spinner = client.with_file_name(SPINNER);
@@ -131,8 +143,25 @@ pub fn sim_extras(verbose: bool) -> Result<(Vec<Extra>, Vec<Phase>)> {
         Phase::new("shutdown-refused", r"KERNEL: Shutdown refused to PID \d+: not a system process"),
         Phase::new(POWER_PROBE, &format!(r"^VERDICT {POWER_PROBE} PASS")),
     ]);
+    phases.extend(suspend_phases(if long_suspend { SUSPEND_CYCLES_LONG } else { SUSPEND_CYCLES }));
     Ok((extras, phases))
 }
+
+/// What a run of `selftest/suspend-resume` with `cycles` suspends shows besides the check's
+/// PASS: the engine server registered with xous-susres, the start stub found the clean-suspend
+/// marker and resumed the kernel (the loader's path), the engine server restored the engine
+/// after a resume, and the client's last cycle came back.
+pub fn suspend_phases(cycles: u32) -> Vec<Phase> {
+    vec![
+        Phase::new("engine-susres", r"engine25519: registered with xous-susres"),
+        Phase::new(SUSPEND_FIRST, r"^SELFTEST-SUSPEND 1$"),
+        Phase::new("stub-resume", r"^STUB RESUME clean suspend marker found"),
+        Phase::new("engine-resumed", r"engine25519: resumed \(clean Ok\(true\)\): engine restored \(Ok\)"),
+        Phase::new(RESUMED_LAST, &format!(r"^SELFTEST-RESUMED {cycles}$")),
+    ]
+}
+pub const SUSPEND_FIRST: &str = "suspend-first";
+pub const RESUMED_LAST: &str = "resumed-last";
 
 /// The hosted run and the malformed-option runs.
 fn hosted(ctx: &Ctx) -> Result<()> {
@@ -225,9 +254,11 @@ fn bad_options(ctx: &Ctx, client: &str) -> Result<()> {
 /// features over the packages it is given (alone, the client gets trng-core without its
 /// `pipeline` feature), so building it alone and then with the image rebuilt trng-core and
 /// relinked the client (fat LTO) at each switch, several times per simulated self-test.
-pub fn device_elf(verbose: bool) -> Result<PathBuf> {
+/// With cargo `features` for the device programs' build (the run's image build must be given the
+/// same: one build of every program).
+pub fn device_elf_with(verbose: bool, features: &[&str]) -> Result<PathBuf> {
     let _ = verbose;
-    crate::build::device::build_all(&[])?;
+    crate::build::device::build_all(features)?;
     let elf = crate::util::target_dir().join(crate::build::target::TARGET).join("release").join(PACKAGE);
     check_device_elf(&elf)?;
     Ok(elf)

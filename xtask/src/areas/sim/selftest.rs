@@ -6,7 +6,7 @@
 //! client's timing-start and timing-end lines (stamped by the simulator with the CPU cycle at
 //! which each was written) over the number of calls.
 
-use crate::areas::selftest::{sim_extras, DEVICE_CALLS, PACKAGE, SPIN_BUSY_END, SPIN_BUSY_START, SPIN_IDLE_END, SPIN_IDLE_START, TIMING_END, TIMING_START};
+use crate::areas::selftest::{sim_extras, sim_extras_with, DEVICE_CALLS, LONG_SUSPEND_FEATURE, PACKAGE, RESUMED_LAST, SPIN_BUSY_END, SPIN_BUSY_START, SPIN_IDLE_END, SPIN_IDLE_START, SUSPEND_CYCLES_LONG, SUSPEND_FIRST, TIMING_END, TIMING_START};
 use crate::ctx::Ctx;
 use crate::harness::precursor::{self, ProfileReq, RunOptions, SmokeResult, SIM_CLK_HZ};
 use crate::harness::profile::{self, RunInfo};
@@ -60,7 +60,44 @@ fn check_profile(p: &profile::Profile) -> Result<()> {
 }
 
 pub fn bench_providers() -> Vec<BenchProvider> {
-    vec![BenchProvider { name: "sim-selftest", timeout: Duration::from_secs(SIM_TIMEOUT_S + 30 * 60), run: sim_bench }]
+    vec![
+        BenchProvider { name: "sim-selftest", timeout: Duration::from_secs(SIM_TIMEOUT_S + 30 * 60), run: sim_bench },
+        BenchProvider { name: "sim-suspend", timeout: Duration::from_secs(2 * SIM_TIMEOUT_S + 30 * 60), run: suspend_bench },
+    ]
+}
+
+/// Bench provider `sim-suspend`: the self-test's suspend check with 20 suspends (the client's
+/// `long-suspend` build) on the stock-faithful v1 engine (MPRESUME undriven) and on v2, every
+/// phase and check as in `sim:selftest`. Keys per engine (`v1_stock`, `v2`):
+/// `sim_suspend_cycles_passed_*` (suspend/resume cycles that came back, with every client's
+/// answers right: 20, or the run fails), `sim_suspend_resume_ms_*` (device ms per cycle at
+/// 100 MHz, from the first suspend request to the last resume, X25519s included),
+/// `sim_suspend_x25519_jobs_*` (the clients' X25519s meanwhile, every one checked).
+fn suspend_bench(ctx: &Ctx) -> Result<BenchResults> {
+    let mut out = BenchResults::new();
+    for (isa, stock, tag) in [("v1", true, "v1_stock"), ("v2", false, "v2")] {
+        let (extra, mine) = sim_extras_with(ctx.verbose, true)?;
+        let mut phases = precursor::boot_phases();
+        phases.extend(mine);
+        let features = [LONG_SUSPEND_FEATURE];
+        let opts = RunOptions { engine_isa: Some(isa), engine_stock: stock, features: &features, ..Default::default() };
+        let r = precursor::smoke_run_with(&extra, &phases, false, 2 * SIM_TIMEOUT_S, ctx.verbose, &opts)?;
+        precursor::report(&r);
+        if !r.ok {
+            let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
+            bail!("sim-suspend ({tag}): end {}, phases not reached: [{}], failure lines: {:?}", r.reason, missing.join(", "), r.failed_lines);
+        }
+        let (a, _) = r.phase(SUSPEND_FIRST).context("no first suspend line")?;
+        let (b, _) = r.phase(RESUMED_LAST).context("no last resume line")?;
+        let line = r.phase_line("selftest/suspend-resume").context("no suspend-resume verdict")?;
+        let jobs: f64 = line.split_whitespace().find_map(|w| w.strip_prefix("jobs=")).and_then(|v| v.parse().ok()).with_context(|| format!("no jobs= in '{line}'"))?;
+        let ms = (b - a) as f64 / SUSPEND_CYCLES_LONG as f64 / SIM_CLK_HZ * 1e3;
+        eprintln!("sim-suspend: {tag}: {SUSPEND_CYCLES_LONG} suspend/resume cycles, {ms:.2} ms of device time each, {jobs} X25519s checked meanwhile");
+        out.insert(format!("sim_suspend_cycles_passed_{tag}"), SUSPEND_CYCLES_LONG as f64);
+        out.insert(format!("sim_suspend_resume_ms_{tag}"), ms);
+        out.insert(format!("sim_suspend_x25519_jobs_{tag}"), jobs);
+    }
+    Ok(out)
 }
 
 /// Boot the device image plus the client on the simulated Precursor with the `engine_isa`
