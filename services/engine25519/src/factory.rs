@@ -46,7 +46,7 @@ fn hw_backend(isa: Option<engine25519_core::isa::Isa>) -> Result<(Box<dyn Engine
             if e.resumable() {
                 log::info!("engine25519: hw MPRESUME driven: paused jobs resume where they stopped");
             } else {
-                log::warn!("engine25519: hw MPRESUME undriven (the shipped engine): jobs are never paused, each runs to its end");
+                log::warn!("engine25519: hw MPRESUME undriven (the shipped engine): a job is paused only for a system suspend, then restarted from its inputs; otherwise each runs to its end");
             }
         }
         Err(err) => log::error!("{err}"),

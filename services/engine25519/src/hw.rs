@@ -562,7 +562,7 @@ impl EngineBackend for HwEngine {
         if let Err(e) = started {
             return RunEnd::Fault { cycles: 0, reason: format!("hw backend: {e}") };
         }
-        // an engine that cannot resume is never paused: the job runs to its end (or budget)
+        // polled, an engine that cannot resume is not paused: the job runs to its end (or budget)
         let budget = if self.resumable { budget } else { max_cycles };
         let (stop, polls) = self.spin(self.polls_for(budget), self.yield_every);
         let cycles = self.cycles(polls);
