@@ -1,12 +1,13 @@
 //! The simulated Precursor's driver (docs/sim.md): gateware/precursor/run.py boots ROM and RAM
 //! images on LiteX + VexRiscv (MMU) on Verilator with Precursor's memory map, and judges the
 //! run's output phase by phase; its summary JSON is read back into a [`SmokeResult`]. Used by
-//! the steps and commands of areas/sim/ and by the TRNG's simulated tester.
+//! the steps and commands of areas/sim/ and by the TRNG's simulated tester. The process runs
+//! on the simulation driver (driver.rs).
 
+use super::driver::{Echo, Options, Sim};
 use crate::build::gateware;
 use crate::build::power::Extra;
 use crate::setup;
-use crate::supervisor;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -55,6 +56,27 @@ pub fn runner(rom: &Path, ram: &Path, timeout: u64) -> Result<Command> {
         cmd.env(k, v);
     }
     Ok(cmd)
+}
+
+/// Run a runner command (with its flags) to its end, its UART lines on our stdout. The runner
+/// enforces its own wall limit (`--timeout`, `sim_timeout` seconds); this one, 20 minutes
+/// more, only catches a hung build of the simulator.
+pub fn run_to_end(cmd: &mut Command, sim_timeout: u64) -> Result<()> {
+    let mut sim = Sim::spawn(cmd, "the simulated Precursor", Options { echo: Echo::Stdout, ..Options::default() })?;
+    let st = sim.wait_exit(Duration::from_secs(sim_timeout + 20 * 60))?;
+    if !st.success() {
+        bail!("the simulated Precursor: failed ({st})");
+    }
+    Ok(())
+}
+
+/// One line of the runner's output, `[<cycle> <uart>] text`: the simulated cycle at which the
+/// line's first byte was written, and its text.
+pub fn stamp(l: &str) -> Option<(u64, &str)> {
+    let rest = l.strip_prefix('[')?;
+    let (head, text) = rest.split_once("] ")?;
+    let cycle = head.split_whitespace().next()?.parse().ok()?;
+    Some((cycle, text))
 }
 
 /// One sim-smoke phase: its name and the regex of the output line that shows it was reached.
@@ -200,8 +222,7 @@ pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeou
     if let Some(p) = opts.profile {
         cmd.arg("--profile").arg(&p.file).args(["--profile-period", &p.period.to_string()]);
     }
-    // the runner enforces the wall limit itself; this one only catches a hung build
-    let r = supervisor::run(&mut cmd, Duration::from_secs(timeout + 20 * 60), "the simulated Precursor");
+    let r = run_to_end(&mut cmd, timeout);
     let text = std::fs::read_to_string(&json).with_context(|| format!("the runner wrote no summary ({}): {r:?}", json.display()))?;
     let v: serde_json::Value = serde_json::from_str(&text).with_context(|| json.display().to_string())?;
     let at = |m: &serde_json::Value| -> Option<(u64, f64)> { Some((m.get("cycle")?.as_u64()?, m.get("wall_s")?.as_f64()?)) };
@@ -249,6 +270,13 @@ mod tests {
         let line = map.lines().find(|l| l.starts_with("CLK_FREQ = ")).expect("CLK_FREQ in map.py");
         let hz: f64 = line["CLK_FREQ = ".len()..].split('#').next().unwrap().trim().replace('_', "").parse().unwrap();
         assert_eq!(hz, SIM_CLK_HZ, "map.py declares {hz} Hz");
+    }
+
+    #[test]
+    fn output_lines_carry_the_cycle() {
+        assert_eq!(stamp("[   10302359 console] TRNG-TESTER mailbox fill mode=2"), Some((10_302_359, "TRNG-TESTER mailbox fill mode=2")));
+        assert_eq!(stamp("no stamp"), None);
+        assert_eq!(stamp("[x uart] text"), None);
     }
 
     #[test]

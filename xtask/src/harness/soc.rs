@@ -6,14 +6,15 @@
 //!   gateware, the spec files, the pinned requirements and the Verilator version. Unchanged
 //!   inputs never rebuild it.
 //! * A firmware runs by writing its image into a private copy of the ROM init file (a run
-//!   directory next to the build), so several firmwares reuse one build.
+//!   directory next to the build), so several firmwares reuse one build; the simulator runs on
+//!   the simulation driver (driver.rs) until the firmware's verdict line.
 
+use super::driver::{Echo, Options, Sim, Stop};
 use crate::build::gateware;
 use crate::setup;
 use crate::supervisor;
 use crate::util;
 use anyhow::{anyhow, bail, Context, Result};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -221,64 +222,32 @@ pub fn run_firmware_as(soc: &Soc, elf: &Path, tag: &str, subject: &str, timeout:
     std::fs::write(run.join(rom_name), rom_init(soc, elf)?)?;
 
     let mut cmd = Command::new(gw.join("obj_dir").join("Vsim"));
-    cmd.current_dir(&run).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = supervisor::spawn_grouped(&mut cmd)?;
-    let pgid = child.id() as i32;
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
+    cmd.current_dir(&run).stderr(Stdio::null());
+    let echo = if verbose { Echo::Stderr } else { Echo::Off };
+    let mut sim = Sim::spawn(&mut cmd, tag, Options { echo, ..Options::default() })?;
+    let decided = sim.wait_for(Instant::now() + timeout, |line| match Verdict::parse(line) {
+        None => None,
+        Some(Err(e)) => Some(Err(anyhow!("{tag}: malformed verdict line {line:?}: {e}"))),
+        Some(Ok(v)) if v.subject != subject => Some(Err(anyhow!("{tag}: verdict for {:?}, expected {subject}", v.subject))),
+        Some(Ok(v)) => match v.status {
+            Status::Begin => None,
+            Status::Pass => Some(Ok(v)),
+            Status::Fail => Some(Err(anyhow!("{tag}: firmware verdict FAIL: {v}"))),
+        },
     });
-    let t0 = Instant::now();
-    let mut tail: Vec<String> = Vec::new();
-    let outcome = loop {
-        let left = timeout.saturating_sub(t0.elapsed());
-        if left.is_zero() {
-            break Err(anyhow!("{tag}: no verdict within {:?} (simulation killed)", timeout));
-        }
-        match rx.recv_timeout(left.min(Duration::from_millis(500))) {
-            Ok(line) => {
-                if verbose {
-                    eprintln!("  | {line}");
-                }
-                tail.push(line.clone());
-                if tail.len() > 20 {
-                    tail.remove(0);
-                }
-                match Verdict::parse(&line) {
-                    None => {}
-                    Some(Err(e)) => break Err(anyhow!("{tag}: malformed verdict line {line:?}: {e}")),
-                    Some(Ok(v)) if v.subject != subject => {
-                        break Err(anyhow!("{tag}: verdict for {:?}, expected {subject}", v.subject))
-                    }
-                    Some(Ok(v)) => match v.status {
-                        Status::Begin => {}
-                        Status::Pass => break Ok(v),
-                        Status::Fail => break Err(anyhow!("{tag}: firmware verdict FAIL: {v}")),
-                    },
-                }
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                break Err(anyhow!("{tag}: the simulation ended without a verdict"));
-            }
-        }
+    let outcome = match decided {
+        Ok(r) => r,
+        Err(Stop::Timeout) => Err(anyhow!("{tag}: no verdict within {:?} (simulation killed)", timeout)),
+        Err(Stop::Ended) => Err(anyhow!("{tag}: the simulation ended without a verdict")),
+        Err(e @ Stop::Failed(_)) => Err(anyhow!("{tag}: {e}")),
     };
     // after a verdict the firmware ends the simulation itself (a short grace); otherwise, or if
     // it does not, the simulation is killed
-    if tail.iter().any(|l| Verdict::parse(l).is_some_and(|v| v.is_ok_and(|v| v.status != Status::Begin))) {
-        let _ = supervisor::wait_timeout(&mut child, Duration::from_secs(5), "SoC simulation exit");
+    if sim.lines().iter().any(|l| Verdict::parse(l).is_some_and(|v| v.is_ok_and(|v| v.status != Status::Begin))) {
+        let _ = sim.wait_exit(Duration::from_secs(5));
     }
-    supervisor::signal_group(pgid, libc::SIGKILL);
-    let _ = child.wait();
-    supervisor::reap_group(pgid);
-    supervisor::unregister_group(pgid);
-    outcome.map_err(|e| anyhow!("{e:#}\n  last output:\n    {}", tail.join("\n    ")))
+    sim.stop(Duration::ZERO);
+    outcome.map_err(|e| anyhow!("{e:#}\n  last output:\n{}", sim.tail()))
 }
 
 #[cfg(test)]

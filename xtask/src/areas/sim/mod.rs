@@ -27,7 +27,7 @@ pub mod selftest;
 
 use crate::ctx::Ctx;
 use crate::build::power::Extra;
-use crate::harness::precursor::{boot_phases, parse_phase, python, report, runner, smoke_run, smoke_run_with, Phase, RunOptions, FAIL_LINES};
+use crate::harness::precursor::{boot_phases, parse_phase, python, report, run_to_end, runner, smoke_run, smoke_run_with, Phase, RunOptions, FAIL_LINES};
 use crate::steps::{step, TestStep};
 use crate::build::gateware;
 use crate::supervisor;
@@ -128,8 +128,7 @@ pub fn run(a: SimRunArgs, verbose: bool) -> Result<()> {
         }
         None => {}
     }
-    // the runner enforces the wall limit itself; this one only catches a hung build
-    supervisor::run(&mut cmd, Duration::from_secs(a.timeout + 20 * 60), "the simulated Precursor")
+    run_to_end(&mut cmd, a.timeout)
 }
 
 #[derive(Args, Debug)]

@@ -17,14 +17,12 @@ use super::tester::tool_path;
 use crate::setup;
 use crate::harness::precursor as sim;
 use crate::build::sim_layout;
+use crate::harness::driver::{Echo, Options, Sim, Stop};
 use crate::supervisor;
 use crate::steps::{step, TestStep};
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::Stdio;
-use std::sync::mpsc::{channel, Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
 use trng_core::spec::tester as T;
 
@@ -51,57 +49,29 @@ impl Default for SimTesterArgs {
     }
 }
 
-/// One line of the simulated Precursor's UARTs: `[<cycle> <uart>] text`.
-fn parse_line(l: &str) -> Option<(u64, &str)> {
-    let rest = l.strip_prefix('[')?;
-    let (head, text) = rest.split_once("] ")?;
-    let cycle = head.split_whitespace().next()?.parse().ok()?;
-    Some((cycle, text))
-}
-
-fn is_failure(text: &str) -> bool {
-    // the device's failure lines (precursor::FAIL_LINES): a failed verdict, and the second
-    // pattern's alternatives as plain substrings
-    matches!(verdict::Verdict::parse(text), Some(Ok(v)) if v.status == verdict::Status::Fail)
-        || ["PROGRAM HALT", "PANIC", "panicked at", "CPU Exception", "ERROR"].iter().any(|p| text.contains(p))
-}
-
+/// The simulated device's output as the tester reads it: stamped lines (`[<cycle> <uart>]
+/// text`, `precursor::stamp`) from the simulation driver, whose failure patterns are the
+/// device's ([`sim::FAIL_LINES`]).
 struct Lines {
-    rx: Receiver<(u64, String)>,
-    seen: Vec<(u64, String)>,
+    sim: Sim,
 }
 
 impl Lines {
     /// Wait for a line matching `want`; fail on a failure line, the simulation's end, or `deadline`.
     fn wait(&mut self, want: impl Fn(&str) -> bool, deadline: Instant, what: &str) -> Result<(u64, String)> {
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left.min(Duration::from_secs(1))) {
-                Ok((c, t)) => {
-                    self.seen.push((c, t.clone()));
-                    if is_failure(&t) {
-                        bail!("the simulated device printed a failure line while waiting for {what}: [{c}] {t}");
-                    }
-                    if want(&t) {
-                        return Ok((c, t));
-                    }
-                }
-                Err(RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
-                Err(RecvTimeoutError::Timeout) => bail!("timed out waiting for {what}"),
-                Err(RecvTimeoutError::Disconnected) => bail!("the simulation ended while waiting for {what}"),
-            }
-        }
+        self.sim.wait_for(deadline, |l| sim::stamp(l).filter(|(_, t)| want(t)).map(|(c, t)| (c, t.to_string()))).map_err(|e| match e {
+            Stop::Failed(l) => anyhow!("the simulated device printed a failure line while waiting for {what}: {l}"),
+            Stop::Timeout => anyhow!("timed out waiting for {what}"),
+            Stop::Ended => anyhow!("the simulation ended while waiting for {what}"),
+        })
     }
     /// Take the lines printed meanwhile; fail if one is a failure line.
     fn drain(&mut self) -> Result<()> {
-        while let Ok((c, t)) = self.rx.try_recv() {
-            let bad = is_failure(&t);
-            self.seen.push((c, t.clone()));
-            if bad {
-                bail!("the simulated device printed a failure line: [{c}] {t}");
-            }
-        }
-        Ok(())
+        self.sim.drain().map_err(|e| anyhow!("the simulated device printed a {e}"))
+    }
+    /// Every stamped line read so far.
+    fn seen(&self) -> Vec<(u64, &str)> {
+        self.sim.lines().iter().filter_map(|l| sim::stamp(l)).collect()
     }
 }
 
@@ -168,35 +138,22 @@ pub fn run(a: &SimTesterArgs, verbose: bool) -> Result<()> {
     let py = setup::venv()?;
     let port = free_port()?;
     let mut cmd = sim::runner(&dir.join("rom.bin"), &dir.join("ram.bin"), a.timeout)?;
-    cmd.args(["--bridge-port", &port.to_string()]).stdout(Stdio::piped());
+    cmd.args(["--bridge-port", &port.to_string()]);
     for f in sim::FAIL_LINES {
         cmd.args(["--fail", f]);
     }
     eprintln!("trng-sim-tester: booting the simulated Precursor (bridge on 127.0.0.1:{port})");
-    let mut sim_child = supervisor::spawn_grouped(&mut cmd)?;
-    let out = sim_child.stdout.take().context("runner stdout")?;
-    let (tx, rx) = channel();
     let log_path = dir.join("sim.log");
-    let mut log = std::fs::File::create(&log_path)?;
-    let reader = std::thread::spawn(move || {
-        for l in BufReader::new(out).lines().map_while(|l| l.ok()) {
-            let _ = writeln!(log, "{l}");
-            if verbose {
-                println!("{l}");
-            }
-            if let Some((c, t)) = parse_line(&l) {
-                let _ = tx.send((c, t.to_string()));
-            }
-        }
-    });
-    let mut lines = Lines { rx, seen: Vec::new() };
+    let opts = Options {
+        echo: if verbose { Echo::Stdout } else { Echo::Off },
+        log: Some(log_path.clone()),
+        fail: sim::FAIL_LINES.iter().map(|f| f.to_string()).collect(),
+    };
+    let mut lines = Lines { sim: Sim::spawn(&mut cmd, "the simulated Precursor", opts)? };
     let deadline = t_all + Duration::from_secs(a.timeout);
     let res = stream(a, &py, port, &dir, &mut lines, deadline);
     // stop the simulation (the runner kills the simulator on SIGTERM)
-    supervisor::signal_group(sim_child.id() as i32, libc::SIGTERM);
-    let _ = supervisor::wait_timeout(&mut sim_child, Duration::from_secs(30), "the simulated Precursor");
-    let _ = reader.join();
-    let _ = lines.drain();
+    lines.sim.stop(Duration::from_secs(30));
     let (boot, results, abandoned) = res.with_context(|| format!("trng-sim-tester (simulation log: {})", log_path.display()))?;
     eprintln!("trng-sim-tester: mailbox up at cycle {boot} ({:.1} ms of device time at 100 MHz)", boot as f64 / sim::SIM_CLK_HZ * 1e3);
     for r in &results {
@@ -284,9 +241,9 @@ fn stream(a: &SimTesterArgs, py: &Path, port: u16, dir: &Path, lines: &mut Lines
     let aband = format!("{} abandoned", T::DEVICE_MARKER);
     let mut open: Option<(u64, u32)> = None;
     let mut abandoned = 0;
-    for (c, t) in &lines.seen {
+    for (c, t) in lines.seen() {
         if let Some(m) = t.split_once(&fill).and_then(|(_, m)| m.trim().parse::<u32>().ok()) {
-            open = Some((*c, m));
+            open = Some((c, m));
         } else if t.contains(&aband) {
             open = None;
             abandoned += 1;
@@ -316,9 +273,7 @@ mod tests {
     }
 
     #[test]
-    fn device_lines() {
-        assert_eq!(parse_line("[   10302359 console] TRNG-TESTER mailbox fill mode=2"), Some((10_302_359, "TRNG-TESTER mailbox fill mode=2")));
-        assert_eq!(parse_line("no stamp"), None);
+    fn the_step_streams_a_raw_frame() {
         assert!(STEP_SOURCES.iter().any(|&s| mode_of(s) != T::modes::CPRNG as u32), "the step streams a raw frame");
     }
 }
