@@ -17,7 +17,7 @@ import pytest
 
 from engine.sim import EngineSim
 
-from test_engine_x25519 import le, program, wycheproof, x25519
+from test_engine_x25519 import le, program, run_paused, wycheproof, x25519
 
 pytestmark = [
     pytest.mark.skipif(not os.environ.get("ENGINE_VECTORS"), reason="ENGINE_VECTORS not set"),
@@ -58,32 +58,7 @@ def test_wycheproof_sample(engine):
 
 
 def test_pause_resume(engine):
-    """Paused at random cycles (the RTL test's protocol: pause_req until pause_gnt, the bus reads
-    the register file while paused, the cycle counter and mpc frozen, pause_req dropped): same
-    result, same cycle count, at least three pauses."""
+    """Paused at random cycles (the RTL test's protocol, `run_paused`): same result, same cycle
+    count, at least three pauses."""
     e, p = engine
-    s = e.sim
-    rng = random.Random(0x9A05E)
-    v = p["vectors"][-1]
-    w = p["window"]
-    e.set_reg(w, p["inputs"][0], le(v["inputs"][0]))
-    e.set_reg(w, p["inputs"][1], le(v["inputs"][1]))
-    e.start(w, p["mpstart"], p["mplen"])
-    pauses = 0
-    while s.peek("running"):
-        s.tick(rng.randrange(1, v["cycles"] // 6))
-        if not s.peek("running"):
-            break
-        s.poke("pause_req", 1)
-        s.run_until("pause_gnt", 1, 100)
-        mpc = s.peek("mpc")
-        assert p["mpstart"] <= mpc < p["mpstart"] + p["mplen"]
-        frozen = s.peek("cycles")
-        e.reg(w, 0)
-        s.tick(rng.randrange(1, 50))
-        assert s.peek("cycles") == frozen and s.peek("mpc") == mpc
-        s.poke("pause_req", 0)
-        pauses += 1
-    assert pauses >= 3
-    assert s.peek("finished") and s.peek("cycles") == v["cycles"]
-    assert e.reg(w, p["output"]) == le(v["expected"])
+    assert run_paused(e, p, p["vectors"][-1], random.Random(0x9A05E)) >= 3
