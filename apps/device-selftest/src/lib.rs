@@ -1,6 +1,7 @@
 //! The device self-test client (src/main.rs): its options and the pure checks it applies to
 //! what the services return, kept here so that `cargo test -p device-selftest` covers them on
-//! the host (malformed options included). docs/selftest.md describes the program.
+//! the host (malformed options included). Its plan (the checks, markers, default calls and
+//! refusals the harness expects) is plan.rs. docs/selftest.md describes the program.
 
 use engine25519::BackendId;
 use engine25519_core::isa::Isa;
@@ -8,14 +9,9 @@ use service_ipc::options::{Opt, Takes};
 
 include!(concat!(env!("OUT_DIR"), "/expected.rs"));
 
-/// The verdict subject of the whole program (its final line).
-pub const PROGRAM: &str = "device-selftest";
-/// Line that carries the timing figures for `cargo xtask bench` (flat JSON follows).
-pub const BENCH_MARKER: &str = "SELFTEST-BENCH";
-/// Printed right before the timed calls start (the harness may stamp it with a cycle count).
-pub const TIMING_START_MARKER: &str = "SELFTEST-TIMING-START";
-/// Printed right after the timed calls end (stamped like the start line).
-pub const TIMING_END_MARKER: &str = "SELFTEST-TIMING-END";
+pub mod plan;
+pub use plan::*;
+
 /// Name the spinner process (src/bin/spinner.rs) registers with xous-names.
 pub const SPINNER_NAME: &str = "selftest-spinner";
 /// Its requests (blocking scalars, each answered with the iteration count, low and high word):
@@ -23,13 +19,6 @@ pub const SPINNER_NAME: &str = "selftest-spinner";
 pub const SPIN_QUERY: usize = 1;
 pub const SPIN_START: usize = 2;
 pub const SPIN_STOP: usize = 3;
-/// Printed with the spinner's count around a window where the client sleeps (the spinner's
-/// rate with the CPU to itself) and around a second run of the timed calls (the spinner's rate
-/// beside them): `<MARKER> spin=<count>` (the busy end line also carries `calls=N`).
-pub const SPIN_IDLE_START_MARKER: &str = "SELFTEST-SPIN-IDLE-START";
-pub const SPIN_IDLE_END_MARKER: &str = "SELFTEST-SPIN-IDLE-END";
-pub const SPIN_BUSY_START_MARKER: &str = "SELFTEST-SPIN-BUSY-START";
-pub const SPIN_BUSY_END_MARKER: &str = "SELFTEST-SPIN-BUSY-END";
 /// Milliseconds of the spinner's idle window.
 pub const SPIN_IDLE_MS: usize = 20;
 /// The simulated Precursor's fault-injection page (gateware/precursor: map.py `simfault`,
@@ -43,19 +32,8 @@ pub const SIMFAULT_ENGINE_IRQ_LEFT: usize = 0x04;
 /// How long a job whose completion interrupt is lost may take to fail (ms of device time): the
 /// hw backend sees it at its second tick at the latest (`HW_TICK_MS`), plus the round trip.
 pub const LOST_IRQ_BOUND_MS: u64 = 3 * engine25519::api::HW_TICK_MS;
-/// Default number of timed X25519 calls.
-pub const DEFAULT_CALLS: u64 = 20;
-/// System suspend/resume cycles of the check `selftest/suspend-resume` (feature
-/// `long-suspend`: 20, the figure of `cargo xtask bench --only sim-suspend`; otherwise 3, the
-/// shortest run that shows the engine's state surviving repeated power cycles in CI).
-pub const SUSPEND_CYCLES: u32 = if cfg!(feature = "long-suspend") { 20 } else { 3 };
-/// Client threads running X25519s (each with its own connection) while the system suspends.
-pub const SUSPEND_CLIENTS: usize = 3;
-/// Printed before each suspend request and after the system has resumed from it.
-pub const SUSPEND_MARKER: &str = "SELFTEST-SUSPEND";
-pub const RESUMED_MARKER: &str = "SELFTEST-RESUMED";
-/// Most timed calls accepted (a typo must not keep the simulated device busy for hours).
-pub const MAX_CALLS: u64 = 10_000;
+/// System suspend/resume cycles of the check `selftest/suspend-resume` in this build (plan.rs).
+pub const SUSPEND_CYCLES: u32 = if cfg!(feature = "long-suspend") { SUSPEND_CYCLES_LONG } else { SUSPEND_CYCLES_SHORT };
 
 /// What the run expects and does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -242,6 +220,18 @@ mod tests {
             let e = parse_options(&args(bad)).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
         }
+    }
+
+    /// The harness expects these refusals (plan.rs): the client gives them.
+    #[test]
+    fn the_plans_malformed_options_are_refused_as_it_says() {
+        for (line, why) in BAD_OPTIONS {
+            let a: Vec<&str> = line.split_whitespace().collect();
+            let e = parse_options(&args(&a)).unwrap_err();
+            assert!(e.contains(why), "{line:?}: {e}");
+        }
+        assert_eq!(parse_options(&[]).unwrap().calls, DEFAULT_CALLS);
+        assert!(CHECKS.contains(&TIMED_CHECK));
     }
 
     #[test]

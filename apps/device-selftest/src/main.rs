@@ -324,7 +324,7 @@ fn main() -> ! {
         });
         // N calls end to end: client library, syscalls, context switches, the server, the
         // engine; timed with the ticktimer (ms) over all of them
-        run.check("selftest/x25519-timing", |run| {
+        run.check(TIMED_CHECK, |run| {
             let (k, u, want) = vector(0)?;
             let n = run.opts.calls;
             // the harness stamps the start and end lines with the CPU cycle at which each was

@@ -24,49 +24,26 @@ use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// The client's plan (apps/device-selftest/src/plan.rs, the client's own module): the checks it
+/// runs in order, the lines around its timed calls, its default calls and its refusals of
+/// malformed options. Included as source, so the harness needs none of the client's
+/// dependencies.
+#[path = "../../../../apps/device-selftest/src/plan.rs"]
+#[allow(dead_code)] // the whole plan; the harness needs most of it
+mod plan;
+pub use plan::{BAD_OPTIONS, CHECKS, DEVICE_CHECKS, PROGRAM};
+use plan::{RESUMED_MARKER, SUSPEND_MARKER, SPIN_BUSY_END_MARKER, SPIN_BUSY_START_MARKER, SPIN_IDLE_END_MARKER, SPIN_IDLE_START_MARKER, TIMED_CHECK, TIMING_END_MARKER, TIMING_START_MARKER};
+
 /// The package and its binary.
 pub const PACKAGE: &str = "device-selftest";
-/// The client's own verdict subject (its last line).
-pub const PROGRAM: &str = "device-selftest";
-/// Checks the client runs (docs/selftest.md); the hosted step wants a PASS for each.
-pub const CHECKS: &[&str] = &[
-    "selftest/control-refused",
-    "selftest/engine-version",
-    "selftest/engine-isa",
-    "selftest/engine-job",
-    "selftest/x25519-rfc7748-0",
-    "selftest/x25519-rfc7748-1",
-    "selftest/x25519-rfc7748-2",
-    "selftest/x25519-rfc7748-3",
-    "selftest/x25519-rfc7748-4",
-    "selftest/x25519-rfc7748-5",
-    "selftest/x25519-exchange",
-    "selftest/x25519-timing",
-    "selftest/trng-words",
-    "selftest/trng-fill",
-    "selftest/trng-health",
-    "selftest/kernel-trng",
-];
-/// Checks the client runs only on the simulated Precursor, right after `selftest/x25519-timing`.
-pub const DEVICE_CHECKS: &[&str] = &["selftest/engine-lost-irq", "selftest/suspend-resume"];
-/// Suspend/resume cycles of `selftest/suspend-resume` (apps/device-selftest `SUSPEND_CYCLES`):
-/// 3 in the default build, 20 with its feature `long-suspend` (the bench's).
-pub const SUSPEND_CYCLES: u32 = 3;
-pub const SUSPEND_CYCLES_LONG: u32 = 20;
+/// Timed X25519 calls of the device client (its default; the phases below match `calls=` on
+/// the client's lines, so a different count fails the run instead of skewing the figure).
+pub const DEVICE_CALLS: u64 = plan::DEFAULT_CALLS;
+/// Suspend/resume cycles of `selftest/suspend-resume` in the client's default build, and in its
+/// build with [`LONG_SUSPEND_FEATURE`] (the bench's).
+pub const SUSPEND_CYCLES: u32 = plan::SUSPEND_CYCLES_SHORT;
+pub use plan::SUSPEND_CYCLES_LONG;
 pub const LONG_SUSPEND_FEATURE: &str = "device-selftest/long-suspend";
-/// Malformed options and the text the refusal must contain.
-pub const BAD_OPTIONS: &[(&str, &str)] = &[
-    ("--calls many", "--calls: 'many' is not a number"),
-    ("--calls 0", "out of range"),
-    ("--isa v9", "unknown ISA 'v9'"),
-    ("--backend fpga", "unknown value 'fpga'"),
-    ("--frobnicate", "--frobnicate"),
-];
-
-/// Timed X25519 calls of the device client (its default, `DEFAULT_CALLS` in
-/// apps/device-selftest/src/lib.rs; the phase below matches `calls=` on the client's line, so a
-/// change there fails the run instead of skewing the figure).
-pub const DEVICE_CALLS: u64 = 20;
 pub fn test_steps() -> Vec<TestStep> {
     vec![step!("selftest:hosted", 300, hosted)]
 }
@@ -75,19 +52,19 @@ pub fn test_steps() -> Vec<TestStep> {
 pub fn sim_phases() -> Vec<Phase> {
     let mut v = Vec::new();
     for c in CHECKS {
-        if *c == "selftest/x25519-timing" {
-            v.push(Phase::new(TIMING_START, &format!(r"^SELFTEST-TIMING-START calls={DEVICE_CALLS}$")));
-            v.push(Phase::new(TIMING_END, &format!(r"^SELFTEST-TIMING-END calls={DEVICE_CALLS}$")));
-            v.push(Phase::new(SPIN_IDLE_START, r"^SELFTEST-SPIN-IDLE-START spin=\d+$"));
-            v.push(Phase::new(SPIN_IDLE_END, r"^SELFTEST-SPIN-IDLE-END spin=\d+$"));
-            v.push(Phase::new(SPIN_BUSY_START, r"^SELFTEST-SPIN-BUSY-START spin=\d+$"));
-            v.push(Phase::new(SPIN_BUSY_END, r"^SELFTEST-SPIN-BUSY-END spin=\d+$"));
+        if *c == TIMED_CHECK {
+            v.push(Phase::new(TIMING_START, &format!(r"^{TIMING_START_MARKER} calls={DEVICE_CALLS}$")));
+            v.push(Phase::new(TIMING_END, &format!(r"^{TIMING_END_MARKER} calls={DEVICE_CALLS}$")));
+            v.push(Phase::new(SPIN_IDLE_START, &format!(r"^{SPIN_IDLE_START_MARKER} spin=\d+$")));
+            v.push(Phase::new(SPIN_IDLE_END, &format!(r"^{SPIN_IDLE_END_MARKER} spin=\d+$")));
+            v.push(Phase::new(SPIN_BUSY_START, &format!(r"^{SPIN_BUSY_START_MARKER} spin=\d+$")));
+            v.push(Phase::new(SPIN_BUSY_END, &format!(r"^{SPIN_BUSY_END_MARKER} spin=\d+$")));
         }
         v.push(Phase::new(c, &format!(r"^VERDICT {} PASS", regex_escape(c))));
         // the A/B build whose engine server polls (ENGINE25519_HW_WAIT=poll in the device
         // builds' environment, docs/selftest.md) has no interrupt to lose: the client skips
         // the lost-interrupt check
-        if *c == "selftest/x25519-timing" && std::env::var("ENGINE25519_HW_WAIT").as_deref() != Ok("poll") {
+        if *c == TIMED_CHECK && std::env::var("ENGINE25519_HW_WAIT").as_deref() != Ok("poll") {
             for d in DEVICE_CHECKS {
                 v.push(Phase::new(d, &format!(r"^VERDICT {} PASS", regex_escape(d))));
             }
@@ -154,10 +131,10 @@ pub fn sim_extras_with(verbose: bool, long_suspend: bool) -> Result<(Vec<Extra>,
 pub fn suspend_phases(cycles: u32) -> Vec<Phase> {
     vec![
         Phase::new("engine-susres", r"engine25519: registered with xous-susres"),
-        Phase::new(SUSPEND_FIRST, r"^SELFTEST-SUSPEND 1$"),
+        Phase::new(SUSPEND_FIRST, &format!(r"^{SUSPEND_MARKER} 1$")),
         Phase::new("stub-resume", r"^STUB RESUME clean suspend marker found"),
         Phase::new("engine-resumed", r"engine25519: resumed \(clean Ok\(true\)\): engine restored \(Ok\)"),
-        Phase::new(RESUMED_LAST, &format!(r"^SELFTEST-RESUMED {cycles}$")),
+        Phase::new(RESUMED_LAST, &format!(r"^{RESUMED_MARKER} {cycles}$")),
     ]
 }
 pub const SUSPEND_FIRST: &str = "suspend-first";
