@@ -3,13 +3,17 @@ XC7S50): the ChaCha20 conditioner and the SP 800-90B health tests (spec/trng.tom
 avalanche channels of 5-bit symbols and `cores` ring-oscillator cores of 1-bit symbols), and the
 throughput figure `rtl_trng_words_per_kcycle` from a simulation of one port polled every cycle.
 
-    python -m trng.synth --json OUT.json [--workdir DIR]
+    python -m trng.synth --json OUT.json [--workdir DIR] [--check]
 
 prints a table and writes flat JSON: synth_trng_luts, synth_trng_ffs (conditioner + health
 tests), per-block counts (synth_trng_<block>_{luts,ffs,brams} for the raw FIFO, the excursion
 test, the ring-oscillator and XADC front ends, the block (csr.TrngBus) and the whole: the block
 with its front ends and the Wishbone adapter, one flattened run, TrngWhole), rtl_trng_words_per_kcycle, rtl_trng_cycles_per_block,
 rtl_trng_max_invalid_run (default configuration) and rtl_trng_max_invalid_run_no_selfmix.
+
+`--check` applies the block's acceptance rules (`check`) and exits 1 naming each one broken:
+conditioner + health tests within LUT_BUDGET (5% of an XC7S50's LUTs), and, with self-mix off,
+a reader polling one port never waiting longer than one block for a word.
 """
 
 from __future__ import annotations
@@ -35,6 +39,20 @@ from .frontend_xadc import XadcAvalanche
 from .health import HealthTests
 
 XC7S50_LUTS = 32_600
+# conditioner + health tests: at most 5% of Precursor's XC7S50
+LUT_BUDGET = XC7S50_LUTS * 5 // 100
+
+
+def check(out: dict) -> list[str]:
+    """The acceptance rules broken by a report (`main`'s flat JSON): empty when it passes."""
+    broken = []
+    luts = out["synth_trng_luts"]
+    if luts > LUT_BUDGET:
+        broken.append(f"conditioner + health tests take {luts} LUTs, over the budget of {LUT_BUDGET} (5% of an XC7S50)")
+    run, block = out["rtl_trng_max_invalid_run_no_selfmix"], out["rtl_trng_cycles_per_block"]
+    if run > block:
+        broken.append(f"a reader polling one port waited {run} cycles for a word, longer than one block ({block})")
+    return broken
 
 
 class TrngWhole(Module):
@@ -97,6 +115,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", type=Path, help="write the flat JSON here")
     ap.add_argument("--workdir", type=Path, help="keep the Verilog and yosys logs here")
+    ap.add_argument("--check", action="store_true",
+                    help=f"exit 1 when conditioner + health tests exceed {LUT_BUDGET} LUTs or a polling reader waits longer than a block")
     args = ap.parse_args(argv)
     spec = trng_spec.load()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="trng-synth-"))
@@ -161,6 +181,14 @@ def main(argv=None) -> int:
           f"({out['rtl_trng_max_invalid_run_no_selfmix']} with self-mix off)")
     if args.json:
         args.json.write_text(json.dumps(out, indent=1) + "\n")
+    if args.check:
+        broken = check(out)
+        for b in broken:
+            print(f"trng.synth --check: {b}", file=sys.stderr)
+        if broken:
+            return 1
+        print(f"trng.synth --check: {out['synth_trng_luts']} LUTs within the budget of {LUT_BUDGET}; longest wait for a word "
+              f"{out['rtl_trng_max_invalid_run_no_selfmix']} cycles with self-mix off, within one block ({CYCLES_PER_BLOCK})")
     return 0
 
 
