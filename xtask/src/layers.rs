@@ -5,7 +5,7 @@
 //! 1. main.rs (the CLI), registry.rs, runner.rs;
 //! 2. areas/ (the steps, one folder per step prefix);
 //! 3. steps.rs, ctx.rs, system.rs, bench.rs (step types, shared builds, our hosted system);
-//! 4. harness/ (hosted launcher, simulated-Precursor driver and profiler, SoC runner);
+//! 4. harness/ (hosted launcher, simulation driver, simulated Precursor and profiler, SoC runner);
 //! 5. build/ (kernels, services, device builds, image, boot files, gateware tools);
 //! 6. util.rs, supervisor.rs, setup.rs.
 
