@@ -137,10 +137,11 @@ fn suspend_resume(run: &mut Run) -> Result<Vec<(&'static str, String)>, String> 
     let stop = Arc::new(AtomicBool::new(false));
     let done: Arc<Vec<AtomicU32>> = Arc::new((0..SUSPEND_CLIENTS).map(|_| AtomicU32::new(0)).collect());
     let bad = Arc::new(Mutex::new(Vec::<String>::new()));
+    let finished: Arc<Vec<AtomicBool>> = Arc::new((0..SUSPEND_CLIENTS).map(|_| AtomicBool::new(false)).collect());
     let backend = run.opts.backend;
     let mut threads = Vec::new();
     for c in 0..SUSPEND_CLIENTS {
-        let (stop, done, bad, vectors) = (stop.clone(), done.clone(), bad.clone(), vectors.clone());
+        let (stop, done, bad, vectors, finished) = (stop.clone(), done.clone(), bad.clone(), vectors.clone(), finished.clone());
         threads.push(std::thread::spawn(move || {
             let e = match Engine25519::new() {
                 Ok(e) => e,
@@ -157,6 +158,7 @@ fn suspend_resume(run: &mut Run) -> Result<Vec<(&'static str, String)>, String> 
                 done[c].fetch_add(1, Ordering::SeqCst);
                 i += 1;
             }
+            finished[c].store(true, Ordering::SeqCst);
         }));
     }
     let susres = xous_api_names::XousNames::new()
@@ -179,15 +181,35 @@ fn suspend_resume(run: &mut Run) -> Result<Vec<(&'static str, String)>, String> 
         }
         last = done.iter().map(|d| d.load(Ordering::SeqCst)).collect();
         say(&format!("{SUSPEND_MARKER} {n}"));
+        let before = run.tt.elapsed_ms();
         if let Err(e) = susres.initiate_suspend() {
             result = Err(format!("suspend {n}: susres answered {e:?}"));
+            break;
+        }
+        // the system time goes on from where it stopped (xous-susres restores the ticktimer)
+        let after = run.tt.elapsed_ms();
+        if after < before {
+            result = Err(format!("suspend {n}: the system time went back from {before} ms to {after} ms"));
             break;
         }
         say(&format!("{RESUMED_MARKER} {n}"));
     }
     stop.store(true, Ordering::SeqCst);
-    for t in threads {
-        let _ = t.join();
+    // every client gets its last answer (bounded: 2 s of device time; a client still waiting
+    // then fails the check instead of hanging it)
+    let t0 = run.tt.elapsed_ms();
+    while !finished.iter().all(|f| f.load(Ordering::SeqCst)) {
+        if run.tt.elapsed_ms() - t0 > 2000 {
+            let waiting: Vec<usize> = (0..SUSPEND_CLIENTS).filter(|&c| !finished[c].load(Ordering::SeqCst)).collect();
+            result = result.and(Err(format!("client(s) {waiting:?} got no answer to their last job within 2 s")));
+            break;
+        }
+        xous::yield_slice();
+    }
+    for (c, t) in threads.into_iter().enumerate() {
+        if finished[c].load(Ordering::SeqCst) {
+            let _ = t.join();
+        }
     }
     result?;
     let bad = bad.lock().unwrap();

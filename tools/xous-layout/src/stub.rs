@@ -12,6 +12,10 @@
 //!   kernel's resume flag) and satp = the kernel's root table with xous-susres's PID as ASID:
 //!   the kernel takes the pending soft interrupt as if it had just arrived, and xous-susres's
 //!   handler, seeing STATE.resume, resumes the system (the loader's resume path, same source).
+//!   Before it enters the kernel it waits (bounded) until the ticktimer's pause has taken
+//!   effect (susres STATUS.paused, at the next millisecond tick): xous-susres restores the
+//!   time with CONTROL.load, which works only while paused; Precursor's loader spends
+//!   milliseconds printing at this point, so there it has always taken effect.
 //! - No marker, after a power-down (simctl POWERUPS > 0): the system was powered off, not
 //!   suspended; the device would stay off, so the stub ends the simulation with the power-down
 //!   code (simctl FINISH = 0xDEAD_0002, which the runner reports as `powerdown`).
@@ -66,6 +70,7 @@ pub fn source(l: &Layout, rom_base: u32) -> String {
     .equ UART,      {UART_BASE:#010x}
     .equ SIMCTL,    {SIMCTL_BASE:#010x}
     .equ SR_CONTROL,   0x00             /* pause: bit 0 */
+    .equ SR_STATUS,    0x14             /* paused: bit 0 */
     .equ SR_STATE,     0x18             /* resume: bit 0, was_forced: bit 1 */
     .equ SR_INTERRUPT, 0x24             /* interrupt: bit 0 (pulse) */
     .equ SR_EV_ENABLE, 0x30             /* soft_int: bit 0 */
@@ -177,7 +182,12 @@ resume:
 6:  sw      t1, SR_STATE(t0)
     li      t1, 1
     sw      t1, SR_CONTROL(t0)      /* the ticktimer stays paused until xous-susres loads it */
-    sw      t1, SR_EV_ENABLE(t0)
+    li      t2, 0x400000            /* wait (bounded) until the pause has taken effect (next */
+10: lw      t3, SR_STATUS(t0)       /* tick): CONTROL.load works only while paused, and */
+    bnez    t3, 11f                 /* Precursor's loader spends milliseconds printing here */
+    addi    t2, t2, -1
+    bnez    t2, 10b
+11: sw      t1, SR_EV_ENABLE(t0)
     sw      t1, SR_INTERRUPT(t0)    /* pending: the kernel takes it on entry */
     li      t0, UART
     li      t1, 2
