@@ -121,8 +121,13 @@ pub fn boot_phases() -> Vec<Phase> {
 /// the simulation, docs/sim.md), after every other phase.
 pub const SHUTDOWN: &str = "shutdown";
 
-/// Lines that fail a run wherever they appear.
-pub const FAIL_LINES: &[&str] = &[r"VERDICT \S+ FAIL", r"PROGRAM HALT|PANIC|panicked at|CPU Exception|ERROR"];
+/// A failed verdict (libs/verdict).
+pub const FAIL_VERDICT: &str = r"VERDICT \S+ FAIL";
+/// A crash: a halted program, a panic, a CPU exception.
+pub const FAIL_CRASH: &str = r"PROGRAM HALT|PANIC|panicked at|CPU Exception";
+/// Lines that fail a run wherever they appear: the above and any error line (a run that must
+/// show an error line leaves that one out).
+pub const FAIL_LINES: &[&str] = &[FAIL_VERDICT, FAIL_CRASH, "ERROR"];
 
 /// When each phase was reached: simulated cycle and wall seconds since the simulator started.
 #[derive(Debug, Clone)]
@@ -270,6 +275,18 @@ mod tests {
         let line = map.lines().find(|l| l.starts_with("CLK_FREQ = ")).expect("CLK_FREQ in map.py");
         let hz: f64 = line["CLK_FREQ = ".len()..].split('#').next().unwrap().trim().replace('_', "").parse().unwrap();
         assert_eq!(hz, SIM_CLK_HZ, "map.py declares {hz} Hz");
+    }
+
+    #[test]
+    fn failure_patterns_catch_verdicts_crashes_and_errors() {
+        let all = super::super::driver::patterns(FAIL_LINES).unwrap();
+        let hit = |rs: &[regex::Regex], l: &str| rs.iter().any(|r| r.is_match(l));
+        for l in ["[ 12 console] VERDICT selftest/x FAIL why", "[ 9 uart] PROGRAM HALT", "thread 'main' panicked at x", "SYSCTL ERROR slots"] {
+            assert!(hit(&all, l), "{l}");
+        }
+        assert!(!hit(&all, "VERDICT selftest/x PASS"));
+        let crash = super::super::driver::patterns(&[FAIL_VERDICT, FAIL_CRASH]).unwrap();
+        assert!(!hit(&crash, "SYSCTL ERROR slots") && hit(&crash, "CPU Exception"));
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub mod selftest;
 
 use crate::ctx::Ctx;
 use crate::build::power::Extra;
-use crate::harness::precursor::{boot_phases, parse_phase, python, report, run_to_end, runner, smoke_run, smoke_run_with, Phase, RunOptions, FAIL_LINES};
+use crate::harness::precursor::{boot_phases, parse_phase, python, report, run_to_end, runner, smoke_run, smoke_run_with, Phase, RunOptions, FAIL_CRASH, FAIL_VERDICT};
 use crate::steps::{step, TestStep};
 use crate::build::gateware;
 use crate::supervisor;
@@ -178,7 +178,7 @@ pub fn smoke(a: SimSmokeArgs, verbose: bool, extras: fn(bool) -> Result<(Vec<Ext
 fn fail_closed_step(ctx: &Ctx) -> Result<()> {
     let sysctl = crate::build::device_xous::our_programs().into_iter().find(|p| p.file_name().is_some_and(|n| n == "sysctl")).context("sysctl is not in the device image")?;
     let phases = [Phase::new("sysctl-refused", r"^SYSCTL ERROR .*slots are already taken"), Phase::new("sysctl-poweroff", r"^SYSCTL POWEROFF$")];
-    let fail: Vec<&str> = [FAIL_LINES[0], r"PROGRAM HALT|PANIC|panicked at|CPU Exception"].into();
+    let fail = [FAIL_VERDICT, FAIL_CRASH];
     // a second copy of the system process: the image builder lets it power off like the first
     let r = smoke_run_with(&[Extra::system(sysctl)], &phases, false, 900, ctx.verbose, &RunOptions { fail_lines: Some(&fail), ..Default::default() })?;
     report(&r);
