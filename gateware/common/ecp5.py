@@ -39,13 +39,13 @@ def tool(name: str) -> str:
     return p
 
 
-def run(cmd: list, log: Path, what: str, timeout: int) -> str:
+def run(cmd: list, log: Path, what: str, timeout: int, cwd: Path | None = None) -> str:
     """Run a tool, its output streamed to `log`; on failure raise with the tool's message and
     the log path."""
     log.parent.mkdir(parents=True, exist_ok=True)
     try:
         with open(log, "w") as f:
-            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+            r = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, text=True, timeout=timeout, cwd=cwd)
     except subprocess.TimeoutExpired:
         raise ToolError(f"{what}: timed out after {timeout} s (log {log})") from None
     except FileNotFoundError as e:
@@ -69,7 +69,24 @@ def synth(v: str, name: str, workdir: Path, timeout: int = 3600) -> tuple[Path, 
         src.write_text(v)
         run([tool("yosys"), "-q", "-l", str(log.with_suffix(".ylog")), "-p",
              f"read_verilog {src}; synth_ecp5 -top {name} -json {out}; stat"], log, f"yosys synth_ecp5 {name}", timeout)
-    text = log.with_suffix(".ylog").read_text()
+    return out, _counts(log.with_suffix(".ylog"))
+
+
+def synth_files(files: list, name: str, workdir: Path, timeout: int = 3600) -> tuple[Path, dict]:
+    """yosys synth_ecp5 of Verilog files (top `name`), run in `workdir` (memory init files
+    named relative to it, as LiteX writes them): the JSON netlist and its cell counts."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = workdir / f"{name}.ecp5.json"
+    log = workdir / f"{name}.synth_ecp5.log"
+    out.unlink(missing_ok=True)
+    reads = "; ".join(f"read_verilog {f}" for f in files)
+    run([tool("yosys"), "-q", "-l", str(log.with_suffix(".ylog")), "-p",
+         f"{reads}; synth_ecp5 -top {name} -json {out}; stat"], log, f"yosys synth_ecp5 {name}", timeout, cwd=workdir)
+    return out, _counts(log.with_suffix(".ylog"))
+
+
+def _counts(ylog: Path) -> dict:
+    text = ylog.read_text()
     s = text[text.rfind("Printing statistics"):]
     cells = {m.group(1): int(m.group(2)) for m in re.finditer(r"^\s+(\w+)\s+(\d+)\s*$", s, re.M)}
     counts = {
@@ -78,11 +95,12 @@ def synth(v: str, name: str, workdir: Path, timeout: int = 3600) -> tuple[Path, 
         "brams": cells.get("DP16KD", 0),
         "dsps": cells.get("MULT18X18D", 0),
     }
-    return out, counts
+    return counts
 
 
 def pnr(netlist: Path, name: str, workdir: Path, clocks: dict, device: str = "85k", package: str = "CABGA381",
-        speed: int = 6, lpf: Path | None = None, textcfg: bool = False, seed: int = 1, timeout: int = 7200) -> dict:
+        speed: int = 6, lpf: Path | None = None, textcfg: bool = False, seed: int = 1, timeout: int = 7200,
+        extra: list | None = None) -> dict:
     """nextpnr-ecp5 with a frequency constraint per clock net (MHz); returns the report:
     fmax (MHz achieved per clock), constraint, cross (worst delay per clock pair, ns), utilization,
     the config path when `textcfg`. Timing failures do not raise here (see check_timing)."""
@@ -97,6 +115,7 @@ def pnr(netlist: Path, name: str, workdir: Path, clocks: dict, device: str = "85
            "--timing-allow-fail"]
     if lpf is None:
         cmd += ["--lpf-allow-unconstrained"]
+    cmd += list(extra or [])
     cfg = workdir / f"{name}.config"
     if textcfg:
         cmd += ["--textcfg", str(cfg)]

@@ -42,11 +42,16 @@ from . import spec
 
 
 class PinTop(Module):
-    """EnginePeripheral((isa,)) with both Wishbone slaves on one set of pins (`sel_csr` picks)."""
+    """EnginePeripheral((isa,)) with both Wishbone slaves on one set of pins (`sel_csr` picks).
+    `periph`: another peripheral with two slaves (`csr_bus`, `mem_bus`) and `irq`, pinned the
+    same way (the TRNG: trng/place.py)."""
 
-    def __init__(self, isa: str):
-        from soc.engine import EnginePeripheral
-        self.submodules.p = p = EnginePeripheral((isa,))
+    def __init__(self, isa: str | None = None, periph=None, irq=None):
+        if periph is None:
+            from soc.engine import EnginePeripheral
+            periph = EnginePeripheral((isa,))
+            irq = periph.ev.irq
+        self.submodules.p = p = periph
         self.adr = Signal(30)
         self.dat_w = Signal(32)
         self.dat_r = Signal(32)
@@ -63,7 +68,7 @@ class PinTop(Module):
             c.cyc.eq(self.cyc & self.sel_csr), m.cyc.eq(self.cyc & ~self.sel_csr),
             c.stb.eq(self.stb & self.sel_csr), m.stb.eq(self.stb & ~self.sel_csr),
             self.ack.eq(c.ack | m.ack), self.dat_r.eq(Mux(self.sel_csr, c.dat_r, m.dat_r)),
-            self.irq.eq(p.ev.irq),
+            self.irq.eq(irq),
         ]
         self.ios = {self.adr, self.dat_w, self.dat_r, self.we, self.sel_csr, self.cyc, self.stb, self.ack, self.irq}
 

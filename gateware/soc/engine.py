@@ -33,9 +33,13 @@ from .engine_wishbone import ENGINE_BUS_SIGNALS, EngineWishbone
 CPU_CLK_HZ = 100_000_000
 
 
-def clocks(isas) -> dict:
+def clocks(isas, cpu_hz: int | None = None) -> dict:
     """Clock frequencies of the SoC's domains, checked against the spec: sequencer (eng) at
-    half the CPU clock, multiplier (mul) at the CPU clock, the same for every ISA built."""
+    half the CPU clock, multiplier (mul) at the CPU clock, the same for every ISA built.
+
+    `cpu_hz`: a board whose CPU (and so the engine) runs slower than Precursor's 100 MHz (an
+    FPGA where the engine does not close timing at the spec's clocks, gateware/soc/board.py):
+    the spec's ratios are kept (mul = CPU, eng = CPU / 2), the frequencies scale with the CPU."""
     S = spec.load()
     eng = {S.isas[i].eng_clk_hz for i in isas}
     mul = {S.isas[i].mul_clk_hz for i in isas}
@@ -43,6 +47,9 @@ def clocks(isas) -> dict:
     eng, mul = eng.pop(), mul.pop()
     assert mul == CPU_CLK_HZ, f"multiplier clock {mul} Hz is not the CPU clock {CPU_CLK_HZ} Hz"
     assert 2 * eng == CPU_CLK_HZ, f"sequencer clock {eng} Hz is not half the CPU clock"
+    if cpu_hz is not None and cpu_hz != CPU_CLK_HZ:
+        assert cpu_hz % 2 == 0 and 0 < cpu_hz < CPU_CLK_HZ, f"board CPU clock {cpu_hz} Hz"
+        return {"sys": cpu_hz, "eng": cpu_hz // 2, "mul": cpu_hz}
     return {"sys": CPU_CLK_HZ, "eng": eng, "mul": mul}
 
 
@@ -65,12 +72,13 @@ class _Port:
 
 
 class EnginePeripheral(Module, AutoCSR):
-    def __init__(self, isas=("v1", "v2"), stock: bool = False):
-        """`stock`: the v1 engine as shipped, bus defects included (engine.csr.EngineBus)."""
+    def __init__(self, isas=("v1", "v2"), stock: bool = False, cpu_hz: int | None = None):
+        """`stock`: the v1 engine as shipped, bus defects included (engine.csr.EngineBus).
+        `cpu_hz`: a board's slower CPU clock (see `clocks`)."""
         isas = tuple(isas)
         assert isas and len(set(isas)) == len(isas), "one engine per ISA"
         self.isas = isas
-        self.clock_hz = clocks(isas)
+        self.clock_hz = clocks(isas, cpu_hz)
         self.regions = regions()
         self.irq_line = spec.load().csr.irq
         self.engines = []

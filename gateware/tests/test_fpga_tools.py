@@ -55,3 +55,63 @@ def test_clock_names_of_nextpnr():
     assert ecp5.clock_port("$glbnet$mul_clk$TRELLIS_IO_IN") == "mul_clk"
     assert ecp5.clock_port("sys_clk") == "sys_clk"
     assert ecp5.clock_port("<async>") == "<async>"
+
+
+def _board_report(sys_mhz=30.1, eng_mhz=60.0, cross=None):
+    s, e = "$glbnet$crg_clkout0", "$glbnet$eng_clk"
+    return {"fmax": {s: sys_mhz, e: eng_mhz}, "constraint": {s: 25.0, e: 12.5}, "log": "/x/nextpnr.log",
+            "cross": cross or {}}
+
+
+def test_board_timing_check():
+    from soc.board import check
+    s, e = "posedge $glbnet$crg_clkout0", "posedge $glbnet$eng_clk"
+    assert check(_board_report()) == []
+    # a PLL clock under its constraint
+    bad = check(_board_report(sys_mhz=24.0))
+    assert len(bad) == 1 and "24.0 MHz < 25.0 MHz" in bad[0] and "/x/nextpnr.log" in bad[0]
+    # between the PLL's clocks: one period of the faster (40 ns), two from or into the array
+    ok = {f"{s} -> {e}": {"ns": 39.0, "from_cell": "cpu_x", "to_cell": "seq_y"},
+          f"{e} -> {s}": {"ns": 70.0, "from_cell": "rf.0.3", "to_cell": "seq_y"},
+          f"<async> -> {s}": {"ns": 500.0, "from_cell": "uart_rx", "to_cell": "x"},
+          f"posedge ring0_3_clk -> {s}": {"ns": 90.0, "from_cell": "ring0_3_tog", "to_cell": "core0_meta"},
+          f"posedge generate_ring3_32_0 -> {s}": {"ns": 90.0, "from_cell": "t", "to_cell": "core3_meta"}}
+    assert check(_board_report(cross=ok)) == []
+    over = {f"{s} -> {e}": {"ns": 41.0, "from_cell": "cpu_x", "to_cell": "seq_y"}}
+    bad = check(_board_report(cross=over))
+    assert len(bad) == 1 and "41.0 ns over its 40.0 ns" in bad[0] and "cpu_x -> seq_y" in bad[0]
+    # a clock nextpnr does not constrain, and a report without clocks
+    r = _board_report(cross={f"posedge $glbnet$other -> {e}": {"ns": 1.0, "from_cell": "a", "to_cell": "b"}})
+    assert any("without a constraint" in b for b in check(r))
+    assert check({"fmax": {}, "constraint": {}, "cross": {}, "log": "L"}) == ["nextpnr reported no clock (log L)"]
+
+
+def test_unknown_board_is_refused():
+    from soc.board import board
+    with pytest.raises(SystemExit, match="unknown board 'nope'.*ulx3s"):
+        board("nope")
+    assert board("ulx3s").device.startswith("LFE5U-85F")
+
+
+def test_ring_oscillator_stage_per_family():
+    from trng.frontend_ro import RingOscillators
+    from migen.fhdl.verilog import convert
+    for family, prim in (("xc7", "LUT2"), ("ecp5", "LUT4")):
+        r = RingOscillators(1, 1, 3, family=family)
+        v = str(convert(r, {r.enable, r.bits, r.valid}))
+        assert v.count(prim) >= 1
+        # on the ECP5 each ring only clocks its toggle flop (no timed path starts in a loop)
+        assert ("posedge ring0_0_clk" in v) == (family == "ecp5")
+    with pytest.raises(ValueError, match="unknown FPGA family"):
+        RingOscillators(1, 1, 3, family="ice40")
+
+
+def test_board_hold_violations_outside_the_rings_fail():
+    from soc.board import hold_violations
+    ring = ("Warning: Hold/min time violation for clock 'posedge x':\nInfo:       type curr  total name\n"
+            "Info:    routing  0.48  0.48 Net w_ring0_3_0 (77,38) -> (77,38)\nInfo:\n")
+    other = ("Warning: Hold/min time violation for clock 'posedge x':\nInfo:       type curr  total name\n"
+             "Info:    routing  0.10  0.10 Net cpu_pc_q (1,2) -> (1,3)\nInfo:\n")
+    assert hold_violations("Info: start\n" + ring) == []
+    bad = hold_violations(ring + other)
+    assert len(bad) == 1 and "cpu_pc_q" in bad[0]

@@ -3,9 +3,18 @@ noise source, simsource.py, stands in for it in Verilator).
 
 `cores` cores of `rings_per_core` free-running rings of `ring_stages` inverting stages each
 (spec/trng.toml `[health.ro]`). A ring is a NAND (the enable) followed by inverters, closed on
-itself; every stage is an explicit LUT1/LUT2 primitive (and its wire carries `keep`) so synthesis
-keeps each stage as its own LUT. A core's bit is the
-XOR of its rings, brought into the clock domain by a two-flop synchroniser.
+itself; every stage is an explicit LUT primitive (and its wire carries `keep`) so synthesis
+keeps each stage as its own LUT: `family="xc7"` (Precursor's Spartan-7) uses LUT2 / LUT1,
+`family="ecp5"` (the ECP5 board build, gateware/soc/board.py) LUT4 with the unused inputs tied
+low (INIT bit i is the output for D C B A = i: NAND of A and B = 0x7777, NOT A = 0x5555), the
+instances marked `keep` too. The rings are combinational loops: nextpnr-ecp5 places them with
+`--ignore-loops` (its timing analysis leaves the loops out). On the ECP5 each ring clocks a
+toggle flop of its own and the flop's output is the ring's tap (the parity of the ring's edges,
+sampled like the ring itself but at half its frequency): with the ring output on a data path,
+nextpnr 0.11's timing analysis walked into the loop from the synchroniser and stopped with an
+uncaught exception after placement on some placements (three of four runs of the whole TRNG);
+a ring that only drives a clock pin leaves no timed path starting inside a loop. A core's bit is
+the XOR of its rings' taps, brought into the clock domain by a two-flop synchroniser.
 
 Sampling (RO_CONFIG): after the rings are enabled, `delay` cycles pass before the first sample;
 then one sample every `dwell + 1` cycles, plus 0..3 cycles from an LFSR when `fuzz` is set
@@ -17,11 +26,26 @@ words (`need` low), and whenever `enable` is low.
 
 from functools import reduce
 
-from migen import C, Cat, If, Instance, Module, Signal
+from migen import C, Cat, ClockDomain, If, Instance, Module, Signal
+
+
+FAMILIES = ("xc7", "ecp5")
+
+
+def _stage(family: str, nand: bool, a, run, out):
+    """One ring stage as the family's LUT primitive: NAND(a, run) or NOT a."""
+    if family == "xc7":
+        if nand:
+            return Instance("LUT2", p_INIT=C(0b0111, 4), i_I0=a, i_I1=run, o_O=out)
+        return Instance("LUT1", p_INIT=C(0b01, 2), i_I0=a, o_O=out)
+    if family == "ecp5":
+        return Instance("LUT4", p_INIT=C(0x7777 if nand else 0x5555, 16), i_A=a, i_B=run if nand else 0,
+                        i_C=0, i_D=0, o_Z=out, attr={"keep"})
+    raise ValueError(f"unknown FPGA family {family!r} (one of {', '.join(FAMILIES)})")
 
 
 class RingOscillators(Module):
-    def __init__(self, cores, rings_per_core, stages):
+    def __init__(self, cores, rings_per_core, stages, family: str = "xc7"):
         self.enable = Signal()
         self.powersave = Signal()
         self.need = Signal()
@@ -43,10 +67,20 @@ class RingOscillators(Module):
             for r in range(rings_per_core):
                 st = [Signal(name=f"ring{c}_{r}_{k}", attr={"keep"}) for k in range(stages)]
                 # explicit LUT primitives: synthesis may not merge the stages into fewer LUTs
-                self.specials += Instance("LUT2", p_INIT=C(0b0111, 4), i_I0=st[-1], i_I1=run, o_O=st[0])  # NAND
+                self.specials += _stage(family, True, st[-1], run, st[0])  # NAND (the enable)
                 for k in range(1, stages):
-                    self.specials += Instance("LUT1", p_INIT=C(0b01, 2), i_I0=st[k - 1], o_O=st[k])  # inverter
-                taps.append(st[0])
+                    self.specials += _stage(family, False, st[k - 1], run, st[k])  # inverter
+                if family == "ecp5":
+                    # the ring clocks a toggle flop, whose output is the tap: no timed data
+                    # path starts inside the loop (see the module's docstring)
+                    cd = ClockDomain(f"ring{c}_{r}", reset_less=True)
+                    self.clock_domains += cd
+                    tog = Signal(name=f"ring{c}_{r}_tog")
+                    self.comb += cd.clk.eq(st[0])
+                    getattr(self.sync, cd.name).__iadd__(tog.eq(~tog))
+                    taps.append(tog)
+                else:
+                    taps.append(st[0])
             x = Signal(name=f"core{c}_xor")
             self.comb += x.eq(reduce(lambda a, b: a ^ b, taps))
             meta = Signal(name=f"core{c}_meta", attr={"keep"})

@@ -71,6 +71,14 @@ pub enum GatewareCmd {
         #[arg(long)]
         out: PathBuf,
     },
+    /// The SoC benchmark (VexRiscv, engine v2, TRNG with its ring oscillators, the benchmark
+    /// firmware in ROM) as a bitstream for an ECP5 board, with the open toolchain from PyPI;
+    /// fails when nextpnr's timing misses the board's clocks. Long (an hour or more).
+    Bitstream {
+        /// Board: ulx3s (ULX3S with an LFE5U-85F).
+        #[arg(long)]
+        board: String,
+    },
     /// Remove the Verilator build cache (target/gateware/verilator).
     Clean,
 }
@@ -92,6 +100,15 @@ pub fn run(ctx: &Ctx, a: GatewareArgs) -> Result<()> {
         }
         GatewareCmd::NetlistSim { isa, wycheproof } => super::fpga::netlist_sim(ctx.verbose, &isa, wycheproof),
         GatewareCmd::Xdc { isa, out } => super::fpga::xdc(&isa, &out),
+        GatewareCmd::Bitstream { board } => {
+            let (r, bit) = super::fpga::bitstream(&board, ctx.verbose)?;
+            for (k, v) in &r {
+                println!("{k:<44} {v}");
+            }
+            println!("bitstream: {} (not tried on hardware here)", bit.display());
+            println!("flash (SRAM): openFPGALoader --board {board} {}", bit.display());
+            Ok(())
+        }
         GatewareCmd::Clean => {
             let d = build_dir();
             if d.exists() {

@@ -10,13 +10,21 @@
 //!   (RFC 7748 and the model's vectors, a Wycheproof sample, pause / resume), results and cycle
 //!   counts equal to the model's: `netlist_engine_pass` = 1 when all pass (the provider fails
 //!   otherwise).
-//! * `cargo xtask gateware place|netlist-sim|xdc` (areas/engine/cli.rs).
+//! * bench provider `trng-ecp5`: the whole TRNG (ring oscillators in LUT4s, Wishbone adapter)
+//!   placed on the same ECP5 (gateware/trng/place.py): `ecp5_trng_fmax_mhz_sys`,
+//!   `ecp5_trng_{luts,ffs,brams,dsps}`, `ecp5_trng_timing_met`.
+//! * bench provider `board-ecp5`: the SoC benchmark as a bitstream for the ULX3S 85F
+//!   (gateware/soc/board.py): `ecp5_board_ulx3s_*` (Fmax per clock against the board's clocks,
+//!   cells, `ecp5_board_ulx3s_timing_met`); fails when timing is not met or a tool fails.
+//! * `cargo xtask gateware place|netlist-sim|xdc|bitstream` (areas/engine/cli.rs).
 //!
 //! Long runs (minutes to an hour on 2 shared cores): none of this is in `cargo xtask test`; the
 //! register file's netlist runs in `engine:rtl-units`.
 
 use crate::bench::parse_flat_json;
 use crate::build::gateware;
+use crate::harness::soc::{build_firmware, Soc};
+use crate::setup;
 use crate::steps::{BenchProvider, BenchResults};
 use crate::supervisor;
 use crate::util;
@@ -27,6 +35,8 @@ use std::time::Duration;
 pub fn bench_providers() -> Vec<BenchProvider> {
     vec![
         BenchProvider { name: "engine-ecp5", timeout: Duration::from_secs(150 * 60), run: |_| place(&[], None, false) },
+        BenchProvider { name: "trng-ecp5", timeout: Duration::from_secs(60 * 60), run: |_| trng_place() },
+        BenchProvider { name: "board-ecp5", timeout: Duration::from_secs(150 * 60), run: |c| bitstream("ulx3s", c.verbose).map(|(r, _)| r) },
         BenchProvider { name: "engine-netlist", timeout: Duration::from_secs(90 * 60), run: |c| netlist_sim(c.verbose, &[], 12).map(|_| pass()) },
     ]
 }
@@ -88,4 +98,77 @@ pub fn xdc(isa: &str, out: &Path) -> Result<()> {
     let mut cmd = gateware::py_command(&py);
     cmd.args(["-m", "engine.xdc", "--check", "--isa", isa, "--out"]).arg(std::path::absolute(out)?);
     supervisor::run(&mut cmd, Duration::from_secs(10 * 60), "engine.xdc")
+}
+
+/// Boards `cargo xtask gateware bitstream --board` knows (gateware/soc/board.py, BOARDS).
+pub const BOARDS: &[&str] = &["ulx3s"];
+
+/// The board SoC's map (csr.csv, soc.json: LiteX elaborates the whole SoC, PLL and rings
+/// included) and firmware/soc-bench built against it, as a raw image, in `dir`: the board
+/// build's first half (about a minute; `engine:soc-bench` runs it). Returns `dir` and the image.
+pub fn board_firmware(board: &str, dir: &Path, verbose: bool) -> Result<(PathBuf, PathBuf)> {
+    if !BOARDS.contains(&board) {
+        bail!("unknown board {board:?}: one of {}", BOARDS.join(", "));
+    }
+    setup::require_apt(&[setup::apt::GATEWARE, setup::apt::RISCV_BINUTILS].concat())?;
+    let py = gateware::python()?;
+    let dir = dir.to_path_buf();
+    std::fs::create_dir_all(&dir)?;
+    let mut cmd = gateware::py_command(&py);
+    cmd.args(["-m", "soc.board", "--board", board, "--out"]).arg(&dir).arg("--map-only");
+    supervisor::run_quiet(&mut cmd, Duration::from_secs(20 * 60), "the board SoC's map (python -m soc.board --map-only)", verbose)?;
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("soc.json"))?).context("the board SoC's soc.json")?;
+    if meta["clock_hz"]["sys"].as_u64().unwrap_or(0) == 0 || meta.get("rom_init").is_some() {
+        bail!("{}: not a board SoC's soc.json", dir.join("soc.json").display());
+    }
+    let soc = Soc { dir: dir.clone(), meta };
+    let elf = build_firmware(&soc, &[], verbose)?;
+    let fw_elf = dir.join("soc-bench.elf");
+    std::fs::copy(&elf, &fw_elf)?;
+    let fw = dir.join("soc-bench.bin");
+    supervisor::run(
+        std::process::Command::new("riscv64-unknown-elf-objcopy").args(["-O", "binary"]).arg(&fw_elf).arg(&fw),
+        Duration::from_secs(60),
+        "objcopy (firmware image)",
+    )?;
+    if std::fs::metadata(&fw)?.len() == 0 {
+        bail!("empty firmware image {}", fw.display());
+    }
+    Ok((dir, fw))
+}
+
+/// The SoC benchmark as a bitstream for `board` (gateware/soc/board.py): the SoC's map, the
+/// firmware built against it (firmware/soc-bench), then the SoC with the firmware in its ROM
+/// through yosys synth_ecp5, nextpnr-ecp5 (timing checked against the board's clocks) and
+/// ecppack. Returns the flat figures and the bitstream's path; fails on an unknown board, a
+/// tool's failure or a timing miss (the tool's message and log path in the error).
+pub fn bitstream(board: &str, verbose: bool) -> Result<(BenchResults, PathBuf)> {
+    let (dir, fw) = board_firmware(board, &util::target_dir().join("gateware").join(format!("board-{board}")), verbose)?;
+    let py = gateware::python()?;
+    let report = dir.join("report.json");
+    std::fs::remove_file(&report).ok();
+    let mut cmd = gateware::py_command(&py);
+    cmd.args(["-m", "soc.board", "--board", board, "--out"]).arg(&dir).arg("--firmware").arg(&fw);
+    supervisor::run(&mut cmd, Duration::from_secs(140 * 60), "the board bitstream (yosys synth_ecp5, nextpnr-ecp5, ecppack)")?;
+    let r = parse_flat_json(&std::fs::read_to_string(&report).with_context(|| format!("no report at {}", report.display()))?)?;
+    let bit = dir.join(format!("{board}.bit"));
+    if !bit.is_file() {
+        bail!("no bitstream at {}", bit.display());
+    }
+    Ok((r, bit))
+}
+
+/// ECP5 place and route of the whole TRNG (gateware/trng/place.py): flat figures, timing
+/// reported (`ecp5_trng_timing_met`), a tool failure is an error.
+pub fn trng_place() -> Result<BenchResults> {
+    let py = gateware::python()?;
+    let dir = util::target_dir().join("gateware").join("trng-ecp5");
+    std::fs::create_dir_all(&dir)?;
+    let out = dir.join("place.json");
+    std::fs::remove_file(&out).ok();
+    let mut cmd = gateware::py_command(&py);
+    cmd.args(["-m", "trng.place", "--json"]).arg(&out).arg("--workdir").arg(dir.join("work"));
+    supervisor::run(&mut cmd, Duration::from_secs(55 * 60), "trng.place (yosys synth_ecp5, nextpnr-ecp5)")?;
+    parse_flat_json(&std::fs::read_to_string(&out).with_context(|| format!("no place report at {}", out.display()))?)
 }

@@ -204,6 +204,18 @@ fn test(ctx: &Ctx) -> Result<()> {
         }
         Err(e) => bail!("silent firmware: unexpected failure: {e:#}"),
     }
+
+    // the board build's first half (`cargo xtask gateware bitstream` runs the rest in the bench):
+    // the ULX3S SoC elaborates and the same firmware builds against its map (no sim_finish,
+    // one engine build), and an unknown board is refused
+    let dir = util::target_dir().join("gateware").join("board-ulx3s-check");
+    let (_, fw) = super::fpga::board_firmware("ulx3s", &dir, ctx.verbose)?;
+    eprintln!("xtask: ULX3S board SoC elaborated, firmware built against its map ({} bytes)", std::fs::metadata(&fw)?.len());
+    match super::fpga::board_firmware("no-such-board", &dir, ctx.verbose) {
+        Ok(_) => bail!("an unknown board was accepted"),
+        Err(e) if format!("{e:#}").contains("unknown board") => {}
+        Err(e) => bail!("unknown board: unexpected failure: {e:#}"),
+    }
     Ok(())
 }
 
