@@ -37,6 +37,7 @@ CSR_LOCS = {
     "susres": 0x13,      # 0xF001_3000 suspend/resume (xous-susres)
     "wdt": 0x22,         # 0xF002_2000
     "wfi": 0x25,         # 0xF002_5000
+    "keyboard": 0x17,    # 0xF001_7000 the keyboard (here: characters typed on the debug UART)
     "memlcd": 0x0C,      # 0xF000_C000 the memory LCD's registers (its frame buffer: MEMLCD_FB)
     "simctl": 0x3F,      # 0xF003_F000 simulation control: not on Precursor (its last page is empty)
     "simfault": 0x10,    # 0xF001_0000 fault injection: not on Precursor (an empty page inside the CSR
@@ -78,6 +79,7 @@ IRQS = {
     "console": 3,
     "ticktimer": 8,
     "susres": 9,
+    "keyboard": 13,
     **_SPEC_IRQS,
 }
 

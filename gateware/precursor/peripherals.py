@@ -22,7 +22,9 @@ from litex.soc.cores.uart import _get_uart_fifo
 HERE = Path(__file__).resolve().parent
 WDT_BITE_CODE = 0xDEAD_0001
 POWERDOWN_CODE = 0xDEAD_0002      # the susres block's POWERDOWN: the SoC powered itself off
-VERILOG_SOURCES = [HERE / "sim_uart_sink.v", HERE / "sim_finish.v", HERE / "sim_memlcd_sink.v"]
+VERILOG_SOURCES = [HERE / "sim_uart_sink.v", HERE / "sim_finish.v", HERE / "sim_memlcd_sink.v", HERE / "sim_key_source.v"]
+# the debug UART's byte time at 115200 baud (10 bits per character) at the declared 100 MHz
+KEY_BYTE_CYCLES = 8_680
 
 
 class CycleCounter(Module):
@@ -400,6 +402,61 @@ class IrqDropper(Module):
             If(swallow, masking.eq(1)).Elif(~line, masking.eq(0)),
             If(load, self.left.eq(count)).Elif(swallow, self.left.eq(self.left - 1)),
         ]
+
+
+class Keyboard(Module, AutoCSR):
+    """Precursor's `keyboard` block (CSR page 0xF001_7000, IRQ 13) as far as characters typed on
+    the debug UART reach the software through it. Registers (the SVD's): UART_CHAR (`char`
+    [7:0], `stb` [8]: the injection FIFO has a character; reading UART_CHAR takes it out of the
+    16-deep FIFO), ROW0DAT..ROW8DAT (the key matrix's column data: read 0 here, no matrix is
+    modelled), EV_STATUS / EV_PENDING / EV_ENABLE with events `keypressed` (bit 0, never raised
+    here) and `inject` (bit 1, a character entered the FIFO).
+
+    Precursor routes characters received on its debug serial port into this FIFO (betrusted-io
+    gateware `keyboard.py`: `uart_inject` / `inject_strobe`). Here they come from the simulation
+    host: `sim_key_source` reads a file (the runner's `--keys`, plusarg `+keys=`) as it grows,
+    one byte per `byte_cycles` (the debug UART at 115200 baud), and holds a byte while the FIFO
+    is full (flow control: on Precursor a full FIFO loses the character). Every byte that
+    enters the FIFO is logged with its cycle (`keys.log`: `<cycle> <hex>`)."""
+
+    ROWS = 9
+
+    def __init__(self, cycles: Signal, filename: str, byte_cycles: int = KEY_BYTE_CYCLES):
+        from migen.genlib.fifo import SyncFIFOBuffered
+        from litex.soc.interconnect.csr_eventmanager import EventSourcePulse
+
+        self.uart_char = CSRStatus(fields=[
+            CSRField("char", size=8, description="character value being injected"),
+            CSRField("stb", size=1, offset=8, description="FIFO has readable characters"),
+        ])
+        for i in range(self.ROWS):
+            setattr(self, f"row{i}dat", CSRStatus(fields=[CSRField(f"row{i}dat", size=10, description="Column data for the given row")], name=f"row{i}dat"))
+        self.submodules.ev = EventManager()
+        self.ev.keypressed = EventSourcePulse(description="Triggered every time there is a difference in the row state")
+        self.ev.inject = EventSourcePulse(description="Key injection request received")
+        self.ev.finalize()
+
+        self.submodules.fifo = fifo = SyncFIFOBuffered(width=8, depth=16)
+        valid = Signal()
+        data = Signal(8)
+        self.comb += [
+            fifo.din.eq(data),
+            fifo.we.eq(valid),
+            self.uart_char.fields.char.eq(fifo.dout),
+            self.uart_char.fields.stb.eq(fifo.readable),
+            fifo.re.eq(self.uart_char.we),
+            self.ev.inject.trigger.eq(valid),
+        ]
+        self.specials += Instance(
+            "sim_key_source",
+            p_LOGNAME=filename,
+            p_PERIOD=byte_cycles,
+            i_clk=ClockSignal("sys"),
+            i_ready=fifo.writable,
+            o_valid=valid,
+            o_data=data,
+            i_cycles=cycles,
+        )
 
 
 class MemLCD(Module, AutoCSR):

@@ -23,6 +23,12 @@
 * `--memlcd FILE`: copy the memory LCD's panel log to FILE after the run: every line the
   memlcd block sent, `<cycle> <line> <88 hex digits>` (`python -m precursor.memlcd` turns it
   into a PNG: the screen).
+* `--keys FILE`: characters typed on the debug UART: the simulator reads FILE as it grows (append
+  to it while the run goes on) and hands each byte to the keyboard block (one byte per 115200-baud
+  character time, held while the block's FIFO is full). `--type-after REGEX TEXT` (repeatable, in
+  order): once an output line matches REGEX, TEXT is typed (appended to the keys file; a run
+  directory file when `--keys` is not given); the next pair waits for a later line.
+  `--keys-log FILE`: copy the keyboard's log (every byte it took, `<cycle> <hex>`) to FILE.
 * `--bridge-port PORT`: serve the SoC's UART Wishbone bridge (tester.py: the TRNG tester's host
   bridge, a bus master) on TCP PORT while the simulation runs; without it nothing listens.
 """
@@ -144,13 +150,14 @@ class _Tail:
 def run(rom: bytes, ram: bytes | None = None, timeout: float = 60.0, expect=(), until: str | None = None,
         fail=(DEFAULT_FAIL,), echo: bool = True, gw: Path | None = None, keep: Path | None = None,
         on_line=None, bridge_port: int | None = None, profile: tuple[Path, int] | None = None,
-        memlcd: Path | None = None) -> Result:
+        memlcd: Path | None = None, keys: Path | None = None, type_after=(), keys_log: Path | None = None) -> Result:
     rom_hex = words_hex(rom, pmap.ROM_SIZE, "the ROM image")
     ram_hex = words_hex(ram or b"", pmap.SRAM_EXT_SIZE, "the RAM image")
     gw = gw or soc.build()
     runs = Path(keep) if keep else Path(tempfile.mkdtemp(prefix="precursor-run-"))
     try:
-        return _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port, profile, memlcd)
+        return _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port, profile, memlcd,
+                    keys, list(type_after), keys_log)
     finally:
         if not keep:
             shutil.rmtree(runs, ignore_errors=True)
@@ -179,7 +186,8 @@ def link_build_inits(gw: Path, runs: Path) -> None:
         dst.symlink_to(src)
 
 
-def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port=None, profile=None, memlcd=None) -> Result:
+def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line, bridge_port=None, profile=None, memlcd=None,
+         keys=None, type_after=(), keys_log=None) -> Result:
     runs.mkdir(parents=True, exist_ok=True)
     for name in ("modules", "sim_config.js"):
         link = runs / name
@@ -191,8 +199,12 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
     (runs / soc.ROM_INIT).write_text(rom_hex)
     (runs / soc.RAM_INIT).write_text(ram_hex)
     link_build_inits(gw, runs)
-    for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH, soc.PROGRESS, soc.PROFILE, soc.MEMLCD_LOG):
+    for f in (soc.UART_LOG, soc.CONSOLE_LOG, soc.FINISH, soc.PROGRESS, soc.PROFILE, soc.MEMLCD_LOG, soc.KEYS_LOG):
         (runs / f).unlink(missing_ok=True)
+    to_type = [(re.compile(rx), text) for rx, text in type_after]
+    if keys is None and to_type:
+        keys = runs / "keys.in"
+        keys.write_bytes(b"")
 
     expect_re = [(p, re.compile(p)) for p in expect]
     fail_re = [re.compile(p) for p in fail]
@@ -207,6 +219,8 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
         argv = [str(gw / "obj_dir" / "Vsim")]
         if profile:
             argv.append(f"+profile={profile[1]}")
+        if keys is not None:
+            argv.append(f"+keys={Path(keys).resolve()}")
         proc = subprocess.Popen(argv, cwd=runs, stdout=simout, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent,
                                 restore_signals=False)
@@ -224,6 +238,9 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
                         res.matched[p] = line
                 if any(rx.search(text) for rx in fail_re):
                     res.failed.append(line)
+                if to_type and to_type[0][0].search(text):
+                    with open(keys, "ab") as kf:
+                        kf.write(to_type.pop(0)[1].encode())
                 if until_re and until_re.search(text):
                     res.reason = "until"
                     return True
@@ -250,6 +267,10 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
         if res.reason != "until":
             for t in tails:
                 handle(t.flush())
+    if keys_log:
+        klog = runs / soc.KEYS_LOG
+        if klog.is_file():
+            shutil.copyfile(klog, keys_log)
     if profile:
         samples = runs / soc.PROFILE
         if not samples.is_file():
@@ -316,8 +337,13 @@ def main(argv=None) -> int:
     ap.add_argument("--profile-period", type=int, default=256, metavar="CYCLES",
                     help="cycles between two PC samples with --profile (default 256)")
     ap.add_argument("--memlcd", type=Path, metavar="FILE", help="write the memory LCD's panel log (every line sent) to FILE")
+    ap.add_argument("--keys", type=Path, metavar="FILE", help="characters typed on the debug UART: read from FILE as it grows")
+    ap.add_argument("--type-after", nargs=2, action="append", default=[], metavar=("REGEX", "TEXT"),
+                    help="once a line matches REGEX, type TEXT (repeatable, in order)")
+    ap.add_argument("--keys-log", type=Path, metavar="FILE", help="write the keyboard's log (every byte it took) to FILE")
     a = ap.parse_args(argv)
-    for what, pats in (("--expect", a.expect), ("--fail", a.fail or []), ("--until", [a.until] if a.until else [])):
+    for what, pats in (("--expect", a.expect), ("--fail", a.fail or []), ("--until", [a.until] if a.until else []),
+                       ("--type-after", [rx for rx, _ in a.type_after])):
         for pat in pats:
             try:
                 re.compile(pat)
@@ -337,6 +363,9 @@ def main(argv=None) -> int:
     if a.memlcd is not None and not a.memlcd.resolve().parent.is_dir():
         print(f"precursor.run: --memlcd {a.memlcd}: no such directory {a.memlcd.parent}", file=sys.stderr)
         return 2
+    if a.keys is not None and not a.keys.is_file():
+        print(f"precursor.run: --keys {a.keys}: no such file", file=sys.stderr)
+        return 2
     if a.profile is not None and not a.profile.parent.is_dir():
         print(f"precursor.run: --profile {a.profile}: no such directory {a.profile.parent}", file=sys.stderr)
         return 2
@@ -345,7 +374,9 @@ def main(argv=None) -> int:
         ram = a.ram.read_bytes() if a.ram else None
         res = run(rom, ram, a.timeout, a.expect, a.until, a.fail or [DEFAULT_FAIL], not a.quiet, keep=a.keep,
                   bridge_port=a.bridge_port, profile=(a.profile.resolve(), a.profile_period) if a.profile else None,
-                  memlcd=a.memlcd.resolve() if a.memlcd else None)
+                  memlcd=a.memlcd.resolve() if a.memlcd else None, keys=a.keys.resolve() if a.keys else None,
+                  type_after=[(rx, t.encode().decode("unicode_escape")) for rx, t in a.type_after],
+                  keys_log=a.keys_log.resolve() if a.keys_log else None)
     except ValueError as e:
         print(f"precursor.run: {e}", file=sys.stderr)
         return 2

@@ -45,7 +45,7 @@ from . import blocks
 from . import map as pmap
 from . import svd
 from . import tester
-from .peripherals import VERILOG_SOURCES, CycleCounter, MemLCD, PowerCycle, PrecursorUART, SimCtl, SimFault, SusRes, TickTimer, Timer0, WDT, WFI
+from .peripherals import VERILOG_SOURCES, CycleCounter, Keyboard, MemLCD, PowerCycle, PrecursorUART, SimCtl, SimFault, SusRes, TickTimer, Timer0, WDT, WFI
 
 HERE = Path(__file__).resolve().parent
 # the files that define the hardware (the build cache key; of this file, the SoC class and
@@ -58,6 +58,7 @@ RAM_INIT = "sim_sram_ext.init"
 UART_LOG = "uart.log"
 CONSOLE_LOG = "console.log"
 MEMLCD_LOG = "memlcd.log"      # every line the memory LCD block sends to its panel
+KEYS_LOG = "keys.log"          # every byte the keyboard block took from the debug UART
 FINISH = "finish.txt"
 PROGRESS = "progress.txt"      # the cycle count, rewritten every 2^22 cycles
 PROFILE = "profile.txt"        # PC samples with the plusarg +profile=<period> (sim_finish.v)
@@ -109,6 +110,8 @@ class PrecursorSim(SoCCore):
         # the memory LCD: registers on its CSR page, the frame buffer at Precursor's region
         self.submodules.memlcd = MemLCD(cycles.value, MEMLCD_LOG)
         self.bus.add_slave("memlcd_fb", self.memlcd.bus, SoCRegion(origin=pmap.MEMLCD_FB_BASE, size=pmap.MEMLCD_FB_SIZE, cached=False))
+        # the keyboard: characters typed on the debug UART (run.py --keys)
+        self.submodules.keyboard = Keyboard(cycles.value, KEYS_LOG)
         self.submodules.power = PowerCycle(self.susres.off)
         self.comb += power_rst.eq(self.power.rst)
         self.submodules.simctl = SimCtl(cycles.value, bite=self.wdt.bite, filename=FINISH, off=self.susres.off, power=self.power)

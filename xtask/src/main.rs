@@ -59,6 +59,12 @@ enum Cmd {
         /// Extra programs (shell command lines) to start after ours.
         #[arg(long = "program")]
         programs: Vec<String>,
+        /// Run the chat on the simulated Precursor instead (docs/chat.md "On the simulated
+        /// Precursor"): the device image with Alice, the relay and Bob; the screen shown here as
+        /// text, typed lines sent to its keyboard; slow (a simulation). --engine v1|v2 picks
+        /// the SoC's engine, software runs x25519-dalek on the simulated CPU.
+        #[arg(long, conflicts_with_all = ["stock", "fresh", "store", "programs"])]
+        device: bool,
     },
     /// Non-interactive end-to-end test: the whole system plus a scripted client that calls every
     /// server while 8 engine client processes run 100 X25519 each (checked against x25519-dalek),
@@ -160,7 +166,8 @@ fn main() {
     let ctx = Ctx::new(cli.verbose);
     let r = match cli.cmd {
         Cmd::Build => cmd_build(&ctx),
-        Cmd::Run { stock, engine, sync_dh, fresh, store, programs } => {
+        Cmd::Run { device: true, engine, sync_dh, .. } => areas::chat::device::run(&ctx, engine, sync_dh),
+        Cmd::Run { stock, engine, sync_dh, fresh, store, programs, device: false } => {
             let flavor = if stock { build::xous::Flavor::Stock } else { build::xous::Flavor::Patched };
             areas::chat::run(&ctx, flavor, engine, sync_dh, fresh, store.unwrap_or_else(areas::chat::default_store), programs)
         }

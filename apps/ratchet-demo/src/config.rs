@@ -14,6 +14,17 @@ use service_ipc::options::{Opt, Parsed, Takes};
 
 use crate::dh::{Pacing, SOFTWARE_DH};
 
+/// A program's options: its command line; on the device, whose image gives processes no
+/// command line, the options its build baked in (`baked`: the program's `option_env!`, set by
+/// `cargo xtask run --device`).
+pub fn process_args(baked: Option<&'static str>) -> Vec<String> {
+    let a: Vec<String> = std::env::args().skip(1).collect();
+    if a.is_empty() && cfg!(target_os = "xous") {
+        return baked.unwrap_or("").split_whitespace().map(String::from).collect();
+    }
+    a
+}
+
 pub const COMMON: &[Opt] = &[
     Opt { flag: "--store", env: Some("CHAT_STORE"), takes: Takes::Value },
     Opt { flag: "--engine", env: Some("CHAT_ENGINE"), takes: Takes::Value },

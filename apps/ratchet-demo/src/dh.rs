@@ -177,7 +177,13 @@ pub struct AsyncRunner {
 }
 
 impl AsyncRunner {
-    pub fn new(mut f: DhFn, device: Device) -> Self {
+    pub fn new(f: DhFn, device: Device) -> Self {
+        Self::with_notify(f, device, Box::new(|| {}))
+    }
+
+    /// [`Self::new`], calling `notify` on the worker after each batch's result is ready (a UI
+    /// that sleeps between frames wakes to take it at once).
+    pub fn with_notify(mut f: DhFn, device: Device, notify: Box<dyn Fn() + Send>) -> Self {
         let (tx, rx) = mpsc::channel::<Work>();
         let done: Done = Arc::new((Mutex::new(HashMap::new()), Condvar::new()));
         let d2 = done.clone();
@@ -190,6 +196,7 @@ impl AsyncRunner {
                     drop(kem);
                     d2.0.lock().unwrap().insert(ticket, r);
                     d2.1.notify_all();
+                    notify();
                 }
             })
             .expect("spawn the DH worker");

@@ -25,7 +25,7 @@
 //!   which a relay that drops frames achieves anyway.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rand_core::CryptoRngCore;
@@ -34,7 +34,7 @@ use ratchet::{pqxdh, Decrypted, DhJob, Envelope, Error as RError, KeyPair, Pendi
 use sha2::{Digest, Sha256};
 
 use crate::dh::{DhBatch, DhRunner};
-use crate::store::{self, Reader, StoreError, Writer};
+use crate::store::{self, FileStore, Reader, Storage, StoreError, Writer};
 
 pub const TAG_MSG: u8 = 1;
 pub const TAG_ACK: u8 = 2;
@@ -145,7 +145,7 @@ enum InFlight {
 }
 
 pub struct Party {
-    path: PathBuf,
+    store: Box<dyn Storage>,
     role: Role,
     me: u32,
     identity: Option<KeyPair>,
@@ -180,8 +180,16 @@ pub struct Party {
     pub save_time: Duration,
 }
 
+/// Wall-clock time of an entry in ms since 1970; on the device (which has no real-time clock
+/// service in its image) ms since this process started.
+#[cfg(not(target_os = "xous"))]
 fn unix_ms() -> u64 {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+#[cfg(target_os = "xous")]
+fn unix_ms() -> u64 {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_millis() as u64
 }
 
 fn classify(e: &RError) -> Reject {
@@ -201,7 +209,12 @@ impl Party {
     /// Alice: talks to `peer`, whose prekey bundle comes from the relay ([`Self::set_bundle`]).
     /// Loads the store at `path` if there is one.
     pub fn initiator(path: &Path, me: u32, peer: u32) -> Result<Party, StoreError> {
-        let mut p = Party::empty(path, me, Role::Initiator { peer });
+        Party::initiator_in(Box::new(FileStore(path.to_path_buf())), me, peer)
+    }
+
+    /// [`Self::initiator`] with its store in `store`.
+    pub fn initiator_in(store: Box<dyn Storage>, me: u32, peer: u32) -> Result<Party, StoreError> {
+        let mut p = Party::empty(store, me, Role::Initiator { peer });
         p.load()?;
         Ok(p)
     }
@@ -209,7 +222,12 @@ impl Party {
     /// Bob: answers prekey messages with `responder`'s keys. If the store exists its responder
     /// is used and `make` is not called.
     pub fn responder(path: &Path, me: u32, make: impl FnOnce() -> Result<Responder, String>) -> Result<Party, String> {
-        let mut p = Party::empty(path, me, Role::Responder);
+        Party::responder_in(Box::new(FileStore(path.to_path_buf())), me, make)
+    }
+
+    /// [`Self::responder`] with its store in `store`.
+    pub fn responder_in(store: Box<dyn Storage>, me: u32, make: impl FnOnce() -> Result<Responder, String>) -> Result<Party, String> {
+        let mut p = Party::empty(store, me, Role::Responder);
         p.load().map_err(|e| e.to_string())?;
         if p.responder.is_none() {
             p.responder = Some(make()?);
@@ -219,9 +237,9 @@ impl Party {
         Ok(p)
     }
 
-    fn empty(path: &Path, me: u32, role: Role) -> Party {
+    fn empty(store: Box<dyn Storage>, me: u32, role: Role) -> Party {
         Party {
-            path: path.to_path_buf(),
+            store,
             role,
             me,
             identity: None,
@@ -253,6 +271,10 @@ impl Party {
 
     pub fn me(&self) -> u32 {
         self.me
+    }
+    /// Where the store lives (for messages).
+    pub fn store_desc(&self) -> String {
+        self.store.describe()
     }
     pub fn history(&self) -> &[Entry] {
         &self.history
@@ -304,12 +326,17 @@ impl Party {
     }
 
     /// Queues a text for `peer` (sent as soon as a session can send) and writes the store: once
-    /// this returns Ok the text survives a crash.
+    /// this returns Ok the text survives a crash. If the store cannot be written (e.g. it is
+    /// full) the text is not queued: the caller still has it (the input line stays).
     pub fn queue_text(&mut self, peer: u32, text: &str) -> Result<(), String> {
         check_text(text)?;
         self.to_send.push_back((peer, text.to_string()));
         self.dirty = true;
-        self.save().map_err(|e| e.to_string())
+        if let Err(e) = self.save() {
+            self.to_send.pop_back();
+            return Err(e.to_string());
+        }
+        Ok(())
     }
 
     pub fn take_outgoing(&mut self) -> Vec<(u32, Vec<u8>)> {
@@ -637,7 +664,7 @@ impl Party {
     pub fn save(&mut self) -> Result<(), StoreError> {
         let t0 = Instant::now();
         let body = self.encode();
-        store::write_atomic(&self.path, &store::seal(&body.0))?;
+        self.store.store(&store::seal(&body.0))?;
         self.dirty = false;
         self.saves += 1;
         self.save_time += t0.elapsed();
@@ -727,7 +754,7 @@ impl Party {
     }
 
     fn load(&mut self) -> Result<(), StoreError> {
-        let Some(file) = store::read(&self.path)? else { return Ok(()) };
+        let Some(file) = self.store.load()? else { return Ok(()) };
         let body = store::open(&file)?;
         let corrupt = |what: &str, e: RError| StoreError::Corrupt(format!("{what}: {e}"));
         let mut r = Reader::new(body);

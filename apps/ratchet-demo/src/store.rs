@@ -11,6 +11,10 @@
 //!
 //! The body holds secrets (ratchet states, identity keys): it lives in `Zeroizing` buffers. The
 //! file is not encrypted (on the device that is the storage layer's job, docs/chat.md).
+//!
+//! Where the sealed bytes live is a [`Storage`]: a file ([`FileStore`], hosted) or a bounded
+//! region of RAM ([`RamStore`], the device image, which has no file system): a write that would
+//! not fit is refused with [`StoreError::Full`] and the previous contents stay.
 
 use std::fs;
 use std::io::Write;
@@ -29,6 +33,8 @@ pub enum StoreError {
     Io(String),
     Corrupt(String),
     Version(u16),
+    /// The write needs `need` bytes, the store holds at most `cap`: nothing was written.
+    Full { need: usize, cap: usize },
 }
 
 impl std::fmt::Display for StoreError {
@@ -37,6 +43,7 @@ impl std::fmt::Display for StoreError {
             StoreError::Io(e) => write!(f, "store I/O: {e}"),
             StoreError::Corrupt(e) => write!(f, "store file is damaged: {e}"),
             StoreError::Version(v) => write!(f, "store file version {v}, this build reads {VERSION}"),
+            StoreError::Full { need, cap } => write!(f, "store full: the state needs {need} bytes, the store holds {cap}; nothing was written"),
         }
     }
 }
@@ -164,6 +171,78 @@ pub fn open(file: &[u8]) -> Result<&[u8], StoreError> {
     Ok(&file[10..10 + len])
 }
 
+/// Where a party's sealed store lives.
+pub trait Storage: Send {
+    /// The stored bytes, or None if nothing was ever written.
+    fn load(&self) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError>;
+    /// Replaces the stored bytes with `data`, all or nothing.
+    fn store(&mut self, data: &[u8]) -> Result<(), StoreError>;
+    /// For messages: the file, or what the region is.
+    fn describe(&self) -> String;
+}
+
+/// A store file, replaced atomically ([`write_atomic`]).
+pub struct FileStore(pub PathBuf);
+
+impl Storage for FileStore {
+    fn load(&self) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
+        read(&self.0)
+    }
+    fn store(&mut self, data: &[u8]) -> Result<(), StoreError> {
+        write_atomic(&self.0, data)
+    }
+    fn describe(&self) -> String {
+        self.0.display().to_string()
+    }
+}
+
+/// A store in RAM of at most `cap` bytes (the device image has no file system; its storage
+/// layer, the PDDB on Precursor, is not part of it): lost at power-off. A write larger than
+/// `cap` is refused with [`StoreError::Full`] and the previous contents stay.
+pub struct RamStore {
+    data: Option<Zeroizing<Vec<u8>>>,
+    cap: usize,
+}
+
+impl RamStore {
+    pub fn new(cap: usize) -> RamStore {
+        RamStore { data: None, cap }
+    }
+    pub fn capacity(&self) -> usize {
+        self.cap
+    }
+}
+
+impl Storage for RamStore {
+    fn load(&self) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
+        Ok(self.data.clone())
+    }
+    fn store(&mut self, data: &[u8]) -> Result<(), StoreError> {
+        if data.len() > self.cap {
+            return Err(StoreError::Full { need: data.len(), cap: self.cap });
+        }
+        self.data = Some(Zeroizing::new(data.to_vec()));
+        Ok(())
+    }
+    fn describe(&self) -> String {
+        format!("RAM, {} bytes at most", self.cap)
+    }
+}
+
+/// The RAM store's size on the device: the largest state of the demo (Bob's PQ prekeys, a
+/// session, 2,000 history entries of short texts) fits several times over.
+pub const DEVICE_STORE_CAP: usize = 512 * 1024;
+
+/// A party's store at `path`: the file, or on the device (no file system in the image) a
+/// [`RamStore`] of [`DEVICE_STORE_CAP`] bytes.
+pub fn backing(path: &Path) -> Box<dyn Storage> {
+    if cfg!(target_os = "xous") {
+        Box::new(RamStore::new(DEVICE_STORE_CAP))
+    } else {
+        Box::new(FileStore(path.to_path_buf()))
+    }
+}
+
 /// Replaces `path` with `data` atomically (tmp file, fsync, rename, fsync of the directory).
 pub fn write_atomic(path: &Path, data: &[u8]) -> Result<(), StoreError> {
     let io = |e: std::io::Error| StoreError::Io(format!("{}: {e}", path.display()));
@@ -244,6 +323,17 @@ mod tests {
         assert!(r.bytes("long").is_err());
         let mut r = Reader::new(&[0xff, 0xff, 0xff, 0xff]);
         assert!(r.count("huge", 1).is_err());
+    }
+
+    #[test]
+    fn a_full_ram_store_refuses_the_write_and_keeps_what_it_had() {
+        let mut r = RamStore::new(8);
+        assert_eq!(r.load().unwrap(), None);
+        r.store(b"12345678").unwrap();
+        let e = r.store(b"123456789").unwrap_err();
+        assert_eq!(e, StoreError::Full { need: 9, cap: 8 });
+        assert!(e.to_string().contains("store full"), "{e}");
+        assert_eq!(&r.load().unwrap().unwrap()[..], b"12345678");
     }
 
     #[test]

@@ -329,3 +329,76 @@ fn an_old_copy_is_acknowledged_again_without_the_ratchet() {
     ack.extend_from_slice(&hash);
     assert!(w.bob.take_outgoing().iter().any(|(to, f)| *to == ALICE && *f == ack), "no acknowledgement");
 }
+
+/// A store that fills up (the device keeps its store in a bounded RAM region): a text that
+/// cannot be stored is refused with a clear message and not queued (the caller keeps it), no
+/// frame leaves whose state could not be stored, and nothing Bob accepted is lost or doubled.
+#[test]
+fn a_full_store_refuses_texts_and_releases_no_frame_it_could_not_store() {
+    use ratchet_demo::store::RamStore;
+    let mut w = World::new("full-store", Faults::default(), 11);
+    w.alice = Party::initiator_in(Box::new(RamStore::new(16 * 1024)), ALICE, BOB).unwrap();
+    w.alice.retry = Duration::from_millis(30);
+    let pad = "x".repeat(400);
+    let mut queued = 0u32;
+    let mut refused = None;
+    let mut tick_full = 0u32;
+    'outer: for n in 1..=100u32 {
+        match w.alice.queue_text(BOB, &format!("message {n} {pad}")) {
+            Ok(()) => queued = n,
+            Err(e) => {
+                assert_eq!(w.alice.queued_texts(), 0, "a refused text was queued");
+                refused = Some(e);
+                break;
+            }
+        }
+        for _ in 0..5_000 {
+            if let Some(peer) = w.alice.needs_bundle() {
+                if let Ok(b) = w.net.get_bundle(peer) {
+                    w.alice.set_bundle(&b.to_vec()).unwrap();
+                }
+            }
+            let now = Instant::now();
+            if let Err(e) = w.alice.tick(now, w.da.as_mut(), &mut OsRng) {
+                assert!(e.to_string().contains("store full"), "{e}");
+                tick_full += 1;
+                // nothing whose state is not stored may leave
+                assert!(w.alice.take_outgoing().is_empty(), "frames released after a failed store write");
+                if tick_full > 20 {
+                    break 'outer;
+                }
+            }
+            w.bob.tick(now, w.db.as_mut(), &mut OsRng).unwrap();
+            w.alice.take_events();
+            w.bob.take_events();
+            let ms = w.now_ms();
+            for (to, f) in w.alice.take_outgoing() {
+                w.net.send(ALICE, to, &f, ms).unwrap();
+            }
+            for (to, f) in w.bob.take_outgoing() {
+                w.net.send(BOB, to, &f, ms).unwrap();
+            }
+            while let Some(p) = w.net.recv(ALICE, ms).unwrap() {
+                w.alice.deliver(p.from, p.data);
+            }
+            while let Some(p) = w.net.recv(BOB, ms).unwrap() {
+                w.bob.deliver(p.from, p.data);
+            }
+            let answered = w.alice.history().iter().filter(|e| e.dir == Dir::In).count() as u32;
+            if answered >= n && w.alice.outbox_len() == 0 {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    let e = refused.or_else(|| (tick_full > 0).then(|| "store full during a tick".into())).expect("16 KiB never filled up");
+    assert!(e.contains("store full"), "{e}");
+    assert!(queued >= 2, "the store filled after {queued} messages");
+    let mut seen = BTreeMap::new();
+    for e in w.bob.history().iter().filter(|e| e.dir == Dir::In) {
+        assert_eq!(e.text, format!("message {} {pad}", e.seq));
+        assert!(e.seq <= queued, "Bob got #{} which was never queued", e.seq);
+        *seen.entry(e.seq).or_insert(0) += 1;
+    }
+    assert!(seen.values().all(|&c| c == 1), "a message accepted twice: {seen:?}");
+}

@@ -103,6 +103,20 @@ impl FrameBuffer {
         }
     }
 
+    /// Replace line y with `light` (words 0..=10, bit x % 32 of word x / 32 is pixel x, 1
+    /// light; bits past the 336th ignored) and mark it dirty. A line outside the screen is not
+    /// drawn: its 336 pixels are counted in [`Self::clipped`] and false returned.
+    pub fn write_line(&mut self, y: usize, light: &[u32; WORDS_PER_LINE]) -> bool {
+        if y >= LINES {
+            self.clipped += WIDTH as u64;
+            return false;
+        }
+        let line = &mut self.words[y * WORDS_PER_LINE..(y + 1) * WORDS_PER_LINE];
+        line.copy_from_slice(light);
+        line[WORDS_PER_LINE - 1] = (light[WORDS_PER_LINE - 1] & LAST_WORD_LIGHT) | DIRTY_BIT;
+        true
+    }
+
     /// Pixels drawn outside the screen (not drawn) since creation.
     pub fn clipped(&self) -> u64 {
         self.clipped
@@ -183,6 +197,95 @@ pub mod text {
                 glyphs.iter().find(|(_, g)| *g == got).map(|(c, _)| *c).unwrap_or('?')
             })
             .collect()
+    }
+}
+
+/// Text on a grid of character cells (the font's cell size), drawn a whole row at a time: a
+/// row's lines are built word by word from the font's glyphs, taken once from the same
+/// embedded-graphics font [`text::draw`] uses (so [`text::read`] reads them back).
+pub mod grid {
+    use super::{text, FrameBuffer, WIDTH, WORDS_PER_LINE};
+
+    /// Cell width and height in pixels.
+    pub const CELL_W: usize = 6;
+    pub const CELL_H: usize = 10;
+    /// Characters per row and rows on the screen.
+    pub const COLS: usize = WIDTH / CELL_W;
+    pub const ROWS: usize = super::LINES / CELL_H;
+
+    /// The printable ASCII glyphs: per character, per pixel line, its dark pixels (bit dx).
+    pub struct Glyphs {
+        rows: Vec<[u8; CELL_H]>,
+    }
+
+    impl Default for Glyphs {
+        fn default() -> Self {
+            Self::new()
+        }
+    }
+
+    impl Glyphs {
+        pub fn new() -> Glyphs {
+            debug_assert_eq!(text::FONT.character_size.width as usize + text::FONT.character_spacing as usize, CELL_W);
+            debug_assert_eq!(text::FONT.character_size.height as usize, CELL_H);
+            let mut rows = Vec::with_capacity(95);
+            let mut fb = FrameBuffer::new();
+            for c in ' '..='~' {
+                text::draw(&mut fb, 0, 0, &c.to_string());
+                let mut g = [0u8; CELL_H];
+                for (dy, bits) in g.iter_mut().enumerate() {
+                    for dx in 0..CELL_W {
+                        if fb.is_dark(dx, dy) == Some(true) {
+                            *bits |= 1 << dx;
+                        }
+                    }
+                }
+                rows.push(g);
+                fb = FrameBuffer::new();
+            }
+            Glyphs { rows }
+        }
+
+        /// Draw `s` on text row `row` (its first COLS characters; the rest of the row light);
+        /// a character outside printable ASCII is drawn as '?'. A row below the screen is not
+        /// drawn (counted as clipped). Marks the row's lines dirty.
+        pub fn draw_row(&self, fb: &mut FrameBuffer, row: usize, s: &str) {
+            let chars: Vec<usize> = s.chars().take(COLS).map(|c| if (' '..='~').contains(&c) { c as usize - 32 } else { '?' as usize - 32 }).collect();
+            for dy in 0..CELL_H {
+                let mut words = [u32::MAX; WORDS_PER_LINE];
+                for (i, &g) in chars.iter().enumerate() {
+                    let bits = self.rows[g][dy];
+                    if bits == 0 {
+                        continue;
+                    }
+                    for dx in 0..CELL_W {
+                        if bits & (1 << dx) != 0 {
+                            let x = i * CELL_W + dx;
+                            words[x / 32] &= !(1 << (x % 32));
+                        }
+                    }
+                }
+                fb.write_line(row * CELL_H + dy, &words);
+            }
+        }
+
+        /// Read text row `row` back (COLS characters, trailing blanks kept); a cell that
+        /// matches no glyph reads as '?'.
+        pub fn read_row(&self, fb: &FrameBuffer, row: usize) -> String {
+            (0..COLS)
+                .map(|i| {
+                    let mut g = [0u8; CELL_H];
+                    for (dy, bits) in g.iter_mut().enumerate() {
+                        for dx in 0..CELL_W {
+                            if fb.is_dark(i * CELL_W + dx, row * CELL_H + dy) == Some(true) {
+                                *bits |= 1 << dx;
+                            }
+                        }
+                    }
+                    self.rows.iter().position(|r| *r == g).map(|k| (k as u8 + 32) as char).unwrap_or('?')
+                })
+                .collect()
+        }
     }
 }
 
@@ -294,6 +397,34 @@ pub mod device {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn grid_rows_read_back_with_both_readers_and_rows_off_screen_are_clipped() {
+        let g = grid::Glyphs::new();
+        let mut fb = FrameBuffer::new();
+        let s = "Hello, Bob! re 1: ~{}|";
+        g.draw_row(&mut fb, 3, s);
+        assert_eq!(g.read_row(&fb, 3).trim_end(), s);
+        assert_eq!(text::read(&fb, 0, 30, s.len()), s);
+        assert_eq!(fb.dirty_lines().collect::<Vec<_>>(), (30..40).collect::<Vec<_>>());
+        // the same text through embedded-graphics gives the same pixels
+        let mut eg = FrameBuffer::new();
+        text::draw(&mut eg, 0, 30, s);
+        // (pixels only: the grid marks all ten lines of the row dirty, embedded-graphics only
+        // those it drew a dark pixel on)
+        let pixels = |f: &FrameBuffer| f.words().iter().map(|w| w & !DIRTY_BIT).collect::<Vec<_>>();
+        assert_eq!(pixels(&eg), pixels(&fb));
+        // a long row is cut at COLS, a non-ASCII character reads '?'
+        g.draw_row(&mut fb, 4, &"x".repeat(80));
+        assert_eq!(g.read_row(&fb, 4), "x".repeat(grid::COLS));
+        g.draw_row(&mut fb, 5, "caf\u{e9}");
+        assert_eq!(g.read_row(&fb, 5).trim_end(), "caf?");
+        // below the screen: nothing drawn, counted
+        let before = fb.clipped();
+        g.draw_row(&mut fb, grid::ROWS + 1, "gone");
+        assert_eq!(fb.clipped(), before + 10 * WIDTH as u64);
+        assert_eq!(g.read_row(&fb, grid::ROWS + 1).trim(), "");
+    }
     use embedded_graphics::prelude::*;
     use embedded_graphics::primitives::{PrimitiveStyle, Rectangle};
 

@@ -193,6 +193,11 @@ pub struct RunOptions<'a> {
     pub engine_stock: bool,
     /// Cargo features of the device programs (the image's and the extras', one build).
     pub features: &'a [&'a str],
+    /// Typing on the debug UART (the keyboard block): once a line matches the regex, the text
+    /// is typed (run.py `--type-after`, in order).
+    pub type_after: &'a [(String, String)],
+    /// Where to copy the keyboard's log (every byte it took, with its cycle; run.py `--keys-log`).
+    pub keys_log: Option<&'a Path>,
 }
 
 /// The SoC's stock-faithful v1 engine build: gateware/precursor reads it from this variable.
@@ -226,6 +231,12 @@ pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeou
     }
     if let Some(p) = opts.profile {
         cmd.arg("--profile").arg(&p.file).args(["--profile-period", &p.period.to_string()]);
+    }
+    for (rx, text) in opts.type_after {
+        cmd.arg("--type-after").arg(rx).arg(text.escape_default().to_string());
+    }
+    if let Some(k) = opts.keys_log {
+        cmd.arg("--keys-log").arg(k);
     }
     let r = run_to_end(&mut cmd, timeout);
     let text = std::fs::read_to_string(&json).with_context(|| format!("the runner wrote no summary ({}): {r:?}", json.display()))?;

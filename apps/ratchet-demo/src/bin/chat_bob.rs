@@ -102,7 +102,7 @@ fn publish(relay: &mut Relay, party: &Party) {
 fn main() -> ! {
     xous_api_log::init_wait().unwrap();
     log::set_max_level(log::LevelFilter::Info);
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args = ratchet_demo::config::process_args(option_env!("CHAT_BOB_DEVICE_ARGS"));
     let (cfg, opks, pq_opks) = parse_args(&args, &|k: &str| std::env::var(k).ok()).unwrap_or_else(|e| die(&e));
 
     let engine = engine25519::Engine25519::new().unwrap_or_else(|e| die(&format!("engine25519: {e:?}")));
@@ -113,7 +113,7 @@ fn main() -> ! {
     if !rng.wait_for(2048, Duration::from_secs(30)) {
         die("no entropy from the TRNG within 30 s");
     }
-    let mut party = Party::responder(&path, BOB, || {
+    let mut party = Party::responder_in(ratchet_demo::store::backing(&path), BOB, || {
         let mut dh = blocking_dh(&mut setup_dh);
         let id = KeyPair::generate(&mut rng.clone(), &mut dh).map_err(|e| e.to_string())?;
         Responder::generate(id, opks, &mut rng.clone(), &mut dh).map_err(|e| e.to_string())
@@ -132,7 +132,7 @@ fn main() -> ! {
         cfg.describe(),
         party.history().len(),
         party.counters().accepted,
-        path.display()
+        party.store_desc()
     );
     println!("CHAT-BOB ready history={} accepted={}", party.history().len(), party.counters().accepted);
 
@@ -154,6 +154,14 @@ fn main() -> ! {
         }
         if let Err(e) = party.tick(Instant::now(), &mut dh, &mut rng) {
             log::error!("chat-bob: store: {e}");
+        }
+        // replies and acknowledgements leave before any key refill below (a refill on the device
+        // costs ML-KEM key generations and signatures: hundreds of ms)
+        for (to, f) in party.take_outgoing() {
+            busy = true;
+            if let Err(e) = relay.send(BOB, to, &f) {
+                log::warn!("chat-bob: relay send: {e}");
+            }
         }
         for ev in party.take_events() {
             match ev {

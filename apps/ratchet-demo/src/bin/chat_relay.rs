@@ -92,6 +92,17 @@ fn dispatch(net: &mut Net, env: MessageEnvelope, t0: Instant) {
     }
 }
 
+/// The fault injector's seed when none is given: the clock; on the device (no real-time clock
+/// service in the image) the TRNG service.
+#[cfg(not(target_os = "xous"))]
+fn default_seed() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1)
+}
+#[cfg(target_os = "xous")]
+fn default_seed() -> u64 {
+    trng::Trng::new().ok().and_then(|t| t.get_u64().ok()).unwrap_or(1)
+}
+
 fn main() -> ! {
     xous_api_log::init_wait().unwrap();
     log::set_max_level(log::LevelFilter::Info);
@@ -101,7 +112,7 @@ fn main() -> ! {
     });
     let seed = match p.u64("--seed") {
         Ok(Some(s)) => s,
-        Ok(None) => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(1),
+        Ok(None) => default_seed(),
         Err(e) => {
             eprintln!("chat-relay: {e}");
             xous::terminate_process(2)

@@ -11,6 +11,8 @@
 //! handler), an error, or a crash of any hosted program. Everything the hosted system prints
 //! goes to target/chat/run.log, never over the UI.
 
+pub mod device;
+
 use std::io::{Read, Write};
 use std::os::fd::RawFd;
 use std::path::{Path, PathBuf};
@@ -395,11 +397,13 @@ pub fn smoke(ctx: &Ctx) -> Result<()> {
 }
 
 pub fn test_steps() -> Vec<TestStep> {
-    vec![
+    let mut v = vec![
         step!("chat:crash", 600, crash),
         step!("chat:tmux", 600, tmux_test),
         step!("chat:relay-bad-input", 180, relay_bad_input),
-    ]
+    ];
+    v.extend(device::test_steps());
+    v
 }
 
 /// Malformed input to the relay server (apps/ratchet-demo/src/bin/chat_relay_check.rs): every opcode as
@@ -499,7 +503,9 @@ fn crash(ctx: &Ctx) -> Result<()> {
 // ------------------------------------------------------------------------------ bench
 
 pub fn bench_providers() -> Vec<BenchProvider> {
-    vec![BenchProvider { name: "chat", timeout: Duration::from_secs(900), run: bench }]
+    let mut v = vec![BenchProvider { name: "chat", timeout: Duration::from_secs(900), run: bench }];
+    v.extend(device::bench_providers());
+    v
 }
 
 fn bench_json(line: &str) -> Result<serde_json::Value> {

@@ -1,0 +1,521 @@
+//! chat-device: Alice on the device (the simulated Precursor; docs/chat.md "On the simulated
+//! Precursor"). The same party, store and protocol code as the hosted chat (ratchet_demo::party),
+//! drawn on the memory LCD (libs/memlcd, text rows through ratchet_demo::device_ui), typed on the
+//! debug UART through Precursor's keyboard block (UART_CHAR), Bob and the relay in the same image
+//! (chat-bob, chat-relay: Xous processes, frames through the relay's IPC as in hosted mode).
+//!
+//! - DH: every X25519 on the engine service's `hw` backend (a reply from any other backend is an
+//!   error), on a worker thread (`AsyncRunner`); `--sync-dh` runs them on the UI thread;
+//!   `--engine software` runs x25519-dalek on this CPU instead (real cycles, nothing paced).
+//! - Keys from the TRNG service (`PoolRng`).
+//! - The UI thread draws at `--fps` (30): each frame the ticker row (frame counter, interval,
+//!   p99, worst); other rows only when they change; every change is sent to the panel at once
+//!   (the rows that changed), so a key, a reply or an acknowledgement shows without waiting for
+//!   the next frame. A keyboard thread drains the keyboard block's FIFO every 2 ms; a network
+//!   thread polls the relay.
+//! - Lines for the host (stdout = the log server's console): `CHAT-DEVICE ready ...`,
+//!   `CHAT-SESSION ready`, `CHAT-SHOWN sent seq=N`, `CHAT-SHOWN acked seq=N`, `CHAT-SHOWN
+//!   reply seq=N` (printed after the panel received the rows that show it), `CHAT-STORE-FULL
+//!   ...`, `CHAT-REFUSED ...`, and on `/quit` `CHAT-DEVICE quit frames=.. p99_ms=.. worst_ms=..`,
+//!   then the SoC is powered off.
+//!
+//! Options (baked into the build by `cargo xtask run --device`: the image gives processes no
+//! command line): ratchet_demo::config::COMMON, `--sync-dh`, `--fps F`.
+
+use service_ipc::options::{Opt, Takes};
+
+const MINE: &[Opt] = &[
+    Opt { flag: "--sync-dh", env: None, takes: Takes::Nothing },
+    Opt { flag: "--fps", env: None, takes: Takes::Value },
+];
+
+#[derive(Debug)]
+#[allow(dead_code)]
+struct Args {
+    common: ratchet_demo::config::Common,
+    sync_dh: bool,
+    fps: u32,
+}
+
+fn parse_args(args: &[String]) -> Result<Args, String> {
+    let opts: Vec<Opt> = ratchet_demo::config::COMMON.iter().chain(MINE).copied().collect();
+    let p = service_ipc::options::parse(&opts, args, &|_| None)?;
+    let common = ratchet_demo::config::Common::from(&p)?;
+    let fps = p.u64("--fps")?.unwrap_or(30);
+    if !(1..=60).contains(&fps) {
+        return Err(format!("--fps must be 1..=60, got {fps}"));
+    }
+    Ok(Args { common, sync_dh: p.is_set("--sync-dh"), fps: fps as u32 })
+}
+
+fn main() {
+    xous_api_log::init_wait().unwrap();
+    log::set_max_level(log::LevelFilter::Info);
+    let args = ratchet_demo::config::process_args(option_env!("CHAT_DEVICE_ARGS"));
+    let args = match parse_args(&args) {
+        Ok(a) => a,
+        Err(e) => {
+            println!("CHAT-DEVICE error: {e}");
+            xous::terminate_process(2)
+        }
+    };
+    run(args)
+}
+
+#[cfg(not(target_os = "xous"))]
+fn run(_: Args) {
+    eprintln!("chat-device draws on the device's memory LCD: run it on the simulated Precursor (cargo xtask run --device)");
+    std::process::exit(2);
+}
+
+#[cfg(target_os = "xous")]
+fn run(args: Args) {
+    device::run(args)
+}
+
+#[cfg(target_os = "xous")]
+mod device {
+    use std::collections::VecDeque;
+    use std::io::Write;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    use engine25519::{BackendId, Engine25519};
+    use ratchet_demo::config::EngineMode;
+    use ratchet_demo::device_ui::{conversation_rows, FrameStats, Key, LineEditor, Screen};
+    use ratchet_demo::dh::{dalek_fn, AsyncRunner, Device, DhFn, DhRunner, Pacing, SyncRunner};
+    use ratchet_demo::entropy::PoolRng;
+    use ratchet_demo::party::{Dir, Event, Party, Reject};
+    use ratchet_demo::relay_client::Relay;
+    use ratchet_demo::{store, ALICE, BOB};
+    use utralib::generated::{utra, CSR, HW_KEYBOARD_BASE};
+    use zeroize::Zeroizing;
+
+    use super::Args;
+
+    fn say(line: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+    }
+
+    fn die(msg: &str) -> ! {
+        say(&format!("CHAT-DEVICE error: {msg}"));
+        log::error!("chat-device: {msg}");
+        xous::terminate_process(2)
+    }
+
+    /// X25519 on the engine service; the reply must come from the engine (`hw`).
+    fn hw_fn(engine: Engine25519) -> DhFn {
+        Box::new(move |j| {
+            let r = engine.x25519_detailed(&j.secret_bytes(), &j.public).map_err(|e| format!("engine25519: {e:?}"))?;
+            if r.backend != Some(BackendId::Hw) {
+                return Err(format!("engine25519 answered from backend {:?}, not hw", r.backend));
+            }
+            Ok((Zeroizing::new(r.result), r.cycles))
+        })
+    }
+
+    enum Ev {
+        Keys(Vec<u8>),
+        /// a DH batch finished on the worker
+        DhDone,
+        /// a frame is due
+        Tick,
+        Frame(u32, Vec<u8>),
+        Bundle(Vec<u8>),
+        NetError(String),
+    }
+
+    enum NetCmd {
+        Send(u32, Vec<u8>),
+        GetBundle(u32),
+    }
+
+    /// Precursor's keyboard block: characters typed on the debug UART, from its FIFO. Reading
+    /// UART_CHAR takes the head character out; `stb` says whether there was one.
+    fn start_keyboard(tx: mpsc::Sender<Ev>) -> Result<(), xous::Error> {
+        let page = xous::map_memory(xous::MemoryAddress::new(HW_KEYBOARD_BASE), None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W)?;
+        let addr = page.as_mut_ptr() as usize;
+        std::thread::Builder::new()
+            .name("chat-keys".into())
+            .spawn(move || {
+                let csr = CSR::new(addr as *mut u32);
+                loop {
+                    let mut got = Vec::new();
+                    loop {
+                        let v = csr.r(utra::keyboard::UART_CHAR);
+                        if v & (1 << 8) == 0 {
+                            break;
+                        }
+                        got.push((v & 0xff) as u8);
+                    }
+                    if !got.is_empty() && tx.send(Ev::Keys(got)).is_err() {
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+            .map_err(|_| xous::Error::InternalError)?;
+        Ok(())
+    }
+
+    fn start_net(mut relay: Relay, tx: mpsc::Sender<Ev>) -> mpsc::Sender<NetCmd> {
+        let (ctx, crx) = mpsc::channel::<NetCmd>();
+        std::thread::Builder::new()
+            .name("chat-net".into())
+            .spawn(move || loop {
+                let mut busy = false;
+                while let Ok(c) = crx.try_recv() {
+                    busy = true;
+                    match c {
+                        NetCmd::Send(to, f) => {
+                            if let Err(e) = relay.send(ALICE, to, &f) {
+                                let _ = tx.send(Ev::NetError(format!("send: {e}")));
+                            }
+                        }
+                        NetCmd::GetBundle(peer) => match relay.get_bundle(peer) {
+                            Ok(b) => {
+                                let _ = tx.send(Ev::Bundle(b));
+                            }
+                            Err(e) => log::info!("chat-device: no bundle for {peer} yet ({e})"),
+                        },
+                    }
+                }
+                loop {
+                    match relay.recv(ALICE) {
+                        Ok(Some((from, data))) => {
+                            busy = true;
+                            if tx.send(Ev::Frame(from, data)).is_err() {
+                                return;
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(e) => {
+                            let _ = tx.send(Ev::NetError(format!("recv: {e}")));
+                            break;
+                        }
+                    }
+                }
+                if !busy {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            })
+            .expect("spawn the network thread");
+        ctx
+    }
+
+    struct Ui {
+        args: Args,
+        party: Party,
+        dh: Box<dyn DhRunner>,
+        rng: PoolRng,
+        net: mpsc::Sender<NetCmd>,
+        editor: LineEditor,
+        screen: Screen,
+        lcd: memlcd::device::Memlcd,
+        stats: FrameStats,
+        activity: VecDeque<String>,
+        message: String,
+        bundle_asked: Option<Instant>,
+        session_said: bool,
+        /// (what, seq) to announce once the panel shows it
+        to_announce: Vec<(&'static str, u32)>,
+        last_frame: Option<Instant>,
+        quit: bool,
+        /// DH ratchet steps (batches of 3 X25519) Alice's decryptions needed, and their time
+        steps: u64,
+        step_us: u64,
+    }
+
+    impl Ui {
+        fn note(&mut self, s: String) {
+            log::info!("chat-device: {s}");
+            if self.activity.len() == 5 {
+                self.activity.pop_front();
+            }
+            self.activity.push_back(s);
+        }
+
+        fn key(&mut self, b: u8) {
+            match self.editor.feed(b) {
+                Key::Submit(line) => {
+                    if line.trim() == "/quit" {
+                        self.quit = true;
+                        return;
+                    }
+                    match self.party.queue_text(BOB, &line) {
+                        Ok(()) => self.message.clear(),
+                        Err(e) => {
+                            // not queued: the line stays in the input (nothing typed is lost)
+                            if e.contains("store full") {
+                                say(&format!("CHAT-STORE-FULL {e}"));
+                            }
+                            self.message = format!("not sent: {e}");
+                            self.editor.restore(line);
+                        }
+                    }
+                }
+                Key::Refused(why) => {
+                    if self.editor.refused == 1 || self.editor.refused % 64 == 0 {
+                        say(&format!("CHAT-REFUSED {why} (refused {})", self.editor.refused));
+                    }
+                    self.message = why;
+                }
+                Key::Edited | Key::Ignored => {}
+            }
+        }
+
+        fn event(&mut self, ev: Ev) {
+            match ev {
+                Ev::Keys(k) => {
+                    for b in k {
+                        self.key(b);
+                    }
+                }
+                Ev::Frame(from, data) => self.party.deliver(from, data),
+                Ev::Bundle(b) => match self.party.set_bundle(&b) {
+                    Ok(()) => self.note("Bob's PQXDH bundle: both signatures verify".into()),
+                    Err(e) => self.note(format!("bundle refused: {e}")),
+                },
+                Ev::NetError(e) => self.note(format!("relay: {e}")),
+                Ev::DhDone | Ev::Tick => {}
+            }
+        }
+
+        /// Party work, its events, what the screen shows; `frame`: a frame tick (the ticker
+        /// row advances).
+        fn step(&mut self, frame: bool) {
+            let now = Instant::now();
+            if let Some(peer) = self.party.needs_bundle() {
+                if self.bundle_asked.map(|t| now.duration_since(t) > Duration::from_millis(100)).unwrap_or(true) {
+                    self.bundle_asked = Some(now);
+                    let _ = self.net.send(NetCmd::GetBundle(peer));
+                }
+            }
+            if let Err(e) = self.party.tick(now, self.dh.as_mut(), &mut self.rng) {
+                let m = e.to_string();
+                if m.contains("store full") {
+                    say(&format!("CHAT-STORE-FULL {m}"));
+                }
+                self.message = m;
+            }
+            for ev in self.party.take_events() {
+                match ev {
+                    Event::Received { seq, text, dh, .. } => {
+                        // the device's own time: submission to result (the clock counts ms)
+                        if let Some(d) = dh.filter(|d| d.jobs == 3) {
+                            self.steps += 1;
+                            self.step_us += d.host_us;
+                        }
+                        let d = dh.map(|d| format!(", DH x{} {} ms", d.jobs, d.host_us / 1000)).unwrap_or_default();
+                        self.note(format!("Bob #{seq}: {} bytes{d}", text.len()));
+                        self.to_announce.push(("reply", seq));
+                    }
+                    Event::Sent { seq, .. } => self.to_announce.push(("sent", seq)),
+                    Event::Acked { seq, .. } => self.to_announce.push(("acked", seq)),
+                    Event::Retransmit { seq, .. } => self.note(format!("no ack for #{seq}: resending")),
+                    Event::Rejected { kind, why, .. } => {
+                        let k = match kind {
+                            Reject::Replay => "replay",
+                            Reject::Tampered => "tampered",
+                            Reject::Malformed => "malformed",
+                        };
+                        self.note(format!("rejected ({k}): {why}"));
+                    }
+                    Event::Error(e) => self.note(format!("error: {e}")),
+                    Event::Info(i) => self.note(i),
+                    _ => {}
+                }
+            }
+            for (to, f) in self.party.take_outgoing() {
+                let _ = self.net.send(NetCmd::Send(to, f));
+            }
+            if !self.session_said && self.party.session(BOB).is_some() {
+                self.session_said = true;
+                say("CHAT-SESSION ready");
+            }
+            if frame {
+                if let Some(t) = self.last_frame {
+                    self.stats.push(now.duration_since(t).as_secs_f64() * 1000.0);
+                }
+                self.last_frame = Some(now);
+            }
+            let rows = self.rows();
+            if self.screen.show(&rows) > 0 {
+                self.lcd.flush(&mut self.screen.fb);
+            }
+            for (what, seq) in self.to_announce.drain(..) {
+                say(&format!("CHAT-SHOWN {what} seq={seq}"));
+            }
+        }
+
+        fn rows(&self) -> Vec<String> {
+            const W: usize = Screen::COLS;
+            let sep = "-".repeat(W);
+            let c = self.party.counters();
+            let mut rows = Vec::with_capacity(Screen::ROWS);
+            rows.push("Alice <-> Bob  PQXDH + Double Ratchet".to_string());
+            let dev = match self.args.common.engine {
+                EngineMode::Software => "x25519-dalek on the CPU".to_string(),
+                m => format!("engine {} (hw)", m.name()),
+            };
+            rows.push(format!("DH: {dev}, {}", if self.args.sync_dh { "on the UI thread" } else { "async" }));
+            rows.push(sep.clone());
+            let entries: Vec<String> = self
+                .party
+                .history()
+                .iter()
+                .map(|e| match e.dir {
+                    Dir::Out => format!("you #{} {} {}", e.seq, e.text, if e.acked { "[ok]" } else { "[..]" }),
+                    Dir::In => format!("Bob #{} {}", e.seq, e.text),
+                })
+                .collect();
+            rows.extend(conversation_rows(&entries, W, 38));
+            rows.push(sep.clone());
+            let mut act: Vec<String> = self.activity.iter().cloned().collect();
+            act.resize(5, String::new());
+            rows.extend(act);
+            rows.push(format!("acc {} DH {} rej {} resent {} unacked {}", c.accepted, c.dh_steps, c.rejected(), c.retransmits, self.party.outbox_len()));
+            rows.push(format!("keys: TRNG pool {} B; store: {}", self.rng.available(), self.party.store_desc()));
+            // changes with every frame and only then (the bench counts frames by this row)
+            rows.push(format!("frame {} {:.0} ms p99 {:.0} worst {:.0}", self.stats.frames, self.stats.last(), self.stats.p99(), self.stats.worst));
+            rows.push(sep);
+            let line = self.editor.line();
+            let tail: String = line.chars().skip(line.chars().count().saturating_sub(W - 3)).collect();
+            rows.push(format!("> {tail}_"));
+            rows.push(self.message.clone());
+            rows
+        }
+    }
+
+    /// How often the UI thread looks for events between frames.
+    const POLL: Duration = Duration::from_millis(4);
+
+    pub fn run(args: Args) {
+        let engine = Engine25519::new().unwrap_or_else(|e| die(&format!("engine25519: {e:?}")));
+        let rng = PoolRng::from_trng().unwrap_or_else(|e| die(&e));
+        let relay = Relay::new().unwrap_or_else(|e| die(&e.to_string()));
+        let path = args.common.store.join("alice.state");
+        let party = Party::initiator_in(store::backing(&path), ALICE, BOB).unwrap_or_else(|e| die(&format!("store: {e}")));
+        let f = match args.common.engine {
+            EngineMode::Software => dalek_fn(),
+            _ => hw_fn(engine.clone()),
+        };
+        // nothing is paced on the device: every figure is the device's own time
+        let device = Device::new(Pacing::Off { clock_hz: 0 });
+        let lcd = memlcd::device::Memlcd::map().unwrap_or_else(|e| die(&format!("memlcd: {e:?}")));
+        let (tx, rx) = mpsc::channel::<Ev>();
+        let wake = std::sync::Mutex::new(tx.clone());
+        let dh: Box<dyn DhRunner> = if args.sync_dh {
+            Box::new(SyncRunner::new(f, device))
+        } else {
+            Box::new(AsyncRunner::with_notify(f, device, Box::new(move || {
+                let _ = wake.lock().unwrap().send(Ev::DhDone);
+            })))
+        };
+        start_keyboard(tx.clone()).unwrap_or_else(|e| die(&format!("keyboard: {e:?}")));
+        let net = start_net(relay, tx);
+        let fps = args.fps;
+        let mut ui = Ui {
+            args,
+            party,
+            dh,
+            rng,
+            net,
+            editor: LineEditor::default(),
+            screen: Screen::new(),
+            lcd,
+            stats: FrameStats::new(300),
+            activity: VecDeque::new(),
+            message: String::new(),
+            bundle_asked: None,
+            session_said: false,
+            to_announce: Vec::new(),
+            last_frame: None,
+            quit: false,
+            steps: 0,
+            step_us: 0,
+        };
+        // the first frame clears the whole panel
+        ui.screen.fb.clear_screen();
+        ui.step(true);
+        say(&format!(
+            "CHAT-DEVICE ready engine={} dh={} fps={fps}",
+            ui.args.common.engine.name(),
+            if ui.args.sync_dh { "sync" } else { "async" }
+        ));
+        // The UI thread never blocks on another thread: it takes events with `try_recv` and
+        // sleeps (the ticktimer's SleepMs) in steps of at most POLL until the next frame is due.
+        // Blocking waits on a channel, with or without a timeout (a condition wait on
+        // xous-ticktimer 0.1.31), stopped waking up on the device: frames hundreds of ms apart,
+        // then none (docs/chat.md).
+        let period = Duration::from_micros(1_000_000 / fps as u64);
+        let mut next = Instant::now() + period;
+        loop {
+            let mut got = false;
+            loop {
+                match rx.try_recv() {
+                    Ok(ev) => {
+                        got = true;
+                        ui.event(ev);
+                    }
+                    Err(mpsc::TryRecvError::Empty) => break,
+                    Err(mpsc::TryRecvError::Disconnected) => die("the keyboard and network threads stopped"),
+                }
+            }
+            let now = Instant::now();
+            let frame = now >= next;
+            if frame {
+                // a late frame is drawn at once; the next one is a period later
+                next = (next + period).max(now);
+            }
+            if frame || got {
+                ui.step(frame);
+            }
+            if ui.quit {
+                break;
+            }
+            let now = Instant::now();
+            if next > now {
+                std::thread::sleep(POLL.min(next - now));
+            }
+        }
+        let c = ui.party.counters();
+        let step_ms = if ui.steps == 0 { 0.0 } else { ui.step_us as f64 / ui.steps as f64 / 1000.0 };
+        say(&format!(
+            "CHAT-DEVICE quit frames={} p99_ms={:.1} worst_ms={:.1} steps={} step_ms={step_ms:.2} sent={} acked={} accepted={} rejected={} dh_steps={}",
+            ui.stats.frames,
+            ui.stats.p99(),
+            ui.stats.worst,
+            ui.steps,
+            c.sent,
+            c.acked,
+            c.accepted,
+            c.rejected(),
+            c.dh_steps
+        ));
+        let r = xous_api_names::XousNames::new().and_then(|xns| xous_api_susres::Susres::new_without_hook(&xns)).and_then(|s| s.immediate_poweroff());
+        if let Err(e) = r {
+            die(&format!("power-off: {e:?}"));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_args;
+
+    #[test]
+    fn options_and_bad_ones() {
+        let a = |v: &[&str]| parse_args(&v.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        let ok = a(&["--store", "/s", "--engine", "software", "--sync-dh"]).unwrap();
+        assert!(ok.sync_dh);
+        assert_eq!(ok.fps, 30);
+        assert_eq!(a(&["--store", "/s", "--no-pace", "--fps", "20"]).unwrap().fps, 20);
+        for (bad, want) in [(&["--store", "/s", "--no-pace", "--fps", "0"][..], "1..=60"), (&["--store", "/s", "--no-pace", "--bogus"][..], "unknown option")] {
+            let e = a(bad).unwrap_err();
+            assert!(e.contains(want), "{e}");
+        }
+    }
+}
