@@ -83,8 +83,7 @@ mod device {
     use engine25519::{BackendId, Engine25519};
     use ratchet_demo::config::EngineMode;
     use ratchet_demo::device_ui::{conversation_rows, FrameStats, Key, LineEditor, Screen};
-    use ratchet_demo::dh::{dalek_fn, AsyncRunner, Device, DhFn, DhRunner, Pacing, SyncRunner};
-    use ratchet_demo::entropy::PoolRng;
+    use ratchet_demo::dh::{dalek_fn, Device, DhFn, DhRunner, Pacing, PollRunner, SyncRunner};
     use ratchet_demo::party::{Dir, Event, Party, Reject};
     use ratchet_demo::relay_client::Relay;
     use ratchet_demo::{store, ALICE, BOB};
@@ -118,10 +117,6 @@ mod device {
 
     enum Ev {
         Keys(Vec<u8>),
-        /// a DH batch finished on the worker
-        DhDone,
-        /// a frame is due
-        Tick,
         Frame(u32, Vec<u8>),
         Bundle(Vec<u8>),
         NetError(String),
@@ -209,7 +204,7 @@ mod device {
         args: Args,
         party: Party,
         dh: Box<dyn DhRunner>,
-        rng: PoolRng,
+        rng: trng::Trng,
         net: mpsc::Sender<NetCmd>,
         editor: LineEditor,
         screen: Screen,
@@ -279,7 +274,6 @@ mod device {
                     Err(e) => self.note(format!("bundle refused: {e}")),
                 },
                 Ev::NetError(e) => self.note(format!("relay: {e}")),
-                Ev::DhDone | Ev::Tick => {}
             }
         }
 
@@ -377,7 +371,7 @@ mod device {
             act.resize(5, String::new());
             rows.extend(act);
             rows.push(format!("acc {} DH {} rej {} resent {} unacked {}", c.accepted, c.dh_steps, c.rejected(), c.retransmits, self.party.outbox_len()));
-            rows.push(format!("keys: TRNG pool {} B; store: {}", self.rng.available(), self.party.store_desc()));
+            rows.push(format!("keys: TRNG service; store: {}", self.party.store_desc()));
             // changes with every frame and only then (the bench counts frames by this row)
             rows.push(format!("frame {} {:.0} ms p99 {:.0} worst {:.0}", self.stats.frames, self.stats.last(), self.stats.p99(), self.stats.worst));
             rows.push(sep);
@@ -394,7 +388,10 @@ mod device {
 
     pub fn run(args: Args) {
         let engine = Engine25519::new().unwrap_or_else(|e| die(&format!("engine25519: {e:?}")));
-        let rng = PoolRng::from_trng().unwrap_or_else(|e| die(&e));
+        // keys straight from the TRNG service (a blocking call of a few hundred us on this
+        // thread): the hosted chat's background pool waits on a condition variable, which on
+        // the device was seen not to wake up
+        let rng = trng::Trng::new().unwrap_or_else(|e| die(&format!("TRNG: {e:?}")));
         let relay = Relay::new().unwrap_or_else(|e| die(&e.to_string()));
         let path = args.common.store.join("alice.state");
         let party = Party::initiator_in(store::backing(&path), ALICE, BOB).unwrap_or_else(|e| die(&format!("store: {e}")));
@@ -406,14 +403,7 @@ mod device {
         let device = Device::new(Pacing::Off { clock_hz: 0 });
         let lcd = memlcd::device::Memlcd::map().unwrap_or_else(|e| die(&format!("memlcd: {e:?}")));
         let (tx, rx) = mpsc::channel::<Ev>();
-        let wake = std::sync::Mutex::new(tx.clone());
-        let dh: Box<dyn DhRunner> = if args.sync_dh {
-            Box::new(SyncRunner::new(f, device))
-        } else {
-            Box::new(AsyncRunner::with_notify(f, device, Box::new(move || {
-                let _ = wake.lock().unwrap().send(Ev::DhDone);
-            })))
-        };
+        let dh: Box<dyn DhRunner> = if args.sync_dh { Box::new(SyncRunner::new(f, device)) } else { Box::new(PollRunner::new(f, device, Duration::from_millis(1))) };
         start_keyboard(tx.clone()).unwrap_or_else(|e| die(&format!("keyboard: {e:?}")));
         let net = start_net(relay, tx);
         let fps = args.fps;
@@ -470,7 +460,8 @@ mod device {
                 // a late frame is drawn at once; the next one is a period later
                 next = (next + period).max(now);
             }
-            if frame || got {
+            // a DH batch in flight is looked for at every wake-up, not only at the next frame
+            if frame || got || ui.party.dh_in_flight() {
                 ui.step(frame);
             }
             if ui.quit {
