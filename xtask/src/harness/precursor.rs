@@ -198,6 +198,13 @@ pub struct RunOptions<'a> {
     pub type_after: &'a [(String, String)],
     /// Where to copy the keyboard's log (every byte it took, with its cycle; run.py `--keys-log`).
     pub keys_log: Option<&'a Path>,
+    /// The boot files' directory (default target/sim/smoke) and the panel log (default
+    /// [`memlcd_log`]): runs in parallel each need their own.
+    pub dir: Option<&'a Path>,
+    pub memlcd: Option<&'a Path>,
+    /// `dir` already holds this run's boot files (laid out before; parallel runs must not lay
+    /// out at the same time: they share the reference image).
+    pub laid_out: bool,
 }
 
 /// The SoC's stock-faithful v1 engine build: gateware/precursor reads it from this variable.
@@ -205,8 +212,10 @@ pub const ENGINE_STOCK_VAR: &str = "PRECURSOR_ENGINE_STOCK";
 
 /// `smoke_run` with [`RunOptions`].
 pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, opts: &RunOptions) -> Result<SmokeResult> {
-    let dir = crate::build::sim_layout::sim_dir().join("smoke");
-    crate::build::sim_layout::build(&dir, extra, opts.features, verbose).context("the boot files (cargo xtask sim-layout)")?;
+    let dir = opts.dir.map(Path::to_path_buf).unwrap_or_else(|| crate::build::sim_layout::sim_dir().join("smoke"));
+    if !opts.laid_out {
+        crate::build::sim_layout::build(&dir, extra, opts.features, verbose).context("the boot files (cargo xtask sim-layout)")?;
+    }
     let json = dir.join("smoke.json");
     let _ = std::fs::remove_file(&json);
     let mut cmd = runner(&dir.join("rom.bin"), &dir.join("ram.bin"), timeout)?;
@@ -237,6 +246,10 @@ pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeou
     }
     if let Some(k) = opts.keys_log {
         cmd.arg("--keys-log").arg(k);
+    }
+    if let Some(m) = opts.memlcd {
+        // after runner()'s own --memlcd: the last one counts
+        cmd.arg("--memlcd").arg(m);
     }
     let r = run_to_end(&mut cmd, timeout);
     let text = std::fs::read_to_string(&json).with_context(|| format!("the runner wrote no summary ({}): {r:?}", json.display()))?;

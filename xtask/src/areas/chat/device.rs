@@ -234,11 +234,11 @@ pub fn check(ctx: &Ctx) -> Result<()> {
 // ------------------------------------------------------------------------------ bench
 
 /// Messages per bench run.
-const BENCH_MESSAGES: usize = 5;
+const BENCH_MESSAGES: usize = 4;
 const BENCH_SIM_TIMEOUT_S: u64 = 3600;
 
 pub fn bench_providers() -> Vec<BenchProvider> {
-    vec![BenchProvider { name: "device-chat", timeout: Duration::from_secs(4 * BENCH_SIM_TIMEOUT_S + 30 * 60), run: bench }]
+    vec![BenchProvider { name: "device-chat", timeout: Duration::from_secs(BENCH_SIM_TIMEOUT_S + 60 * 60), run: bench }]
 }
 
 /// Frame intervals (ms) from the panel log: the sends of the ticker row's first pixel line
@@ -267,8 +267,9 @@ fn enter_cycles(keys_log: &str) -> Result<Vec<u64>> {
     Ok(v)
 }
 
-/// Figures of one run: frame p99 over the exchange, the mean DH ratchet step as Alice's UI
-/// reported it, and per message Enter -> its acknowledgement on the screen.
+/// Figures of one run: frame p99 over the exchange from the second message on, the mean DH
+/// ratchet step as Alice's UI reported it, and per message from the second on Enter -> its
+/// acknowledgement on the screen.
 struct Figures {
     frame_p99_ms: f64,
     frames: usize,
@@ -281,13 +282,15 @@ fn figures(run: &Run, n: usize) -> Result<Figures> {
     if enters.len() < n {
         bail!("{} Enter keys in the keyboard log, {n} messages", enters.len());
     }
+    // from the second message's Enter (the first one's exchange includes Bob's PQXDH
+    // acceptance) to the last reply on the screen
     let last = run.r.phase(&format!("reply-{n}")).context("no last reply")?.0;
-    let iv = frame_intervals_ms(&run.panel, enters[0], last)?;
+    let iv = frame_intervals_ms(&run.panel, enters[1.min(n - 1)], last)?;
     if iv.len() < 10 {
         bail!("only {} frames while the messages were in flight", iv.len());
     }
     let mut send_to_ack = Vec::new();
-    for (i, e) in enters.iter().take(n).enumerate() {
+    for (i, e) in enters.iter().take(n).enumerate().skip(1) {
         let a = run.r.phase(&format!("acked-{}", i + 1)).context("no ack")?.0;
         send_to_ack.push((a.saturating_sub(*e)) as f64 / SIM_CLK_HZ * 1e3);
     }
@@ -308,14 +311,56 @@ fn ratchet_demo_p99(mut v: Vec<f64>) -> f64 {
     v[rank - 1]
 }
 
+/// The four runs of the bench: (engine, DH on the UI thread, key suffix).
+const BENCH_RUNS: [(Engine, bool, &str); 4] = [(Engine::V2, false, "async_v2"), (Engine::V1, false, "async_v1"), (Engine::Software, false, "async_software"), (Engine::Software, true, "sync_software")];
+
+/// The four runs are built and laid out one after the other (each in its own directory, its
+/// options baked in), then simulated in parallel (one simulator process each).
 fn bench(ctx: &Ctx) -> Result<BenchResults> {
     let texts: Vec<String> = (1..=BENCH_MESSAGES).map(|i| format!("bench message {i}")).collect();
+    let (typing, phases) = script(&texts);
+    let base = crate::build::sim_layout::sim_dir().join("device-chat-bench");
+    let mut prepared = Vec::new();
+    for (engine, sync_dh, key) in BENCH_RUNS {
+        let dir = base.join(key);
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("elf"))?;
+        let mut extras = Vec::new();
+        for e in build(engine, sync_dh)? {
+            let to = dir.join("elf").join(e.elf.file_name().context("ELF name")?);
+            std::fs::copy(&e.elf, &to)?;
+            extras.push(Extra { elf: to, may_power_off: e.may_power_off });
+        }
+        crate::build::sim_layout::build(&dir, &extras, &[], ctx.verbose).context("the boot files")?;
+        prepared.push((engine, sync_dh, key, dir, extras));
+    }
+    let results: Vec<Result<(String, Figures, bool, Engine)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = prepared
+            .iter()
+            .map(|(engine, sync_dh, key, dir, extras)| {
+                let (typing, phases, texts) = (&typing, &phases, &texts);
+                s.spawn(move || -> Result<(String, Figures, bool, Engine)> {
+                    let keys_log = dir.join("keys.log");
+                    let panel = dir.join("memlcd.log");
+                    let opts = RunOptions { engine_isa: Some(soc_isa(*engine)?), type_after: typing, keys_log: Some(&keys_log), dir: Some(dir), memlcd: Some(&panel), laid_out: true, ..Default::default() };
+                    let r = precursor::smoke_run_with(extras, phases, false, BENCH_SIM_TIMEOUT_S, false, &opts)?;
+                    if !r.ok {
+                        let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
+                        bail!("device-chat {key}: end {}, phases not reached: [{}], failure lines: {:?}", r.reason, missing.join(", "), r.failed_lines);
+                    }
+                    let run = Run { r, panel: std::fs::read_to_string(&panel)?, keys: std::fs::read_to_string(&keys_log)? };
+                    let rows = screen_rows(&run.panel, run.r.phase("quit").map(|p| p.0))?;
+                    judge_screen(&rows, texts)?;
+                    precursor::report(&run.r);
+                    Ok((key.to_string(), figures(&run, texts.len())?, *sync_dh, *engine))
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a bench run panicked")))).collect()
+    });
     let mut out = BenchResults::new();
-    for (engine, sync_dh, key) in [(Engine::V2, false, "async_v2"), (Engine::V1, false, "async_v1"), (Engine::Software, false, "async_software"), (Engine::Software, true, "sync_software")] {
-        let run = scripted_run(ctx, engine, sync_dh, &texts, BENCH_SIM_TIMEOUT_S)?;
-        let rows = screen_rows(&run.panel, run.r.phase("quit").map(|p| p.0))?;
-        judge_screen(&rows, &texts)?;
-        let f = figures(&run, texts.len())?;
+    for r in results {
+        let (key, f, sync_dh, engine) = r?;
         eprintln!(
             "device-chat {key}: frame p99 {:.1} ms over {} frames, DH ratchet step {:.2} ms, Enter->ack {:?} ms",
             f.frame_p99_ms, f.frames, f.step_ms, f.send_to_ack_ms
