@@ -202,7 +202,7 @@ fn judge_screen(rows: &[String], texts: &[String]) -> Result<()> {
 
 const STEP_TEXTS: [&str; 3] = ["hello Bob", "second message", "three: a ratchet step each"];
 /// Wall-clock limit of the step's simulation (boot, PQXDH set-up, three messages).
-const STEP_SIM_TIMEOUT_S: u64 = 1500;
+const STEP_SIM_TIMEOUT_S: u64 = 2400;
 
 pub fn test_steps() -> Vec<crate::steps::TestStep> {
     vec![crate::steps::step!("chat:device", STEP_SIM_TIMEOUT_S + 30 * 60, check)]
@@ -417,6 +417,7 @@ pub fn run(ctx: &Ctx, engine: Engine, sync_dh: bool) -> Result<()> {
     let mut pos = 0u64;
     let mut partial = String::new();
     let mut shown: Vec<String> = Vec::new();
+    let mut drawn_at = std::time::Instant::now();
     loop {
         if let Some(st) = child.try_wait()? {
             println!("The simulated Precursor stopped ({st}); its log: {}", log_path.display());
@@ -433,7 +434,11 @@ pub fn run(ctx: &Ctx, engine: Engine, sync_dh: bool) -> Result<()> {
             }
         }
         let rows: Vec<String> = (0..memlcd::grid::ROWS).map(|r| glyphs.read_row(&fb, r).trim_end().to_string()).collect();
-        if rows != shown {
+        // the ticker row changes every frame: redraw for it at most every 2 s (each redraw
+        // clears the terminal, and with it the echo of a line being typed)
+        let others_changed = rows.iter().zip(&shown).enumerate().any(|(i, (a, b))| i != TICKER_ROW && a != b) || shown.is_empty();
+        if others_changed || (rows != shown && drawn_at.elapsed() > Duration::from_secs(2)) {
+            drawn_at = std::time::Instant::now();
             let mut out = std::io::stdout().lock();
             // home + clear, then the screen in a frame of its width
             let _ = write!(out, "\x1b[H\x1b[2J+{}+\r\n", "-".repeat(memlcd::grid::COLS));
