@@ -11,6 +11,34 @@ use std::sync::mpsc;
 
 use det_rng::XorShift64 as Rng;
 
+/// The backend methods a test engine passes straight to its `inner` model engine (every one but
+/// `run` and the suspend hooks, which the tests' engines change).
+macro_rules! delegate_to_inner {
+    () => {
+        fn id(&self) -> BackendId {
+            self.inner.id()
+        }
+        fn available(&self) -> Result<(), String> {
+            self.inner.available()
+        }
+        fn write_ucode(&mut self, s: usize, w: &[u32]) {
+            self.inner.write_ucode(s, w)
+        }
+        fn read_ucode(&mut self, s: usize, o: &mut [u32]) {
+            self.inner.read_ucode(s, o)
+        }
+        fn write_reg(&mut self, w: usize, r: usize, v: &Reg) {
+            self.inner.write_reg(w, r, v)
+        }
+        fn read_reg(&mut self, w: usize, r: usize) -> Reg {
+            self.inner.read_reg(w, r)
+        }
+        fn reset(&mut self) {
+            self.inner.reset()
+        }
+    };
+}
+
 impl Executor {
     /// Tests: the backend, with the engine token's lock held.
     fn with_engine<R>(&self, f: impl FnOnce(&mut dyn EngineBackend) -> R) -> R {
@@ -70,24 +98,7 @@ fn a_lost_completion_fails_that_job_only() {
         runs: usize,
     }
     impl EngineBackend for LosesOne {
-        fn id(&self) -> BackendId {
-            self.inner.id()
-        }
-        fn available(&self) -> Result<(), String> {
-            self.inner.available()
-        }
-        fn write_ucode(&mut self, s: usize, w: &[u32]) {
-            self.inner.write_ucode(s, w)
-        }
-        fn read_ucode(&mut self, s: usize, o: &mut [u32]) {
-            self.inner.read_ucode(s, o)
-        }
-        fn write_reg(&mut self, w: usize, r: usize, v: &Reg) {
-            self.inner.write_reg(w, r, v)
-        }
-        fn read_reg(&mut self, w: usize, r: usize) -> Reg {
-            self.inner.read_reg(w, r)
-        }
+        delegate_to_inner!();
         fn run(&mut self, l: Launch, at: Option<u32>, slice: u64, max: u64) -> RunEnd {
             self.runs += 1;
             let r = self.inner.run(l, at, slice, max);
@@ -95,9 +106,6 @@ fn a_lost_completion_fails_that_job_only() {
                 return RunEnd::Lost { cycles: r.cycles(), reason: "test: completion lost".into() };
             }
             r
-        }
-        fn reset(&mut self) {
-            self.inner.reset()
         }
     }
     let engine = LosesOne { inner: ModelEngine::new(Isa::V1), lose_at_run: 1, runs: 0 };
@@ -264,24 +272,7 @@ fn suspend_on_an_engine_that_cannot_resume_restarts_the_job() {
         runs: Arc<AtomicU32>,
     }
     impl EngineBackend for NoResume {
-        fn id(&self) -> BackendId {
-            self.inner.id()
-        }
-        fn available(&self) -> Result<(), String> {
-            self.inner.available()
-        }
-        fn write_ucode(&mut self, s: usize, w: &[u32]) {
-            self.inner.write_ucode(s, w)
-        }
-        fn read_ucode(&mut self, s: usize, o: &mut [u32]) {
-            self.inner.read_ucode(s, o)
-        }
-        fn write_reg(&mut self, w: usize, r: usize, v: &Reg) {
-            self.inner.write_reg(w, r, v)
-        }
-        fn read_reg(&mut self, w: usize, r: usize) -> Reg {
-            self.inner.read_reg(w, r)
-        }
+        delegate_to_inner!();
         fn run(&mut self, l: Launch, at: Option<u32>, _slice: u64, max: u64) -> RunEnd {
             if at.is_some() {
                 return RunEnd::Fault { cycles: 0, reason: "test: this engine cannot resume".into() };
@@ -310,9 +301,6 @@ fn suspend_on_an_engine_that_cannot_resume_restarts_the_job() {
                     other => return other,
                 }
             }
-        }
-        fn reset(&mut self) {
-            self.inner.reset()
         }
         fn can_resume(&self) -> bool {
             false
