@@ -343,7 +343,9 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
                     let keys_log = dir.join("keys.log");
                     let panel = dir.join("memlcd.log");
                     let opts = RunOptions { engine_isa: Some(soc_isa(*engine)?), type_after: typing, keys_log: Some(&keys_log), dir: Some(dir), memlcd: Some(&panel), laid_out: true, ..Default::default() };
-                    let r = precursor::smoke_run_with(extras, phases, false, BENCH_SIM_TIMEOUT_S, false, &opts)?;
+                    // the figures need the exchange, not the power-off: the run ends at the quit
+                    // line (one bench run's power-off after /quit hung)
+                    let r = precursor::smoke_run_with(extras, phases, true, BENCH_SIM_TIMEOUT_S, false, &opts)?;
                     if !r.ok {
                         let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
                         bail!("device-chat {key}: end {}, phases not reached: [{}], failure lines: {:?}", r.reason, missing.join(", "), r.failed_lines);
