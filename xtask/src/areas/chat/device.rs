@@ -119,7 +119,9 @@ fn scripted_run(ctx: &Ctx, engine: Engine, sync_dh: bool, texts: &[String], time
     let keys_log = crate::build::sim_layout::sim_dir().join("chat-keys.log");
     let _ = std::fs::remove_file(&keys_log);
     let opts = RunOptions { engine_isa: Some(soc_isa(engine)?), type_after: &typing, keys_log: Some(&keys_log), ..Default::default() };
-    let r = precursor::smoke_run_with(&extras, &phases, false, timeout_s, ctx.verbose, &opts)?;
+    // the run ends at Alice's quit line: the exchange is what is judged (her power-off after
+    // /quit was seen to hang in longer runs; `run --device` still waits for it)
+    let r = precursor::smoke_run_with(&extras, &phases, true, timeout_s, ctx.verbose, &opts)?;
     precursor::report(&r);
     if !r.ok {
         let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
