@@ -347,6 +347,12 @@ def test_run_refuses_oversized_images(tmp_path):
     rom.write_bytes(b"\0" * 4)
     for flag in ("--expect", "--fail", "--until"):
         assert prun.main(["--rom", str(rom), "--quiet", flag, "(unclosed"]) == 2
+    # the keyboard's input: a bad pattern, a missing file, a pair cut short
+    assert prun.main(["--rom", str(rom), "--quiet", "--type-after", "(unclosed", "hello"]) == 2
+    assert prun.main(["--rom", str(rom), "--quiet", "--keys", str(tmp_path / "no-keys.txt")]) == 2
+    with pytest.raises(SystemExit) as e:
+        prun.main(["--rom", str(rom), "--quiet", "--type-after", "ready"])
+    assert e.value.code == 2
     for port in ("0", "65536", "-1"):
         assert prun.main(["--rom", str(rom), "--quiet", "--bridge-port", port]) == 2, port
     for period in ("0", "-5", str((1 << 31) + 1)):
