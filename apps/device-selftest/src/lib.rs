@@ -29,6 +29,10 @@ pub const SPIN_IDLE_MS: usize = 20;
 pub const SIMFAULT_BASE: usize = 0xF001_0000;
 pub const SIMFAULT_ENGINE_IRQ_DROP: usize = 0x00;
 pub const SIMFAULT_ENGINE_IRQ_LEFT: usize = 0x04;
+/// The simulated Precursor's control page (map.py `simctl`, peripherals.SimCtl; not on
+/// Precursor): FINISH ends the run, so it is a system page (kernel-patches/device/0005), and
+/// power-probe must be refused it. Checked against csr.csv by tests/test_irq_drop.py.
+pub const SIMCTL_BASE: usize = 0xF003_F000;
 /// How long a job whose completion interrupt is lost may take to fail (ms of device time): the
 /// hw backend sees it at its second tick at the latest (`HW_TICK_MS`), plus the round trip.
 pub const LOST_IRQ_BOUND_MS: u64 = 3 * engine25519::api::HW_TICK_MS;

@@ -70,5 +70,7 @@ def test_the_device_clients_simctl_constants_match_the_built_soc():
                 bases[row[1]] = int(row[2], 0)
     assert len(const) == 3, const
     assert const["SIMFAULT_BASE"] == bases["simfault"]
+    simctl = re.search(r"pub const SIMCTL_BASE: usize = (0x[0-9A-Fa-f_]+);", lib)
+    assert simctl and int(simctl[1].replace("_", ""), 0) == bases["simctl"]
     assert const["SIMFAULT_BASE"] + const["SIMFAULT_ENGINE_IRQ_DROP"] == regs["simfault_engine_irq_drop"]
     assert const["SIMFAULT_BASE"] + const["SIMFAULT_ENGINE_IRQ_LEFT"] == regs["simfault_engine_irq_left"]

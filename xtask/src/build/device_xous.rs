@@ -153,10 +153,11 @@ pub const POWER_PIDS_ENV: &str = "XOUS_POWER_PIDS";
 /// The variable the device kernel reads at build time: physical pages only the processes of
 /// `XOUS_POWER_PIDS` may map (kernel-patches/device/0005).
 pub const SYSTEM_PAGES_ENV: &str = "XOUS_SYSTEM_PAGES";
-/// The image's system pages: the simulated Precursor's fault-injection page (gateware/precursor
-/// map.py `simfault`, 0xF001_0000; it can drop the engine's interrupts). On a Precursor that page
-/// of the CSR region is empty. A unit test keeps it equal to map.py.
-pub const SYSTEM_PAGES: &[u32] = &[0xF001_0000];
+/// The image's system pages, the simulated Precursor's own blocks (gateware/precursor map.py):
+/// `simfault` (0xF001_0000: it can drop the engine's interrupts) and `simctl` (0xF003_F000: a
+/// write to FINISH ends the run, WAKE decides whether a power-down is a suspend). On a Precursor
+/// both pages of the CSR region are empty. A unit test keeps them equal to map.py.
+pub const SYSTEM_PAGES: &[u32] = &[0xF001_0000, 0xF003_F000];
 
 fn system_pages_value() -> String {
     SYSTEM_PAGES.iter().map(|p| format!("{p:08x}")).collect::<Vec<_>>().join(",")
@@ -374,9 +375,9 @@ mod tests {
             let v = line.split_once(if key.starts_with('"') { ':' } else { '=' }).unwrap().1.split('#').next().unwrap().trim().trim_end_matches(',');
             u32::from_str_radix(v.trim_start_matches("0x").replace('_', "").as_str(), 16).unwrap()
         };
-        let page = num("CSR_BASE =") + num("\"simfault\"") * num("CSR_PAGING =");
-        assert_eq!(SYSTEM_PAGES, &[page], "map.py puts simfault at {page:#x}");
-        assert_eq!(system_pages_value(), "f0010000");
+        let page = |block: &str| num("CSR_BASE =") + num(&format!("\"{block}\"")) * num("CSR_PAGING =");
+        assert_eq!(SYSTEM_PAGES, &[page("simfault"), page("simctl")], "map.py's simfault and simctl pages");
+        assert_eq!(system_pages_value(), "f0010000,f003f000");
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! Once the system has booted (both public names resolve, trusted_init_done), it:
 //! - on the device, asks xous-susres for `PowerOff` (a scalar: susres logs the refusal, the SoC
 //!   stays on) and for a suspend (`SuspendRequest`, blocking: refused, answered 0);
-//! - on the device, asks the kernel to map the simulated Precursor's fault-injection page, a
-//!   system page (must be answered `AccessDenied`);
+//! - on the device, asks the kernel to map the simulated Precursor's fault-injection and
+//!   control pages, system pages (each must be answered `AccessDenied`);
 //! - calls the kernel's `Shutdown` (must be answered `AccessDenied`);
 //! - then needs the engine (RFC 7748 5.2's first vector) and the TRNG (two words that differ)
 //!   to serve it, and prints `VERDICT power-probe PASS pid=N` (or FAIL with what went wrong).
@@ -56,19 +56,22 @@ fn susres_refused(_bad: &mut Vec<String>) {
     // hosted systems run no susres server
 }
 
-/// The simulated Precursor's fault-injection page is a system page (kernel-patches/device/0005):
-/// the kernel must refuse to map it for an ordinary app.
+/// The simulated Precursor's fault-injection and control pages are system pages
+/// (kernel-patches/device/0005): the kernel must refuse to map them for an ordinary app.
 #[cfg(target_os = "xous")]
 fn system_page_refused(bad: &mut Vec<String>) {
-    say("POWER-PROBE SIMFAULT");
+    use device_selftest::{SIMCTL_BASE, SIMFAULT_BASE};
+    say("POWER-PROBE SYSTEM-PAGES");
     let flags = xous::MemoryFlags::R | xous::MemoryFlags::W;
-    match xous::map_memory(xous::MemoryAddress::new(device_selftest::SIMFAULT_BASE), None, 4096, flags) {
-        Err(xous::Error::AccessDenied) => {}
-        Ok(page) => {
-            let _ = xous::unmap_memory(page);
-            bad.push("the fault-injection page was mapped for an ordinary app".into());
+    for (name, base) in [("fault-injection", SIMFAULT_BASE), ("simulation control", SIMCTL_BASE)] {
+        match xous::map_memory(xous::MemoryAddress::new(base), None, 4096, flags) {
+            Err(xous::Error::AccessDenied) => {}
+            Ok(page) => {
+                let _ = xous::unmap_memory(page);
+                bad.push(format!("the {name} page was mapped for an ordinary app"));
+            }
+            Err(e) => bad.push(format!("mapping the {name} page answered {e:?} (want AccessDenied)")),
         }
-        Err(e) => bad.push(format!("mapping the fault-injection page answered {e:?} (want AccessDenied)")),
     }
 }
 
