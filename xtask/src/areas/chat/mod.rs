@@ -402,9 +402,7 @@ pub fn test_steps() -> Vec<TestStep> {
         step!("chat:tmux", 600, tmux_test),
         step!("chat:relay-bad-input", 180, relay_bad_input),
     ];
-    // chat:device (device::test_steps) is out of the suite while it fails: on the tree it
-    // landed with, Bob's prekey bundle never reaches the relay (docs/chat.md)
-    let _ = device::test_steps;
+    v.extend(device::test_steps());
     v
 }
 
