@@ -32,6 +32,40 @@ impl From<CallError> for RelayError {
     }
 }
 
+/// How a drain of a mailbox ([`Relay::drain`]) ended.
+#[derive(Debug, PartialEq)]
+pub enum DrainEnd<E> {
+    /// The mailbox is empty.
+    Empty,
+    /// The taker refused a frame (whoever takes the frames is gone): stop taking them.
+    Refused,
+    /// The relay failed; the frames before it were handed on.
+    Failed(E),
+}
+
+/// Hands every frame `recv` yields to `take`, in order, until `recv` says there is none left,
+/// `take` refuses one (returns false) or `recv` fails. Returns how many frames `take`
+/// accepted and how the drain ended. The one drain loop of Alice (hosted and on the device)
+/// and of Bob.
+pub fn drain_with<E>(
+    mut recv: impl FnMut() -> Result<Option<(u32, Vec<u8>)>, E>,
+    mut take: impl FnMut(u32, Vec<u8>) -> bool,
+) -> (usize, DrainEnd<E>) {
+    let mut n = 0;
+    loop {
+        match recv() {
+            Ok(Some((from, data))) => {
+                if !take(from, data) {
+                    return (n, DrainEnd::Refused);
+                }
+                n += 1;
+            }
+            Ok(None) => return (n, DrainEnd::Empty),
+            Err(e) => return (n, DrainEnd::Failed(e)),
+        }
+    }
+}
+
 pub struct Relay {
     conn: xous::CID,
     buf: Buffer<'static>,
@@ -71,6 +105,11 @@ impl Relay {
         Ok(Some((f.from, p.to_vec())))
     }
 
+    /// Every frame waiting in mailbox `me`, in order, to `take` (see [`drain_with`]).
+    pub fn drain(&mut self, me: u32, take: impl FnMut(u32, Vec<u8>) -> bool) -> (usize, DrainEnd<RelayError>) {
+        drain_with(|| self.recv(me), take)
+    }
+
     pub fn put_bundle(&mut self, owner: u32, bundle: &[u8]) -> Result<(), RelayError> {
         let f = Frame::new(owner, owner, bundle).ok_or(RelayError::Status(Status::BadLength))?;
         self.frame_call(Opcode::PutBundle, f).map(|_| ())
@@ -88,5 +127,34 @@ impl Relay {
 
     pub fn stats(&self) -> Result<RelayStats, RelayError> {
         Ok(service_ipc::client::call(self.conn, Opcode::Stats as u32, RelayStats { magic: MAGIC, ..Default::default() })?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{drain_with, DrainEnd};
+
+    /// A mailbox of `frames`, failing with `fail` once they are taken (if set).
+    fn mailbox(frames: &[u32], fail: Option<&'static str>) -> impl FnMut() -> Result<Option<(u32, Vec<u8>)>, &'static str> {
+        let mut q: std::collections::VecDeque<u32> = frames.iter().copied().collect();
+        move || match q.pop_front() {
+            Some(f) => Ok(Some((f, vec![f as u8]))),
+            None => fail.map_or(Ok(None), Err),
+        }
+    }
+
+    #[test]
+    fn a_drain_hands_on_every_frame_in_order_and_says_how_it_ended() {
+        let mut got = Vec::new();
+        assert_eq!(drain_with(mailbox(&[3, 1, 2], None), |f, d| { got.push((f, d)); true }), (3, DrainEnd::Empty));
+        assert_eq!(got, vec![(3, vec![3]), (1, vec![1]), (2, vec![2])]);
+        assert_eq!(drain_with(mailbox(&[], None), |_, _| true), (0, DrainEnd::Empty));
+        // the relay failing after two frames: both handed on, then the error
+        assert_eq!(drain_with(mailbox(&[5, 6], Some("gone")), |_, _| true), (2, DrainEnd::Failed("gone")));
+        // the taker refusing the second frame: the drain stops there, the third stays queued
+        let mut q = mailbox(&[7, 8, 9], None);
+        let mut seen = 0;
+        assert_eq!(drain_with(&mut q, |_, _| { seen += 1; seen < 2 }), (1, DrainEnd::Refused));
+        assert_eq!(q(), Ok(Some((9, vec![9]))));
     }
 }

@@ -16,7 +16,7 @@ use ratchet_demo::config::{Common, COMMON, IDLE};
 use ratchet_demo::dh::{engine_fn, AsyncRunner, Device, DhFn};
 use ratchet_demo::entropy::PoolRng;
 use ratchet_demo::party::{Event, Party};
-use ratchet_demo::relay_client::Relay;
+use ratchet_demo::relay_client::{DrainEnd, Relay};
 use ratchet_demo::BOB;
 use ratchet::{CpuKem, DhJob, DhOutput, KeyPair, Responder};
 use service_ipc::options::{Opt, Takes};
@@ -138,19 +138,13 @@ fn main() -> ! {
 
     let mut last_report = Instant::now();
     loop {
-        let mut busy = false;
-        loop {
-            match relay.recv(BOB) {
-                Ok(Some((from, data))) => {
-                    party.deliver(from, data);
-                    busy = true;
-                }
-                Ok(None) => break,
-                Err(e) => {
-                    log::error!("chat-bob: relay recv: {e}");
-                    break;
-                }
-            }
+        let (n, end) = relay.drain(BOB, |from, data| {
+            party.deliver(from, data);
+            true
+        });
+        let mut busy = n > 0;
+        if let DrainEnd::Failed(e) = end {
+            log::error!("chat-bob: relay recv: {e}");
         }
         if let Err(e) = party.tick(Instant::now(), &mut dh, &mut rng) {
             log::error!("chat-bob: store: {e}");

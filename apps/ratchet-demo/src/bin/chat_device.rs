@@ -85,7 +85,7 @@ mod device {
     use ratchet_demo::device_ui::{conversation_rows, FrameStats, Key, LineEditor, Screen};
     use ratchet_demo::dh::{dalek_fn, Device, DhFn, DhRunner, Pacing, PollRunner, SyncRunner};
     use ratchet_demo::party::{Dir, Event, Party, Reject};
-    use ratchet_demo::relay_client::Relay;
+    use ratchet_demo::relay_client::{DrainEnd, Relay};
     use ratchet_demo::{store, ALICE, BOB};
     use utralib::generated::{utra, CSR, HW_KEYBOARD_BASE};
     use zeroize::Zeroizing;
@@ -177,19 +177,13 @@ mod device {
                         },
                     }
                 }
-                loop {
-                    match relay.recv(ALICE) {
-                        Ok(Some((from, data))) => {
-                            busy = true;
-                            if tx.send(Ev::Frame(from, data)).is_err() {
-                                return;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            let _ = tx.send(Ev::NetError(format!("recv: {e}")));
-                            break;
-                        }
+                let (n, end) = relay.drain(ALICE, |from, data| tx.send(Ev::Frame(from, data)).is_ok());
+                busy |= n > 0;
+                match end {
+                    DrainEnd::Empty => {}
+                    DrainEnd::Refused => return,
+                    DrainEnd::Failed(e) => {
+                        let _ = tx.send(Ev::NetError(format!("recv: {e}")));
                     }
                 }
                 if !busy {

@@ -12,7 +12,7 @@ use ratchet_demo::dh::DhRunner;
 use ratchet_demo::entropy::PoolRng;
 use ratchet_demo::party::{DhInfo, Event, Party, Reject};
 use ratchet_demo::relay_api::{Faults, RelayStats};
-use ratchet_demo::relay_client::Relay;
+use ratchet_demo::relay_client::{DrainEnd, Relay};
 use ratchet_demo::{ALICE, BOB};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui::style::{Color, Style};
@@ -64,19 +64,13 @@ pub fn start_net(mut relay: Relay) -> (mpsc::Sender<NetCmd>, mpsc::Receiver<NetE
                         Err(mpsc::TryRecvError::Disconnected) => return,
                     }
                 }
-                loop {
-                    match relay.recv(ALICE) {
-                        Ok(Some((from, data))) => {
-                            busy = true;
-                            if etx.send(NetEvent::Frame(from, data)).is_err() {
-                                return;
-                            }
-                        }
-                        Ok(None) => break,
-                        Err(e) => {
-                            let _ = etx.send(NetEvent::Error(format!("recv: {e}")));
-                            break;
-                        }
+                let (n, end) = relay.drain(ALICE, |from, data| etx.send(NetEvent::Frame(from, data)).is_ok());
+                busy |= n > 0;
+                match end {
+                    DrainEnd::Empty => {}
+                    DrainEnd::Refused => return,
+                    DrainEnd::Failed(e) => {
+                        let _ = etx.send(NetEvent::Error(format!("recv: {e}")));
                     }
                 }
                 if last_stats.elapsed() >= Duration::from_millis(250) {
