@@ -258,8 +258,8 @@ pub fn out_dir() -> PathBuf {
 }
 
 /// The PID order of the layout (`sim_layout::build`: the kernel, the image's programs, then
-/// the extra ones), checked against the names the layout wrote.
-pub fn programs(verbose: bool, extra: &[crate::build::power::Extra]) -> Result<Vec<(u16, String, PathBuf)>> {
+/// the extra ones), checked against the names the layout wrote (`layout_dir`/layout.json).
+pub fn programs(verbose: bool, extra: &[crate::build::power::Extra], layout_dir: &Path) -> Result<Vec<(u16, String, PathBuf)>> {
     // the same builds sim_layout::build laid out (cached: nothing is rebuilt)
     let power = crate::build::power::PowerPids::of_image(extra);
     let mut v = vec![(1u16, "kernel".to_string(), crate::build::device_xous::ensure_kernel(&power, verbose)?)];
@@ -269,7 +269,7 @@ pub fn programs(verbose: bool, extra: &[crate::build::power::Extra]) -> Result<V
         let name = p.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
         v.push((i as u16 + 2, name, p));
     }
-    let layout = crate::build::sim_layout::sim_dir().join("smoke").join("layout.json");
+    let layout = layout_dir.join("layout.json");
     let l: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&layout).with_context(|| layout.display().to_string())?)?;
     for p in l["processes"].as_array().context("layout.json: no processes")? {
         let (pid, name) = (p["pid"].as_u64().unwrap_or(0) as u16, p["name"].as_str().unwrap_or(""));

@@ -17,7 +17,8 @@ use super::Engine;
 use crate::build::power::Extra;
 use crate::build::target::TARGET;
 use crate::ctx::Ctx;
-use crate::harness::precursor::{self, Phase, RunOptions, SIM_CLK_HZ};
+use crate::harness::precursor::{self, Phase, ProfileReq, RunOptions, SIM_CLK_HZ};
+use crate::harness::profile::{self, RunInfo, Show, Window};
 use crate::steps::{BenchProvider, BenchResults};
 
 /// The programs, in layout order (PID 9, 10, 11).
@@ -238,9 +239,16 @@ pub fn check(ctx: &Ctx) -> Result<()> {
 
 // ------------------------------------------------------------------------------ bench
 
-/// Messages per bench run.
-const BENCH_MESSAGES: usize = 4;
-const BENCH_SIM_TIMEOUT_S: u64 = 3600;
+/// Messages per bench run (the figures cover the second on: two messages with a DH ratchet step
+/// on each side).
+const BENCH_MESSAGES: usize = 3;
+/// Wall-clock limit of each bench simulation: four run in parallel, at 0.1-0.15 M cycles/s each
+/// on a busy 2-core machine, and the sync-software run needs about 400 M cycles.
+const BENCH_SIM_TIMEOUT_S: u64 = 7200;
+/// The async v2 run is sampled (a PC every PROFILE_PERIOD cycles; docs/sim.md "Profiling") and
+/// the bench window's samples are attributed to processes and functions: where the one core
+/// goes while messages are in flight (printed, and profile.json in the run's directory).
+const PROFILE_PERIOD: u32 = 2048;
 
 pub fn bench_providers() -> Vec<BenchProvider> {
     vec![BenchProvider { name: "device-chat", timeout: Duration::from_secs(BENCH_SIM_TIMEOUT_S + 60 * 60), run: bench }]
@@ -282,15 +290,21 @@ struct Figures {
     send_to_ack_ms: Vec<f64>,
 }
 
-fn figures(run: &Run, n: usize) -> Result<Figures> {
+/// The bench window: from the second message's Enter (the first one's exchange includes Bob's
+/// PQXDH acceptance) to the last reply on the screen.
+fn window(run: &Run, n: usize) -> Result<(u64, u64)> {
     let enters = enter_cycles(&run.keys)?;
     if enters.len() < n {
         bail!("{} Enter keys in the keyboard log, {n} messages", enters.len());
     }
-    // from the second message's Enter (the first one's exchange includes Bob's PQXDH
-    // acceptance) to the last reply on the screen
     let last = run.r.phase(&format!("reply-{n}")).context("no last reply")?.0;
-    let iv = frame_intervals_ms(&run.panel, enters[1.min(n - 1)], last)?;
+    Ok((enters[1.min(n - 1)], last))
+}
+
+fn figures(run: &Run, n: usize) -> Result<Figures> {
+    let enters = enter_cycles(&run.keys)?;
+    let (from, to) = window(run, n)?;
+    let iv = frame_intervals_ms(&run.panel, from, to)?;
     if iv.len() < 10 {
         bail!("only {} frames while the messages were in flight", iv.len());
     }
@@ -339,15 +353,26 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
         crate::build::sim_layout::build(&dir, &extras, &[], ctx.verbose).context("the boot files")?;
         prepared.push((engine, sync_dh, key, dir, extras));
     }
-    let results: Vec<Result<(String, Figures, bool, Engine)>> = std::thread::scope(|s| {
+    let profiled = "async_v2";
+    let results: Vec<Result<(String, Figures, bool, Engine, (u64, u64, u64))>> = std::thread::scope(|s| {
         let handles: Vec<_> = prepared
             .iter()
             .map(|(engine, sync_dh, key, dir, extras)| {
                 let (typing, phases, texts) = (&typing, &phases, &texts);
-                s.spawn(move || -> Result<(String, Figures, bool, Engine)> {
+                s.spawn(move || -> Result<(String, Figures, bool, Engine, (u64, u64, u64))> {
                     let keys_log = dir.join("keys.log");
                     let panel = dir.join("memlcd.log");
-                    let opts = RunOptions { engine_isa: Some(soc_isa(*engine)?), type_after: typing, keys_log: Some(&keys_log), dir: Some(dir), memlcd: Some(&panel), laid_out: true, ..Default::default() };
+                    let prof = (*key == profiled).then(|| ProfileReq { file: dir.join("samples.txt"), period: PROFILE_PERIOD });
+                    let opts = RunOptions {
+                        engine_isa: Some(soc_isa(*engine)?),
+                        type_after: typing,
+                        keys_log: Some(&keys_log),
+                        dir: Some(dir),
+                        memlcd: Some(&panel),
+                        laid_out: true,
+                        profile: prof.as_ref(),
+                        ..Default::default()
+                    };
                     // the figures need the exchange, not the power-off: the run ends at the quit
                     // line (one bench run's power-off after /quit hung)
                     let r = precursor::smoke_run_with(extras, phases, true, BENCH_SIM_TIMEOUT_S, false, &opts)?;
@@ -359,7 +384,8 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
                     let rows = screen_rows(&run.panel, run.r.phase("quit").map(|p| p.0))?;
                     judge_screen(&rows, texts)?;
                     precursor::report(&run.r);
-                    Ok((key.to_string(), figures(&run, texts.len())?, *sync_dh, *engine))
+                    let (from, to) = window(&run, texts.len())?;
+                    Ok((key.to_string(), figures(&run, texts.len())?, *sync_dh, *engine, (from, to, run.r.cycles.unwrap_or(0))))
                 })
             })
             .collect();
@@ -367,7 +393,14 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
     });
     let mut out = BenchResults::new();
     for r in results {
-        let (key, f, sync_dh, engine) = r?;
+        let (key, f, sync_dh, engine, (from, to, end)) = r?;
+        if key == profiled {
+            let (_, _, _, dir, extras) = prepared.iter().find(|p| p.2 == key).context("the profiled run")?;
+            let info = RunInfo::new("v2", PROFILE_PERIOD, texts.len() as u64 - 1, (from, to), end, profile::programs(false, extras, dir)?);
+            std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&info.to_json())? + "\n")?;
+            eprintln!("device-chat {key}: where the core went from the second message's Enter to the last reply (per message):");
+            profile::report(dir, &info, &Show { window: Window::Timing, top: 25, trace: None })?;
+        }
         eprintln!(
             "device-chat {key}: frame p99 {:.1} ms over {} frames, DH ratchet step {:.2} ms, Enter->ack {:?} ms",
             f.frame_p99_ms, f.frames, f.step_ms, f.send_to_ack_ms

@@ -201,7 +201,7 @@ pub fn profiled_selftest(isa: &str, period: u32, verbose: bool, dir: &Path) -> R
     let (from, _) = r.phase(TIMING_START).context("no timing-start line")?;
     let (to, _) = r.phase(TIMING_END).context("no timing-end line")?;
     let (extra, _) = sim_extras(verbose)?;
-    let info = RunInfo::new(isa, period, DEVICE_CALLS, (from, to), r.cycles.unwrap_or(0), profile::programs(verbose, &extra)?);
+    let info = RunInfo::new(isa, period, DEVICE_CALLS, (from, to), r.cycles.unwrap_or(0), profile::programs(verbose, &extra, &crate::build::sim_layout::sim_dir().join("smoke"))?);
     std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&info.to_json())? + "\n")?;
     Ok((r, info))
 }
