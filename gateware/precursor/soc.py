@@ -261,7 +261,10 @@ def _build(out: Path, gw: Path, stamp: Path, key: str, clk_freq: int, config: di
     # no Builder: it would generate the BIOS's software includes, which this SoC does not use
     soc.platform.output_dir = str(tmp)
     soc.finalize()
-    soc.build(build_dir=str(gtmp), sim_config=sim_config, run=False, opt_level="O3", interactive=False, verbose=verbose)
+    # LiteX's sim Makefile runs `make -j$(JOBS)`: without JOBS that is an unbounded -j, about 90
+    # compilers at once for this SoC (gigabytes of memory on a 2-core machine)
+    soc.build(build_dir=str(gtmp), sim_config=sim_config, run=False, opt_level="O3", interactive=False, verbose=verbose,
+              jobs=max(1, len(os.sched_getaffinity(0))))
     (gtmp / "csr.csv").write_text(soc.csr_csv())
     (gtmp / SVD).write_text(svd.soc_svd(soc))
     (gtmp / "csr.json").write_text(export.get_csr_json(csr_regions=soc.csr_regions, constants=soc.constants, mem_regions=soc.mem_regions))
