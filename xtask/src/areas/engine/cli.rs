@@ -73,7 +73,7 @@ pub enum GatewareCmd {
     },
     /// The SoC benchmark (VexRiscv, engine v2, TRNG with its ring oscillators, the benchmark
     /// firmware in ROM) as a bitstream for an ECP5 board, with the open toolchain from PyPI;
-    /// fails when nextpnr's timing misses the board's clocks. Long (an hour or more).
+    /// fails when nextpnr's timing misses the board's clocks. About 10 minutes on a quiet machine.
     Bitstream {
         /// Board: ulx3s (ULX3S with an LFE5U-85F).
         #[arg(long)]
