@@ -106,12 +106,18 @@ struct IrqWait {
 }
 
 /// The interrupt handler (a kernel callback in this process, interrupts off): acknowledge the
-/// events (the line drops) and tell the waiting thread which ones. Nothing here blocks.
+/// events (the line drops), mask the line again (one interrupt per job: the polled jobs that
+/// follow, the window wipe, must not raise one; `run_irq` unmasks it for the next job) and tell
+/// the waiting thread which events it saw. Nothing here blocks.
 fn engine_irq(_irq: usize, arg: *mut usize) {
     // Safety: `arg` is the leaked Bell (enable_interrupt); its CSR page stays mapped.
     let bell = unsafe { &*(arg as *const Bell) };
     let pending_reg = unsafe { bell.csr.add(csr::ev_pending::OFFSET as usize / 4) };
     let pending = unsafe { pending_reg.read_volatile() } as usize & EVENTS;
+    if pending != 0 {
+        let enable_reg = unsafe { bell.csr.add(csr::ev_enable::OFFSET as usize / 4) };
+        unsafe { enable_reg.write_volatile(0) };
+    }
     unsafe { pending_reg.write_volatile(pending as u32) };
     let _ = xous::try_send_message(bell.cid, xous::Message::new_scalar(BELL_DONE, pending, bell.gen.load(Ordering::SeqCst), 0, 0));
 }
@@ -428,14 +434,20 @@ impl HwEngine {
         let cycles = ticks.saturating_sub(1).saturating_mul(tick);
         match wake {
             Wake::Done(ev) => {
+                if ev & EVENTS == 0 {
+                    // the handler saw no event (it masks the line only when it acknowledges one)
+                    self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
+                }
                 let stop = self.stop_from(ev);
                 self.end(stop, cycles)
             }
             Wake::Failed(reason) => {
+                self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
                 let _ = self.drv.pause(PAUSE_POLLS);
                 RunEnd::Fault { cycles, reason }
             }
             Wake::Lost => {
+                self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
                 let pending = self.drv.bus().csr_read(csr::ev_pending::OFFSET);
                 self.drv.bus().csr_write(csr::ev_pending::OFFSET, pending & EVENTS as u32);
                 let w = self.irq.as_mut().expect("interrupt claimed");
