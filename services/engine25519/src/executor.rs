@@ -92,6 +92,9 @@ impl Outcome {
 }
 
 pub type ReplyFn = Box<dyn FnOnce(Outcome) + Send>;
+/// A finished job: its reply (None for one `x25519_now` answers itself), the outcome and when
+/// to deliver it (the pacing deadline).
+type Done = (Option<ReplyFn>, Outcome, Option<Instant>);
 pub type ScalarReplyFn = Box<dyn FnOnce(Status, usize) + Send>;
 
 enum Work {
@@ -529,47 +532,139 @@ impl Executor {
     pub fn drive_with(&self, before_job: &dyn Fn()) {
         // the token is given back before each reply (a reply is an IPC round trip on Xous), so
         // another thread can start the next job meanwhile; then try to take it again
-        while let Some((reply, out, deliver_at)) = self.drive_once(before_job) {
-            if let Some(t) = deliver_at {
-                let now = Instant::now();
-                if t > now {
-                    std::thread::sleep(t - now);
-                }
+        while let Some(done) = self.drive_once(before_job) {
+            Self::deliver(done);
+        }
+    }
+
+    /// Answer a finished job (at its pacing deadline, if any).
+    fn deliver((reply, out, deliver_at): Done) {
+        if let Some(t) = deliver_at {
+            let now = Instant::now();
+            if t > now {
+                std::thread::sleep(t - now);
             }
+        }
+        // None: a job run by `x25519_now`, whose caller answers it itself
+        if let Some(reply) = reply {
             reply(out);
         }
     }
 
     /// Hold the engine token and run work until a job finishes (returns its reply, to be
     /// delivered at the pacing deadline, with the token already given back) or nothing is
-    /// runnable (None). Returns None at once if another thread holds the token. The phases:
-    /// [`Self::take_work`] (suspend/resume requests, microcode writes, the next job),
-    /// [`Self::run_turn`] (operands, the engine runs the job until it ends or is parked),
-    /// [`Self::finish`] (result, window wipe, accounting, the token given back).
-    fn drive_once(&self, before_job: &dyn Fn()) -> Option<(ReplyFn, Outcome, Option<Instant>)> {
+    /// runnable (None). Returns None at once if another thread holds the token, or if nothing
+    /// is queued or requested (then the token is not taken at all: whoever queues work next
+    /// drives it). The phases: [`Self::take_work`] (suspend/resume requests, microcode writes,
+    /// the next job), [`Self::run_turn`] (operands, the engine runs the job until it ends or is
+    /// parked), [`Self::finish`] (result, window wipe, accounting, the token given back).
+    fn drive_once(&self, before_job: &dyn Fn()) -> Option<Done> {
         if self.unavailable.is_some() {
             return None;
         }
         {
             let mut st = self.st.lock().unwrap();
-            if st.driving {
+            if st.driving || Self::nothing_to_do(&st) {
                 return None;
             }
             st.driving = true;
         }
         let mut ctx = self.engine.lock().unwrap();
+        self.drive_holding(&mut ctx, None, before_job, &mut || None)
+    }
+
+    /// No job queued or running, no request, no microcode write pending.
+    fn nothing_to_do(st: &State) -> bool {
+        st.sched.depth() == 0 && st.suspend_req.is_none() && st.resume_req.is_none() && st.pending_ucode.is_empty()
+    }
+
+    /// [`Self::drive_once`] with the token and the engine held: `first` (a job already
+    /// dispatched, with whether others wait) runs first, then whatever `take_work` finds.
+    /// `park_reply` gives the reply of a job without one (a direct job) when it is parked.
+    fn drive_holding(&self, ctx: &mut EngineCtx, mut first: Option<(Entry<Job>, bool)>, before_job: &dyn Fn(), park_reply: &mut dyn FnMut() -> Option<ReplyFn>) -> Option<Done> {
         loop {
-            let (mut e, contended) = self.take_work(&mut ctx)?;
+            let (mut e, contended) = match first.take() {
+                Some(f) => f,
+                None => self.take_work(ctx)?,
+            };
             before_job();
-            let Some(status) = self.run_turn(&mut ctx, &mut e, contended) else {
-                // parked: back in the queue with its window
+            let Some(status) = self.run_turn(ctx, &mut e, contended) else {
+                // parked: back in the queue with its window (and a reply: any thread may end it)
+                if e.job.reply.is_none() {
+                    e.job.reply = park_reply();
+                }
                 let mut st = self.st.lock().unwrap();
                 st.c.resumes += 1;
                 st.sched.requeue(e);
                 continue;
             };
-            return Some(self.finish(&mut ctx, e, status));
+            return Some(self.finish(ctx, e, status));
         }
+    }
+
+    /// One X25519 run on the calling thread at once when the engine is idle and nothing else is
+    /// queued or requested (`Driver::Callers`, no pacing): the job is dispatched straight to
+    /// the engine (no queue round, no boxed reply) and `reply` is called on this thread when it
+    /// ends. Otherwise (engine busy, others waiting, suspended, closed, unavailable, ...) the
+    /// job goes through [`Self::submit_x25519_answering`] and [`Self::drive_with`]. Either way
+    /// `reply` is called exactly once, and work queued meanwhile by other threads is driven
+    /// before this returns (unless another thread holds the token). A job parked by a suspend
+    /// is queued with its reply and answered once it ends, as any queued job.
+    pub fn x25519_now<F>(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], before_job: &dyn Fn(), reply: F)
+    where
+        F: FnOnce(Outcome) + Send + 'static,
+    {
+        if let Some((e, mut ctx)) = self.dispatch_now(client, scalar, u) {
+            let mut slot = Some(reply);
+            // if the job is parked (a suspend), it goes back to the queue with its reply boxed
+            let done = self.drive_holding(&mut ctx, Some((e, false)), before_job, &mut || slot.take().map(|f| Box::new(f) as ReplyFn));
+            drop(ctx);
+            match done {
+                // ours ended here (only a job `x25519_now` dispatched has no reply of its own)
+                Some((None, out, _)) => match slot.take() {
+                    Some(f) => f(out),
+                    None => log::error!("engine25519: a direct job ended after its reply went to the queue"),
+                },
+                Some(other) => Self::deliver(other),
+                None => {}
+            }
+        } else {
+            self.submit_x25519_answering(client, scalar, u, Box::new(reply));
+        }
+        self.drive_with(before_job);
+    }
+
+    /// The direct dispatch of [`Self::x25519_now`]: under the state lock, if the engine is idle
+    /// and nothing waits, take the token, the program and a window, count the job as running;
+    /// then the engine (uncontended: only the token holder locks it).
+    fn dispatch_now(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32]) -> Option<(Entry<Job>, std::sync::MutexGuard<'_, EngineCtx>)> {
+        if self.unavailable.is_some() || self.cfg.driver != Driver::Callers || self.cfg.pace_hz > 0 {
+            return None;
+        }
+        let mut st = self.st.lock().unwrap();
+        if st.closed || st.driving || st.suspended || !Self::nothing_to_do(&st) {
+            return None;
+        }
+        let handle = st.x25519_handle;
+        let (start, len) = st.ucode.acquire(handle)?;
+        let Some(window) = st.sched.dispatch_now(client, WindowReq::Any) else {
+            st.ucode.release(handle);
+            return None;
+        };
+        st.driving = true;
+        st.c.clients.insert(client);
+        drop(st);
+        let job = Job {
+            work: Work::X25519 { scalar: Zeroizing::new(*scalar), u: *u },
+            handle,
+            launch: Launch { window, mpstart: start, mplen: len },
+            max_cycles: self.cfg.x25519_max_cycles,
+            cycles: 0,
+            resume_at: None,
+            reply: None,
+        };
+        let e = Entry { client, want: WindowReq::Any, window: Some(window), dispatches: 1, job };
+        Some((e, self.engine.lock().unwrap()))
     }
 
     /// Under the state lock, with the engine idle (no job out): answer a resume or suspend
@@ -691,7 +786,7 @@ impl Executor {
     /// A job that ended (ok or error): collect its result, wipe its window, count it, release
     /// its microcode and give the token back; returns its reply, the outcome and when to
     /// deliver it (the pacing deadline).
-    fn finish(&self, ctx: &mut EngineCtx, mut e: Entry<Job>, status: Status) -> (ReplyFn, Outcome, Option<Instant>) {
+    fn finish(&self, ctx: &mut EngineCtx, mut e: Entry<Job>, status: Status) -> Done {
         let EngineCtx { engine, busy_until, dirty, .. } = ctx;
         let window = e.window.expect("dispatched job holds a window");
         let job = &mut e.job;
@@ -722,7 +817,8 @@ impl Executor {
             _ => engine.clear_window(window),
         }
         *dirty &= !(1 << window);
-        let reply = job.reply.take().expect("reply once");
+        // None only for a job `x25519_now` runs: its caller answers it
+        let reply = job.reply.take();
         let (handle, cycles) = (job.handle, job.cycles);
         {
             let mut st = self.st.lock().unwrap();

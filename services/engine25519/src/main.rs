@@ -208,8 +208,15 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
             };
             let (k, u) = (zeroize::Zeroizing::new(m.scalar), m.u);
             zeroize::Zeroize::zeroize(&mut m.scalar);
-            // the closure owns the request: the executor calls it exactly once, a refusal too
-            ex.submit_x25519_answering(client, &k, &u, Box::new(move |o: Outcome| answer_now(env, o.status, || x25519_reply(&o))));
+            // the closure owns the request: the executor calls it exactly once, a refusal too;
+            // with the engine idle and nothing queued it runs the job on this thread at once
+            // (no queue round, no boxed reply), otherwise it queues it
+            let reply = move |o: Outcome| answer_now(env, o.status, || x25519_reply(&o));
+            if ex.config().driver == Driver::Callers {
+                ex.x25519_now(client, &k, &u, &send_held, reply);
+            } else {
+                ex.submit_x25519_answering(client, &k, &u, Box::new(reply));
+            }
         }
         (Some(Opcode::LoadProgram), Kind::LendMut) => {
             let Some(m) = decode_request::<ProgramMsg>(&env).filter(|m| m.magic == MAGIC) else {

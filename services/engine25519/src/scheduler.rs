@@ -173,6 +173,20 @@ impl<J> Scheduler<J> {
         None
     }
 
+    /// A job dispatched without queueing (the engine idle, nothing queued): it takes a window
+    /// (`want`) and counts as running and in the depth, as if `submit` and `next` had run.
+    /// None if anything is queued or running, or no window is free.
+    pub fn dispatch_now(&mut self, client: u32, want: WindowReq) -> Option<usize> {
+        if self.running.is_some() || !self.ring.is_empty() || self.depth >= self.global_cap {
+            return None;
+        }
+        let w = self.windows.take(want)?;
+        self.running = Some(client);
+        self.depth += 1;
+        self.depth_max = self.depth_max.max(self.depth);
+        Some(w)
+    }
+
     /// The running job finished (successfully or not): free its window.
     pub fn complete(&mut self, e: &Entry<J>) {
         assert_eq!(self.running, Some(e.client));

@@ -608,3 +608,97 @@ fn software_fallback_is_labelled_and_counted() {
     let (r, _) = chan();
     assert_eq!(strict.submit_x25519(1, &[5; 32], &[9; 32], r).unwrap_err(), Status::EngineUnavailable);
 }
+
+/// `x25519_now` with the engine idle: the job runs on the calling thread and is answered
+/// there before the call returns (no queue round), right and counted; with a job already on the
+/// engine (another thread drives a long one), the call returns at once and the job is queued
+/// and answered by the driving thread.
+#[test]
+fn x25519_now_runs_at_once_when_idle_and_queues_behind_a_busy_engine() {
+    let ex = start(Config { driver: Driver::Callers, quantum: 50_000, ..Config::default() });
+    let (tx, rx) = mpsc::channel();
+    let me = std::thread::current().id();
+    ex.x25519_now(7, &[5; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send((o, std::thread::current().id())).unwrap());
+    let (o, on) = rx.try_recv().expect("answered before x25519_now returned");
+    assert_eq!((o.status, o.backend, o.result, on), (Status::Ok, BackendId::Model, x25519_dalek::x25519([5; 32], [9; 32]), me));
+    assert_eq!(o.cycles, x25519_program(Isa::V1).cycles);
+    let s = ex.stats();
+    assert_eq!((s.jobs, s.queue_depth, s.clients), (1, 0, 1));
+
+    let (spin, _) = ex.load_program(&spin_program()).unwrap();
+    let (r1, spin_rx) = chan();
+    ex.submit_job(1, spin, WindowReq::Any, &[[0u8; 32]; NUM_REGS], 5_000_000, r1).unwrap();
+    let ex2 = ex.clone();
+    let driver = std::thread::spawn(move || ex2.drive());
+    while !ex.st.lock().unwrap().driving {
+        std::thread::yield_now();
+    }
+    let t = Instant::now();
+    let (tx, rx) = mpsc::channel();
+    ex.x25519_now(2, &[4; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send(o).unwrap());
+    assert!(t.elapsed() < Duration::from_millis(5), "x25519_now returned at once: {:?}", t.elapsed());
+    let x = rx.recv_timeout(T).unwrap();
+    assert_eq!((x.status, x.result), (Status::Ok, x25519_dalek::x25519([4; 32], [9; 32])));
+    assert_eq!(spin_rx.recv_timeout(T).unwrap().status, Status::Runaway);
+    driver.join().unwrap();
+    // suspended: queued, answered after the resume
+    let (tx, rx) = mpsc::channel();
+    ex.suspend(Box::new(move |s, _| tx.send(s).unwrap()));
+    ex.drive();
+    assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
+    let (tx, rx) = mpsc::channel();
+    ex.x25519_now(3, &[6; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send(o).unwrap());
+    assert!(rx.try_recv().is_err(), "a job ran while suspended");
+    let (tx2, rx2) = mpsc::channel();
+    ex.resume(Box::new(move |s, _| tx2.send(s).unwrap()));
+    ex.drive();
+    assert_eq!(rx2.recv_timeout(T).unwrap(), Status::Ok);
+    assert_eq!(rx.recv_timeout(T).unwrap().result, x25519_dalek::x25519([6; 32], [9; 32]));
+}
+
+/// `x25519_now` from 4 threads at once while a fifth suspends and resumes: jobs dispatched
+/// directly and parked by a suspend go back to the queue with their reply (any thread may end
+/// them); every result is right, none is lost.
+#[test]
+fn x25519_now_concurrently_with_suspend() {
+    let ex = start(Config { driver: Driver::Callers, slice: 97, quantum: 3_000, ..Config::default() });
+    let mut threads = vec![];
+    for c in 0..4u32 {
+        let ex = ex.clone();
+        threads.push(std::thread::spawn(move || {
+            let mut rng = Rng(0xd1ec7 + c as u64);
+            for _ in 0..5 {
+                let (k, u) = (rng.bytes32(), rng.bytes32());
+                let (tx, rx) = mpsc::channel();
+                ex.x25519_now(c, &k, &u, &|| {}, move |o: Outcome| tx.send(o).unwrap());
+                let t = Instant::now();
+                let o = loop {
+                    if let Ok(o) = rx.try_recv() {
+                        break o;
+                    }
+                    assert!(t.elapsed() < T, "client {c}: no answer");
+                    ex.drive(); // as the server's receive loop does after every message
+                    std::thread::yield_now();
+                };
+                assert_eq!((o.status, o.result), (Status::Ok, x25519_dalek::x25519(k, u)));
+            }
+        }));
+    }
+    for _ in 0..3 {
+        std::thread::sleep(Duration::from_millis(2));
+        let (tx, rx) = mpsc::channel();
+        ex.suspend(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+        ex.drive();
+        assert_eq!(rx.recv_timeout(T).unwrap().0, Status::Ok);
+        let (tx, rx) = mpsc::channel();
+        ex.resume(Box::new(move |s, n| tx.send((s, n)).unwrap()));
+        ex.drive();
+        assert_eq!(rx.recv_timeout(T).unwrap().0, Status::Ok);
+    }
+    for t in threads {
+        t.join().unwrap();
+    }
+    let s = ex.stats();
+    assert_eq!((s.jobs, s.queue_depth, s.suspended), (20, 0, 0));
+    assert!(s.resumes > 0, "no job was ever parked");
+}
