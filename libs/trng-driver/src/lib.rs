@@ -177,7 +177,7 @@ pub enum BringUpError {
 }
 
 /// A cutoff in a gateware's convention (see the crate docs), clamped into its field.
-fn cutoff(gw: Gateware, c: u32, f: Field) -> u32 {
+pub fn cutoff(gw: Gateware, c: u32, f: Field) -> u32 {
     let c = match gw {
         Gateware::Ext => c,
         Gateware::Stock => c.saturating_sub(1),

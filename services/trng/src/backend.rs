@@ -16,6 +16,9 @@ pub trait Backend: Send {
     fn error_stats(&self) -> ErrorStats;
     /// True once per newly latched error.
     fn take_new_error(&mut self) -> bool;
+    /// The system resumed from a suspend (the SoC, and any hardware source with it, was powered
+    /// down): bring the source back. Nothing to do for the software sources.
+    fn resume(&mut self) {}
 }
 
 fn map_err(e: PipelineError) -> TrngError {

@@ -20,7 +20,7 @@ use trng::api::{ErrorStats, HealthStats, TrngError};
 use trng_core::conditioner::ConditionerConfig;
 use trng_core::health::HealthParams;
 use trng_core::pipeline::{Feed, Pipeline, RawMode, WordSource};
-use trng_driver::{BringUpError, Config, Gateware, Mmio, ServerPage, Sources};
+use trng_driver::{BringUpError, Bus, Config, Gateware, Mmio, ServerPage, Sources};
 
 use trng_core::spec::regs::server::registers as r;
 
@@ -78,8 +78,18 @@ impl HwRegs {
                  tests only), ports and FIFOs are not wiped on a failure, CHACHA keeps the stock intervals"
             );
         }
+        regs.program();
+        Ok(regs)
+    }
+
+    /// Program the page: the software's cutoffs (trng_core::health, the same functions as the
+    /// software tests) and, on this project's gateware, the conditioner intervals; then enable
+    /// both sources. Returns AV_NIST as read back and as written (the block keeps what it is
+    /// given, unless it was reset: a power cycle clears it).
+    fn program(&self) -> (u32, u32) {
         let (av, ro, cc) = (HealthParams::av(), HealthParams::ro(), ConditionerConfig::default());
-        regs.driver().init(
+        let d = self.driver();
+        d.init(
             &Config {
                 av_rct_cutoff: av.rct_cutoff(),
                 av_apt_cutoff: av.apt_cutoff(),
@@ -91,7 +101,23 @@ impl HwRegs {
             },
             Sources::Both,
         );
-        Ok(regs)
+        let written = r::av_nist::REPCOUNT_CUTOFF.val(trng_driver::cutoff(self.gw, av.rct_cutoff(), r::av_nist::REPCOUNT_CUTOFF))
+            | r::av_nist::ADAPTIVE_CUTOFF.val(trng_driver::cutoff(self.gw, av.apt_cutoff(), r::av_nist::ADAPTIVE_CUTOFF));
+        (d.bus().read(r::AV_NIST), written)
+    }
+
+    /// After a system resume (the SoC was powered down: the block's registers are at their
+    /// reset values, whatever the SoC enables at power-up): program the page again and bring it
+    /// up (bounded, as at start-up). The log line names what was read back.
+    pub fn resume(&self) -> Result<(), BringUpError> {
+        let (back, written) = self.program();
+        let r = self.bring_up();
+        log::info!(
+            "TRNG hw: resumed: registers programmed again (AV_NIST read back {back:#x}, {}), {}",
+            if back == written { "as written".to_string() } else { format!("written {written:#x}: DIFFERS") },
+            if r.is_ok() { "serving" } else { "not serving (see above)" }
+        );
+        r
     }
     pub fn driver(&self) -> ServerPage<Mmio> {
         // SAFETY: `base` is the process's mapping of the server page, never unmapped.
@@ -328,5 +354,10 @@ impl Backend for HwBackend {
     }
     fn take_new_error(&mut self) -> bool {
         self.pipeline.take_new_error()
+    }
+    fn resume(&mut self) {
+        // the block was reset with the SoC: both families run again (no raw mode survives)
+        self.raw_mode = None;
+        let _ = self.regs.resume();
     }
 }

@@ -309,6 +309,11 @@ fn main() -> ! {
             .unwrap_or_else(|e| fail(&format!("spawn control thread: {e}")));
     }
 
+    #[cfg(target_os = "xous")]
+    if source_name == "hw" {
+        suspend_hook::start(&xns, srv.clone());
+    }
+
     log::info!(
         "{} source={} name={:?} control={:?} ({} slot(s))",
         trng_core::spec::server::READY_MARKER,
@@ -325,6 +330,50 @@ fn main() -> ! {
             Ok(env) => dispatch(&srv, env, false),
             Err(e) => log::error!("receive_message: {e:?}"),
         }
+    }
+}
+
+/// System suspend and resume (device, `hw` source): the server registers with xous-susres, the
+/// Xous convention for a service with hardware state. On a suspend event it takes the server
+/// (no request touches the page while the SoC powers down), tells susres it is ready and blocks
+/// until the system has resumed; the SoC was powered down meanwhile and the TRNG block reset with
+/// it (its cutoffs and intervals back at their reset values, whatever the SoC itself enables at
+/// power-up). Then the backend programs the page again and brings it up (`HwRegs::resume`,
+/// bounded as at start-up), and requests are served again. docs/trng-service.md.
+#[cfg(target_os = "xous")]
+mod suspend_hook {
+    use std::sync::{Arc, Mutex};
+
+    use crate::server::TrngServer;
+
+    /// The scalar id of susres's suspend event on our private server.
+    const SUSPEND_EVENT: usize = 1;
+
+    pub fn start(xns: &xous_api_names::XousNames, srv: Arc<Mutex<TrngServer>>) {
+        let sid = xous::create_server().expect("trng: suspend server");
+        let cid = xous::connect(sid).expect("trng: suspend connection");
+        let mut susres = match xous_api_susres::Susres::new(Some(xous_api_susres::SuspendOrder::Normal), xns, SUSPEND_EVENT as u32, cid) {
+            Ok(s) => s,
+            Err(e) => {
+                log::error!("trng: cannot register with xous-susres ({e:?}): after a system suspend the TRNG block would keep its reset configuration");
+                return;
+            }
+        };
+        log::info!("trng: registered with xous-susres");
+        std::thread::Builder::new()
+            .name("trng-susres".into())
+            .spawn(move || loop {
+                let Ok(env) = xous::receive_message(sid) else { continue };
+                let Some(m) = env.body.scalar_message() else { continue };
+                if m.id != SUSPEND_EVENT {
+                    continue;
+                }
+                let mut s = srv.lock().unwrap();
+                let clean = susres.suspend_until_resume(m.arg1);
+                log::info!("trng: resumed (clean {clean:?})");
+                s.resume();
+            })
+            .expect("trng: suspend thread");
     }
 }
 

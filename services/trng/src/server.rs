@@ -78,6 +78,12 @@ impl TrngServer {
         r
     }
 
+    /// The system resumed from a suspend: the backend brings its source back
+    /// (`Backend::resume`).
+    pub fn resume(&mut self) {
+        self.backend.resume()
+    }
+
     /// `count` (1 or 2) conditioned words; the second is 0 when one was asked for.
     pub fn get_words(&mut self, count: usize) -> Result<(u32, u32), TrngError> {
         self.running()?;

@@ -126,12 +126,15 @@ pub fn sim_extras_with(verbose: bool, long_suspend: bool) -> Result<(Vec<Extra>,
 }
 
 /// What a run of `selftest/suspend-resume` with `cycles` suspends shows besides the check's
-/// PASS: the engine server registered with xous-susres, the start stub found the clean-suspend
-/// marker and resumed the kernel (the loader's path), the engine server restored the engine
-/// after a resume, and the client's last cycle came back.
+/// PASS: the engine and TRNG servers registered with xous-susres, the start stub found the
+/// clean-suspend marker and resumed the kernel (the loader's path), the engine server restored
+/// the engine after a resume, the TRNG server programmed its page again (its configuration read
+/// back as written) and serves, and the client's last cycle came back.
 pub fn suspend_phases(cycles: u32) -> Vec<Phase> {
     vec![
         Phase::new("engine-susres", r"engine25519: registered with xous-susres"),
+        Phase::new("trng-susres", r"trng: registered with xous-susres"),
+        Phase::new("trng-resumed", r"TRNG hw: resumed: registers programmed again \(AV_NIST read back 0x[0-9a-f]+, as written\), serving"),
         Phase::new(SUSPEND_FIRST, &format!(r"^{SUSPEND_MARKER} 1$")),
         Phase::new("stub-resume", r"^STUB RESUME clean suspend marker found"),
         Phase::new("engine-resumed", r"engine25519: resumed \(clean Ok\(true\)\): engine restored \(Ok\)"),
