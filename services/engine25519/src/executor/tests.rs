@@ -702,3 +702,69 @@ fn x25519_now_concurrently_with_suspend() {
     assert_eq!((s.jobs, s.queue_depth, s.suspended), (20, 0, 0));
     assert!(s.resumes > 0, "no job was ever parked");
 }
+
+/// `x25519_now` on an engine that cannot resume (the shipped engine): a suspend lands while
+/// the directly dispatched job runs; the job is paused for it, goes back to the queue with its
+/// reply, restarts from its inputs after the resume (on the thread that drives then) and gives
+/// the right answer, exactly once.
+#[test]
+fn x25519_now_parked_by_a_suspend_on_an_engine_that_cannot_resume() {
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering::SeqCst};
+    struct HoldsFirstRun {
+        inner: ModelEngine,
+        flag: Option<Arc<AtomicBool>>,
+        runs: Arc<AtomicU32>,
+    }
+    impl EngineBackend for HoldsFirstRun {
+        delegate_to_inner!();
+        fn run(&mut self, l: Launch, at: Option<u32>, slice: u64, max: u64) -> RunEnd {
+            assert!(at.is_none(), "a job resumed on an engine that cannot resume");
+            if self.runs.fetch_add(1, SeqCst) == 0 {
+                // the first job waits for the suspend, then stops at an instruction boundary
+                let flag = self.flag.clone().unwrap();
+                let t0 = Instant::now();
+                while !flag.load(SeqCst) {
+                    assert!(t0.elapsed() < T, "no suspend came");
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                return match self.inner.run(l, None, 97, max) {
+                    RunEnd::Paused { cycles, mpc } => RunEnd::Paused { cycles, mpc },
+                    other => panic!("the first slice ended: {other:?}"),
+                };
+            }
+            self.inner.run(l, at, slice.max(max), max)
+        }
+        fn can_resume(&self) -> bool {
+            false
+        }
+        fn suspend_flag(&mut self, flag: Arc<AtomicBool>) {
+            self.flag = Some(flag);
+        }
+    }
+    let runs = Arc::new(AtomicU32::new(0));
+    let engine = HoldsFirstRun { inner: ModelEngine::new(Isa::V1), flag: None, runs: runs.clone() };
+    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, ..Config::default() });
+    let (k, u) = ([0x31; 32], [9; 32]);
+    let (tx, rx) = mpsc::channel();
+    let ex2 = ex.clone();
+    let client = std::thread::spawn(move || ex2.x25519_now(5, &k, &u, &|| {}, move |o: Outcome| tx.send(o).unwrap()));
+    while runs.load(SeqCst) == 0 {
+        std::thread::yield_now();
+    }
+    let (stx, srx) = mpsc::channel();
+    ex.suspend(Box::new(move |s, n| stx.send((s, n)).unwrap()));
+    ex.drive(); // returns at once: the client's thread holds the token and answers the suspend
+    assert_eq!(srx.recv_timeout(T).unwrap(), (Status::Ok, 1), "suspended with the parked job in flight");
+    client.join().unwrap();
+    assert!(rx.try_recv().is_err(), "answered while suspended");
+    let (rtx, rrx) = mpsc::channel();
+    ex.resume(Box::new(move |s, n| rtx.send((s, n)).unwrap()));
+    ex.drive();
+    assert_eq!(rrx.recv_timeout(T).unwrap().0, Status::Ok);
+    let o = rx.recv_timeout(T).expect("the parked job is answered after the resume");
+    assert_eq!((o.status, o.result), (Status::Ok, x25519_dalek::x25519(k, u)));
+    assert!(rx.try_recv().is_err(), "answered twice");
+    // engine runs: the held start, the restart, the window wipe after it
+    assert_eq!((ex.restarts(), runs.load(SeqCst)), (1, 3));
+    assert_eq!(ex.stats().jobs, 1);
+}
