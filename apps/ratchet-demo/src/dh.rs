@@ -176,8 +176,17 @@ pub struct AsyncRunner {
     next: u64,
 }
 
+/// Called by the worker after each batch's result is ready (e.g. to wake a UI thread that
+/// blocks on its own event channel).
+pub type Notify = Box<dyn FnMut() + Send>;
+
 impl AsyncRunner {
-    pub fn new(mut f: DhFn, device: Device) -> Self {
+    pub fn new(f: DhFn, device: Device) -> Self {
+        Self::with_notify(f, device, Box::new(|| {}))
+    }
+
+    /// As [`AsyncRunner::new`]; the worker calls `notify` after each result is ready to poll.
+    pub fn with_notify(mut f: DhFn, device: Device, mut notify: Notify) -> Self {
         let (tx, rx) = mpsc::channel::<Work>();
         let done: Done = Arc::new((Mutex::new(HashMap::new()), Condvar::new()));
         let d2 = done.clone();
@@ -190,6 +199,7 @@ impl AsyncRunner {
                     drop(kem);
                     d2.0.lock().unwrap().insert(ticket, r);
                     d2.1.notify_all();
+                    notify();
                 }
             })
             .expect("spawn the DH worker");
@@ -230,62 +240,6 @@ impl DhRunner for AsyncRunner {
     }
 }
 
-/// Runs batches on a worker thread like [`AsyncRunner`], without a blocking wait anywhere: the
-/// worker looks for work every `idle` (a sleep), results come back on a channel the caller polls
-/// with `try_recv`. For the device, where blocking waits on std's channels and condition
-/// variables (parking through xous-ticktimer 0.1.31) were seen not to wake up (docs/chat.md).
-pub struct PollRunner {
-    tx: mpsc::Sender<Work>,
-    results: mpsc::Receiver<(u64, Result<DhBatch, String>)>,
-    ready: HashMap<u64, Result<DhBatch, String>>,
-    next: u64,
-}
-
-impl PollRunner {
-    pub fn new(mut f: DhFn, device: Device, idle: Duration) -> Self {
-        let (tx, rx) = mpsc::channel::<Work>();
-        let (rtx, results) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("chat-dh".into())
-            .spawn(move || loop {
-                match rx.try_recv() {
-                    Ok((ticket, jobs, kem, submitted)) => {
-                        let r = device.run(&mut f, &jobs, &kem, submitted);
-                        drop(jobs); // secrets wiped
-                        drop(kem);
-                        if rtx.send((ticket, r)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(mpsc::TryRecvError::Empty) => std::thread::sleep(idle),
-                    Err(mpsc::TryRecvError::Disconnected) => return,
-                }
-            })
-            .expect("spawn the DH worker");
-        PollRunner { tx, results, ready: HashMap::new(), next: 1 }
-    }
-}
-
-impl DhRunner for PollRunner {
-    fn submit(&mut self, jobs: Vec<DhJob>, kem: Vec<KemJob>) -> u64 {
-        let t = self.next;
-        self.next += 1;
-        if self.tx.send((t, jobs, kem, Instant::now())).is_err() {
-            self.ready.insert(t, Err("DH worker stopped".into()));
-        }
-        t
-    }
-    fn poll(&mut self, ticket: u64) -> Option<Result<DhBatch, String>> {
-        while let Ok((t, r)) = self.results.try_recv() {
-            self.ready.insert(t, r);
-        }
-        self.ready.remove(&ticket)
-    }
-    fn mode(&self) -> &'static str {
-        "async"
-    }
-}
-
 /// x25519-dalek on the CPU (tests, and the reference the engine is compared with).
 pub fn dalek_fn() -> DhFn {
     Box::new(|j: &DhJob| Ok((j.run_dalek(), 0)))
@@ -312,25 +266,25 @@ mod tests {
     }
 
     #[test]
-    fn poll_runner_returns_at_once_and_delivers_each_batch() {
-        let mut r = PollRunner::new(dalek_fn(), Device::new(Pacing::Off { clock_hz: 0 }), Duration::from_millis(1));
+    fn async_runner_notifies_after_each_result_is_ready() {
+        let (ntx, nrx) = mpsc::channel::<()>();
+        let mut r = AsyncRunner::with_notify(dalek_fn(), Device::new(Pacing::Off { clock_hz: 0 }), Box::new(move || {
+            let _ = ntx.send(());
+        }));
         let jobs = vec![job(), job(), job()];
         let want: Vec<[u8; 32]> = jobs.iter().map(|j| *j.run_dalek()).collect();
         let t0 = Instant::now();
         let a = r.submit(jobs, vec![]);
         let b = r.submit(vec![job()], vec![]);
         assert!(t0.elapsed() < Duration::from_millis(50), "submit blocked");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        let (mut ra, mut rb) = (None, None);
-        while (ra.is_none() || rb.is_none()) && Instant::now() < deadline {
-            ra = ra.or_else(|| r.poll(a));
-            rb = rb.or_else(|| r.poll(b));
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        let ba = ra.expect("batch a").unwrap();
+        // one notification per batch, each after its result can be polled
+        nrx.recv_timeout(Duration::from_secs(10)).expect("notified for a");
+        let ba = r.poll(a).expect("a is ready when notified").unwrap();
         assert_eq!(ba.outputs.iter().map(|o| **o).collect::<Vec<_>>(), want);
-        assert_eq!(rb.expect("batch b").unwrap().jobs, 1);
+        nrx.recv_timeout(Duration::from_secs(10)).expect("notified for b");
+        assert_eq!(r.poll(b).expect("b is ready when notified").unwrap().jobs, 1);
         assert!(r.poll(a).is_none(), "a result is delivered once");
+        assert!(nrx.try_recv().is_err(), "one notification per batch");
     }
 
     #[test]

@@ -51,6 +51,20 @@ pub const MAX_ACCEPTED_HASHES: usize = 2_000;
 /// Inbox frames processed per tick at most (bounds the work of one frame).
 const INBOX_PER_TICK: usize = 16;
 
+/// A PQXDH bundle whose two signatures verified and which carries a PQ prekey: the only form
+/// Alice takes a bundle in. Checking costs two XEdDSA verifications (about 90 ms each on the
+/// device's CPU), so a UI can check it on another thread and hand the result over.
+#[derive(Debug, Clone)]
+pub struct VerifiedBundle(PqxdhBundle);
+
+impl VerifiedBundle {
+    pub fn check(bytes: &[u8]) -> Result<VerifiedBundle, String> {
+        let b = PqxdhBundle::parse(bytes).map_err(|e| format!("prekey bundle: {e}"))?;
+        b.verify().map_err(|e| format!("prekey bundle: {e}"))?;
+        Ok(VerifiedBundle(b))
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dir {
     In,
@@ -314,10 +328,12 @@ impl Party {
     /// A PQXDH bundle from the relay: both signatures must verify and it must carry a PQ
     /// prekey (refused otherwise).
     pub fn set_bundle(&mut self, bytes: &[u8]) -> Result<(), String> {
-        let b = PqxdhBundle::parse(bytes).map_err(|e| format!("prekey bundle: {e}"))?;
-        b.verify().map_err(|e| format!("prekey bundle: {e}"))?;
-        self.bundle = Some(b);
+        self.set_verified_bundle(VerifiedBundle::check(bytes)?);
         Ok(())
+    }
+    /// A bundle checked elsewhere (e.g. on a network thread, off the UI's).
+    pub fn set_verified_bundle(&mut self, b: VerifiedBundle) {
+        self.bundle = Some(b.0);
     }
 
     /// A frame from the relay.

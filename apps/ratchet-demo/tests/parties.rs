@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use ratchet_demo::dh::{dalek_fn, AsyncRunner, Device, DhRunner, Pacing, SyncRunner};
-use ratchet_demo::party::{Dir, Event, Party};
+use ratchet_demo::party::{Dir, Event, Party, VerifiedBundle};
 use ratchet_demo::relay_api::Faults;
 use ratchet_demo::relay_net::Net;
 use ratchet_demo::{ALICE, BOB};
@@ -190,8 +190,16 @@ fn alice_refuses_bundles_without_a_valid_pq_prekey() {
     b.pq_prekey = None;
     assert!(alice.set_bundle(&b.encode()).unwrap_err().contains("PQXDH requires one"));
     assert_eq!(alice.needs_bundle(), Some(BOB));
-    alice.set_bundle(&keys.pqxdh_bundle().encode()).unwrap();
+    // checked elsewhere (the device checks it on its network thread): the same refusals
+    b.pq_prekey = keys.pqxdh_bundle().pq_prekey;
+    b.signature[0] ^= 1;
+    assert!(VerifiedBundle::check(&b.encode()).is_err());
+    assert_eq!(alice.needs_bundle(), Some(BOB));
+    alice.set_verified_bundle(VerifiedBundle::check(&keys.pqxdh_bundle().encode()).unwrap());
     assert_eq!(alice.needs_bundle(), None);
+    let mut alice2 = make_alice(&d.join("alice2.state"));
+    alice2.set_bundle(&keys.pqxdh_bundle().encode()).unwrap();
+    assert_eq!(alice2.needs_bundle(), None);
 }
 
 #[test]

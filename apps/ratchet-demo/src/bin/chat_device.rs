@@ -7,12 +7,13 @@
 //! - DH: every X25519 on the engine service's `hw` backend (a reply from any other backend is an
 //!   error), on a worker thread (`AsyncRunner`); `--sync-dh` runs them on the UI thread;
 //!   `--engine software` runs x25519-dalek on this CPU instead (real cycles, nothing paced).
-//! - Keys from the TRNG service (`PoolRng`).
+//! - Keys from the TRNG service (called on the UI thread: a blocking call of a few hundred us).
 //! - The UI thread draws at `--fps` (30): each frame the ticker row (frame counter, interval,
 //!   p99, worst); other rows only when they change; every change is sent to the panel at once
 //!   (the rows that changed), so a key, a reply or an acknowledgement shows without waiting for
-//!   the next frame. A keyboard thread drains the keyboard block's FIFO every 2 ms; a network
-//!   thread polls the relay.
+//!   the next frame. Between frames it waits on its event channel. A keyboard thread sleeps
+//!   until the keyboard block's interrupt and then drains its FIFO; a network thread sends at
+//!   once and polls the relay every 2 ms; the DH worker wakes the UI when a batch is done.
 //! - Lines for the host (stdout = the log server's console): `CHAT-DEVICE ready ...`,
 //!   `CHAT-SESSION ready`, `CHAT-SHOWN sent seq=N`, `CHAT-SHOWN acked seq=N`, `CHAT-SHOWN
 //!   reply seq=N` (printed after the panel received the rows that show it), `CHAT-STORE-FULL
@@ -83,8 +84,8 @@ mod device {
     use engine25519::{BackendId, Engine25519};
     use ratchet_demo::config::EngineMode;
     use ratchet_demo::device_ui::{conversation_rows, FrameStats, Key, LineEditor, Screen};
-    use ratchet_demo::dh::{dalek_fn, Device, DhFn, DhRunner, Pacing, PollRunner, SyncRunner};
-    use ratchet_demo::party::{Dir, Event, Party, Reject};
+    use ratchet_demo::dh::{dalek_fn, AsyncRunner, Device, DhFn, DhRunner, Pacing, SyncRunner};
+    use ratchet_demo::party::{Dir, Event, Party, Reject, VerifiedBundle};
     use ratchet_demo::relay_client::{DrainEnd, Relay};
     use ratchet_demo::{store, ALICE, BOB};
     use utralib::generated::{utra, CSR, HW_KEYBOARD_BASE};
@@ -118,8 +119,14 @@ mod device {
     enum Ev {
         Keys(Vec<u8>),
         Frame(u32, Vec<u8>),
-        Bundle(Vec<u8>),
+        /// Bob's bundle, its signatures checked on the network thread (two XEdDSA
+        /// verifications, which would stall the UI thread for a few frames)
+        Bundle(Result<VerifiedBundle, String>),
+        /// the relay has no bundle for Bob yet
+        NoBundle,
         NetError(String),
+        /// the DH worker finished a batch (the UI polls the runner for it)
+        DhDone,
     }
 
     enum NetCmd {
@@ -127,15 +134,40 @@ mod device {
         GetBundle(u32),
     }
 
+    /// What the keyboard interrupt's handler needs: the block's CSR page and the connection to
+    /// the keyboard thread's private server.
+    struct KeyBell {
+        csr: *mut u32,
+        cid: xous::CID,
+    }
+
+    /// The keyboard block's interrupt (IRQ 13, event `inject`: a character entered the FIFO):
+    /// masks the event, clears it and wakes the keyboard thread, which drains the FIFO and
+    /// unmasks it again (so at most one wake-up is outstanding).
+    fn keyboard_irq(_irq: usize, arg: *mut usize) {
+        // Safety: `arg` is the leaked KeyBell (start_keyboard); its CSR page stays mapped.
+        let bell = unsafe { &*(arg as *const KeyBell) };
+        let mut csr = CSR::new(bell.csr);
+        csr.wfo(utra::keyboard::EV_ENABLE_INJECT, 0);
+        csr.wfo(utra::keyboard::EV_PENDING_INJECT, 1);
+        let _ = xous::try_send_message(bell.cid, xous::Message::new_scalar(0, 0, 0, 0, 0));
+    }
+
     /// Precursor's keyboard block: characters typed on the debug UART, from its FIFO. Reading
-    /// UART_CHAR takes the head character out; `stb` says whether there was one.
+    /// UART_CHAR takes the head character out; `stb` says whether there was one. The keyboard
+    /// thread sleeps in the kernel until the block's interrupt says a character came (no
+    /// polling), then takes every character there is.
     fn start_keyboard(tx: mpsc::Sender<Ev>) -> Result<(), xous::Error> {
         let page = xous::map_memory(xous::MemoryAddress::new(HW_KEYBOARD_BASE), None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W)?;
+        let sid = xous::create_server()?;
+        let cid = xous::connect(sid)?;
+        let bell: &'static KeyBell = Box::leak(Box::new(KeyBell { csr: page.as_mut_ptr() as *mut u32, cid }));
         let addr = page.as_mut_ptr() as usize;
+        xous::claim_interrupt(utra::keyboard::KEYBOARD_IRQ, keyboard_irq, bell as *const KeyBell as *mut usize)?;
         std::thread::Builder::new()
             .name("chat-keys".into())
             .spawn(move || {
-                let csr = CSR::new(addr as *mut u32);
+                let mut csr = CSR::new(addr as *mut u32);
                 loop {
                     let mut got = Vec::new();
                     loop {
@@ -148,46 +180,63 @@ mod device {
                     if !got.is_empty() && tx.send(Ev::Keys(got)).is_err() {
                         return;
                     }
-                    std::thread::sleep(Duration::from_millis(2));
+                    // a character that came since the FIFO was found empty left the event
+                    // pending: unmasking it raises the interrupt at once
+                    csr.wfo(utra::keyboard::EV_ENABLE_INJECT, 1);
+                    if xous::receive_message(sid).is_err() {
+                        return;
+                    }
                 }
             })
             .map_err(|_| xous::Error::InternalError)?;
         Ok(())
     }
 
+    /// How often the network thread asks the relay for frames while nothing happens.
+    const RELAY_POLL: Duration = Duration::from_millis(2);
+
     fn start_net(mut relay: Relay, tx: mpsc::Sender<Ev>) -> mpsc::Sender<NetCmd> {
         let (ctx, crx) = mpsc::channel::<NetCmd>();
         std::thread::Builder::new()
             .name("chat-net".into())
-            .spawn(move || loop {
-                let mut busy = false;
-                while let Ok(c) = crx.try_recv() {
-                    busy = true;
-                    match c {
-                        NetCmd::Send(to, f) => {
-                            if let Err(e) = relay.send(ALICE, to, &f) {
-                                let _ = tx.send(Ev::NetError(format!("send: {e}")));
+            .spawn(move || {
+                let mut wait = Duration::ZERO;
+                loop {
+                    // a command wakes the thread at once (a send leaves without waiting for the
+                    // next poll); the relay is polled every RELAY_POLL while nothing comes
+                    let first = match crx.recv_timeout(wait) {
+                        Ok(c) => Some(c),
+                        Err(mpsc::RecvTimeoutError::Timeout) => None,
+                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                    };
+                    for c in first.into_iter().chain(std::iter::from_fn(|| crx.try_recv().ok())) {
+                        match c {
+                            NetCmd::Send(to, f) => {
+                                if let Err(e) = relay.send(ALICE, to, &f) {
+                                    let _ = tx.send(Ev::NetError(format!("send: {e}")));
+                                }
+                            }
+                            NetCmd::GetBundle(peer) => {
+                                let ev = match relay.get_bundle(peer) {
+                                    Ok(b) => Ev::Bundle(VerifiedBundle::check(&b)),
+                                    Err(e) => {
+                                        log::info!("chat-device: no bundle for {peer} yet ({e})");
+                                        Ev::NoBundle
+                                    }
+                                };
+                                let _ = tx.send(ev);
                             }
                         }
-                        NetCmd::GetBundle(peer) => match relay.get_bundle(peer) {
-                            Ok(b) => {
-                                let _ = tx.send(Ev::Bundle(b));
-                            }
-                            Err(e) => log::info!("chat-device: no bundle for {peer} yet ({e})"),
-                        },
                     }
-                }
-                let (n, end) = relay.drain(ALICE, |from, data| tx.send(Ev::Frame(from, data)).is_ok());
-                busy |= n > 0;
-                match end {
-                    DrainEnd::Empty => {}
-                    DrainEnd::Refused => return,
-                    DrainEnd::Failed(e) => {
-                        let _ = tx.send(Ev::NetError(format!("recv: {e}")));
+                    let (n, end) = relay.drain(ALICE, |from, data| tx.send(Ev::Frame(from, data)).is_ok());
+                    match end {
+                        DrainEnd::Empty => {}
+                        DrainEnd::Refused => return,
+                        DrainEnd::Failed(e) => {
+                            let _ = tx.send(Ev::NetError(format!("recv: {e}")));
+                        }
                     }
-                }
-                if !busy {
-                    std::thread::sleep(Duration::from_millis(2));
+                    wait = if n > 0 { Duration::ZERO } else { RELAY_POLL };
                 }
             })
             .expect("spawn the network thread");
@@ -207,6 +256,8 @@ mod device {
         activity: VecDeque<String>,
         message: String,
         bundle_asked: Option<Instant>,
+        /// a bundle request is out (answered by Ev::Bundle or Ev::NoBundle)
+        bundle_waiting: bool,
         session_said: bool,
         /// (what, seq) to announce once the panel shows it
         to_announce: Vec<(&'static str, u32)>,
@@ -263,11 +314,19 @@ mod device {
                     }
                 }
                 Ev::Frame(from, data) => self.party.deliver(from, data),
-                Ev::Bundle(b) => match self.party.set_bundle(&b) {
-                    Ok(()) => self.note("Bob's PQXDH bundle: both signatures verify".into()),
-                    Err(e) => self.note(format!("bundle refused: {e}")),
-                },
+                Ev::Bundle(b) => {
+                    self.bundle_waiting = false;
+                    match b {
+                        Ok(b) => {
+                            self.party.set_verified_bundle(b);
+                            self.note("Bob's PQXDH bundle: both signatures verify".into())
+                        }
+                        Err(e) => self.note(format!("bundle refused: {e}")),
+                    }
+                }
+                Ev::NoBundle => self.bundle_waiting = false,
                 Ev::NetError(e) => self.note(format!("relay: {e}")),
+                Ev::DhDone => {}
             }
         }
 
@@ -276,8 +335,10 @@ mod device {
         fn step(&mut self, frame: bool) {
             let now = Instant::now();
             if let Some(peer) = self.party.needs_bundle() {
-                if self.bundle_asked.map(|t| now.duration_since(t) > Duration::from_millis(100)).unwrap_or(true) {
+                // one request at a time (its check takes a while), at most every 100 ms
+                if !self.bundle_waiting && self.bundle_asked.map(|t| now.duration_since(t) > Duration::from_millis(100)).unwrap_or(true) {
                     self.bundle_asked = Some(now);
+                    self.bundle_waiting = true;
                     let _ = self.net.send(NetCmd::GetBundle(peer));
                 }
             }
@@ -377,14 +438,10 @@ mod device {
         }
     }
 
-    /// How often the UI thread looks for events between frames.
-    const POLL: Duration = Duration::from_millis(4);
-
     pub fn run(args: Args) {
         let engine = Engine25519::new().unwrap_or_else(|e| die(&format!("engine25519: {e:?}")));
         // keys straight from the TRNG service (a blocking call of a few hundred us on this
-        // thread): the hosted chat's background pool waits on a condition variable, which on
-        // the device was seen not to wake up
+        // thread, a few per message), not the hosted chat's pool with its filler thread
         let rng = trng::Trng::new().unwrap_or_else(|e| die(&format!("TRNG: {e:?}")));
         let relay = Relay::new().unwrap_or_else(|e| die(&e.to_string()));
         let path = args.common.store.join("alice.state");
@@ -397,7 +454,15 @@ mod device {
         let device = Device::new(Pacing::Off { clock_hz: 0 });
         let lcd = memlcd::device::Memlcd::map().unwrap_or_else(|e| die(&format!("memlcd: {e:?}")));
         let (tx, rx) = mpsc::channel::<Ev>();
-        let dh: Box<dyn DhRunner> = if args.sync_dh { Box::new(SyncRunner::new(f, device)) } else { Box::new(PollRunner::new(f, device, Duration::from_millis(1))) };
+        let dh: Box<dyn DhRunner> = if args.sync_dh {
+            Box::new(SyncRunner::new(f, device))
+        } else {
+            // the worker wakes the UI thread when a batch is done
+            let done = tx.clone();
+            Box::new(AsyncRunner::with_notify(f, device, Box::new(move || {
+                let _ = done.send(Ev::DhDone);
+            })))
+        };
         start_keyboard(tx.clone()).unwrap_or_else(|e| die(&format!("keyboard: {e:?}")));
         let net = start_net(relay, tx);
         let fps = args.fps;
@@ -414,6 +479,7 @@ mod device {
             activity: VecDeque::new(),
             message: String::new(),
             bundle_asked: None,
+            bundle_waiting: false,
             session_said: false,
             to_announce: Vec::new(),
             last_frame: None,
@@ -429,24 +495,22 @@ mod device {
             ui.args.common.engine.name(),
             if ui.args.sync_dh { "sync" } else { "async" }
         ));
-        // The UI thread never blocks on another thread: it takes events with `try_recv` and
-        // sleeps (the ticktimer's SleepMs) in steps of at most POLL until the next frame is due.
-        // Blocking waits on a channel, with or without a timeout (a condition wait on
-        // xous-ticktimer 0.1.31), stopped waking up on the device: frames hundreds of ms apart,
-        // then none (docs/chat.md).
+        // The UI thread waits for its events (keys, frames, the bundle, a finished DH batch) on
+        // its channel until the next frame is due, then draws: it wakes for an event or a frame,
+        // never to look for one.
         let period = Duration::from_micros(1_000_000 / fps as u64);
         let mut next = Instant::now() + period;
         loop {
             let mut got = false;
-            loop {
-                match rx.try_recv() {
-                    Ok(ev) => {
-                        got = true;
-                        ui.event(ev);
-                    }
-                    Err(mpsc::TryRecvError::Empty) => break,
-                    Err(mpsc::TryRecvError::Disconnected) => die("the keyboard and network threads stopped"),
-                }
+            let wait = next.saturating_duration_since(Instant::now());
+            let first = match rx.recv_timeout(wait) {
+                Ok(ev) => Some(ev),
+                Err(mpsc::RecvTimeoutError::Timeout) => None,
+                Err(mpsc::RecvTimeoutError::Disconnected) => die("the keyboard and network threads stopped"),
+            };
+            for ev in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+                got = true;
+                ui.event(ev);
             }
             let now = Instant::now();
             let frame = now >= next;
@@ -454,16 +518,11 @@ mod device {
                 // a late frame is drawn at once; the next one is a period later
                 next = (next + period).max(now);
             }
-            // a DH batch in flight is looked for at every wake-up, not only at the next frame
-            if frame || got || ui.party.dh_in_flight() {
+            if frame || got {
                 ui.step(frame);
             }
             if ui.quit {
                 break;
-            }
-            let now = Instant::now();
-            if next > now {
-                std::thread::sleep(POLL.min(next - now));
             }
         }
         let c = ui.party.counters();
