@@ -17,7 +17,9 @@ pub trait Backend: Send {
     /// True once per newly latched error.
     fn take_new_error(&mut self) -> bool;
     /// The system resumed from a suspend (the SoC, and any hardware source with it, was powered
-    /// down): bring the source back. Nothing to do for the software sources.
+    /// down): bring the source back. Nothing to do for the software sources. (Called only on
+    /// the device, by the susres hook.)
+    #[cfg_attr(not(target_os = "xous"), allow(dead_code))]
     fn resume(&mut self) {}
 }
 

@@ -79,7 +79,8 @@ impl TrngServer {
     }
 
     /// The system resumed from a suspend: the backend brings its source back
-    /// (`Backend::resume`).
+    /// (`Backend::resume`; on the device only, from the susres hook).
+    #[cfg_attr(not(target_os = "xous"), allow(dead_code))]
     pub fn resume(&mut self) {
         self.backend.resume()
     }
