@@ -34,7 +34,7 @@ use ratchet::{pqxdh, Decrypted, DhJob, Envelope, Error as RError, KeyPair, Pendi
 use sha2::{Digest, Sha256};
 
 use crate::dh::{DhBatch, DhRunner};
-use crate::store::{self, FileStore, Reader, Storage, StoreError, Writer};
+use crate::store::{FileStore, Reader, Storage, StoreError, Writer};
 
 pub const TAG_MSG: u8 = 1;
 pub const TAG_ACK: u8 = 2;
@@ -680,7 +680,7 @@ impl Party {
     pub fn save(&mut self) -> Result<(), StoreError> {
         let t0 = Instant::now();
         let body = self.encode();
-        self.store.store(&store::seal(&body.0))?;
+        self.store.store(&body.0)?;
         self.dirty = false;
         self.saves += 1;
         self.save_time += t0.elapsed();
@@ -770,8 +770,8 @@ impl Party {
     }
 
     fn load(&mut self) -> Result<(), StoreError> {
-        let Some(file) = self.store.load()? else { return Ok(()) };
-        let body = store::open(&file)?;
+        let Some(body) = self.store.load()? else { return Ok(()) };
+        let body = &body[..];
         let corrupt = |what: &str, e: RError| StoreError::Corrupt(format!("{what}: {e}"));
         let mut r = Reader::new(body);
         let me = r.u32("party number")?;

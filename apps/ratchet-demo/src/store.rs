@@ -12,9 +12,10 @@
 //! The body holds secrets (ratchet states, identity keys): it lives in `Zeroizing` buffers. The
 //! file is not encrypted (on the device that is the storage layer's job, docs/chat.md).
 //!
-//! Where the sealed bytes live is a [`Storage`]: a file ([`FileStore`], hosted) or a bounded
-//! region of RAM ([`RamStore`], the device image, which has no file system): a write that would
-//! not fit is refused with [`StoreError::Full`] and the previous contents stay.
+//! Where the body lives is a [`Storage`]: a file in the format above ([`FileStore`], hosted) or
+//! a bounded region of RAM ([`RamStore`], the device image, which has no file system; it keeps
+//! the body without header and checksum): a write that would not fit is refused with
+//! [`StoreError::Full`] and the previous contents stay.
 
 use std::fs;
 use std::io::Write;
@@ -171,25 +172,27 @@ pub fn open(file: &[u8]) -> Result<&[u8], StoreError> {
     Ok(&file[10..10 + len])
 }
 
-/// Where a party's sealed store lives.
+/// Where a party's state (the body of the format above) lives.
 pub trait Storage: Send {
-    /// The stored bytes, or None if nothing was ever written.
+    /// The body last stored, checked, or None if nothing was ever written.
     fn load(&self) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError>;
-    /// Replaces the stored bytes with `data`, all or nothing.
-    fn store(&mut self, data: &[u8]) -> Result<(), StoreError>;
+    /// Replaces the stored body with `body`, all or nothing.
+    fn store(&mut self, body: &[u8]) -> Result<(), StoreError>;
     /// For messages: the file, or what the region is.
     fn describe(&self) -> String;
 }
 
-/// A store file, replaced atomically ([`write_atomic`]).
+/// A store file: the body sealed ([`seal`]: header and SHA-256) and replaced atomically
+/// ([`write_atomic`]); a damaged file is refused when it is read ([`open`]).
 pub struct FileStore(pub PathBuf);
 
 impl Storage for FileStore {
     fn load(&self) -> Result<Option<Zeroizing<Vec<u8>>>, StoreError> {
-        read(&self.0)
+        let Some(file) = read(&self.0)? else { return Ok(None) };
+        Ok(Some(Zeroizing::new(open(&file)?.to_vec())))
     }
-    fn store(&mut self, data: &[u8]) -> Result<(), StoreError> {
-        write_atomic(&self.0, data)
+    fn store(&mut self, body: &[u8]) -> Result<(), StoreError> {
+        write_atomic(&self.0, &seal(body))
     }
     fn describe(&self) -> String {
         self.0.display().to_string()
@@ -198,7 +201,11 @@ impl Storage for FileStore {
 
 /// A store in RAM of at most `cap` bytes (the device image has no file system; its storage
 /// layer, the PDDB on Precursor, is not part of it): lost at power-off. A write larger than
-/// `cap` is refused with [`StoreError::Full`] and the previous contents stay.
+/// `cap` is refused with [`StoreError::Full`] and the previous contents stay. It keeps the body
+/// as it is, without the file's header and checksum: those guard a file against a torn or
+/// damaged write, which memory of the process itself cannot suffer (a crash takes the memory
+/// with the process), and on the device's CPU the SHA-256 of every write was the largest cost
+/// of a message (docs/chat.md).
 pub struct RamStore {
     data: Option<Zeroizing<Vec<u8>>>,
     cap: usize,

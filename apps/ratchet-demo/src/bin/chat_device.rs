@@ -528,7 +528,7 @@ mod device {
         let c = ui.party.counters();
         let step_ms = if ui.steps == 0 { 0.0 } else { ui.step_us as f64 / ui.steps as f64 / 1000.0 };
         say(&format!(
-            "CHAT-DEVICE quit frames={} p99_ms={:.1} worst_ms={:.1} steps={} step_ms={step_ms:.2} sent={} acked={} accepted={} rejected={} dh_steps={}",
+            "CHAT-DEVICE quit frames={} p99_ms={:.1} worst_ms={:.1} steps={} step_ms={step_ms:.2} sent={} acked={} accepted={} rejected={} dh_steps={} saves={} save_ms={:.2}",
             ui.stats.frames,
             ui.stats.p99(),
             ui.stats.worst,
@@ -537,7 +537,9 @@ mod device {
             c.acked,
             c.accepted,
             c.rejected(),
-            c.dh_steps
+            c.dh_steps,
+            ui.party.saves,
+            ui.party.save_time.as_secs_f64() * 1e3 / ui.party.saves.max(1) as f64
         ));
         let r = xous_api_names::XousNames::new().and_then(|xns| xous_api_susres::Susres::new_without_hook(&xns)).and_then(|s| s.immediate_poweroff());
         if let Err(e) = r {
