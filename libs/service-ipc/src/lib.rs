@@ -19,13 +19,16 @@
 //! * [`server`]: error and archive replies for every message kind;
 //! * [`client`]: typed calls (rkyv request/reply in one call, blocking scalars, raw lends);
 //! * [`options`]: the `--flag value` / environment-variable option parser both servers use;
-//! * [`control`]: privileged control servers with a fixed connection count (docs/security.md).
+//! * [`control`]: privileged control servers with a fixed connection count (docs/security.md);
+//! * `suspend` (device only): registration with xous-susres and its suspend-event thread.
 
 pub mod archive;
 pub mod client;
 pub mod control;
 pub mod options;
 pub mod server;
+#[cfg(target_os = "xous")]
+pub mod suspend;
 
 /// Zero `len` bytes at `p` with volatile writes (the compiler may not drop them: the bytes may
 /// have held a secret), a 32-bit word at a time where `p` is word-aligned (lent pages are): a

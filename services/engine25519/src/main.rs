@@ -406,9 +406,6 @@ mod suspend_hook {
     use engine25519_server::api::Status;
     use engine25519_server::executor::{Driver, Executor};
 
-    /// The scalar id of susres's suspend event on our private server.
-    const SUSPEND_EVENT: usize = 1;
-
     fn wait(ex: &Executor, rx: &mpsc::Receiver<(Status, usize)>) -> (Status, usize) {
         if ex.config().driver == Driver::Callers {
             ex.drive(); // takes the request now if no thread holds the engine
@@ -420,42 +417,23 @@ mod suspend_hook {
         if ex.unavailable_reason().is_some() {
             return; // no engine state to keep
         }
-        let sid = xous::create_server().expect("engine25519: suspend server");
-        let cid = xous::connect(sid).expect("engine25519: suspend connection");
-        let mut susres = match xous_api_susres::Susres::new(Some(xous_api_susres::SuspendOrder::Normal), xns, SUSPEND_EVENT as u32, cid) {
-            Ok(s) => s,
-            Err(e) => {
-                log::error!("engine25519: cannot register with xous-susres ({e:?}): a system suspend would lose the engine's state");
-                return;
-            }
-        };
-        log::info!("engine25519: registered with xous-susres");
-        std::thread::Builder::new()
-            .name("engine25519-susres".into())
-            .spawn(move || loop {
-                let Ok(env) = xous::receive_message(sid) else { continue };
-                let Some(m) = env.body.scalar_message() else { continue };
-                if m.id != SUSPEND_EVENT {
-                    continue;
-                }
-                let token = m.arg1;
-                let (tx, rx) = mpsc::channel();
-                let t = tx.clone();
-                ex.suspend(Box::new(move |s, n| {
-                    let _ = t.send((s, n));
-                }));
-                let (s, n) = wait(&ex, &rx);
-                log::info!("engine25519: suspend: engine saved ({s:?}), {n} job(s) in flight");
-                let clean = susres.suspend_until_resume(token);
-                // powered up again: the engine was reset with the SoC; restore it
-                let t = tx.clone();
-                ex.resume(Box::new(move |s, n| {
-                    let _ = t.send((s, n));
-                }));
-                let (s, n) = wait(&ex, &rx);
-                log::info!("engine25519: resumed (clean {clean:?}): engine restored ({s:?}), {n} job(s) in flight continue");
-            })
-            .expect("engine25519: suspend thread");
+        let lost = "a system suspend would lose the engine's state";
+        service_ipc::suspend::register("engine25519", xns, lost, move |sleep| {
+            let (tx, rx) = mpsc::channel();
+            let t = tx.clone();
+            ex.suspend(Box::new(move |s, n| {
+                let _ = t.send((s, n));
+            }));
+            let (s, n) = wait(&ex, &rx);
+            log::info!("engine25519: suspend: engine saved ({s:?}), {n} job(s) in flight");
+            let clean = sleep();
+            // powered up again: the engine was reset with the SoC; restore it
+            ex.resume(Box::new(move |s, n| {
+                let _ = tx.send((s, n));
+            }));
+            let (s, n) = wait(&ex, &rx);
+            log::info!("engine25519: resumed (clean {clean:?}): engine restored ({s:?}), {n} job(s) in flight continue");
+        });
     }
 }
 

@@ -346,34 +346,14 @@ mod suspend_hook {
 
     use crate::server::TrngServer;
 
-    /// The scalar id of susres's suspend event on our private server.
-    const SUSPEND_EVENT: usize = 1;
-
     pub fn start(xns: &xous_api_names::XousNames, srv: Arc<Mutex<TrngServer>>) {
-        let sid = xous::create_server().expect("trng: suspend server");
-        let cid = xous::connect(sid).expect("trng: suspend connection");
-        let mut susres = match xous_api_susres::Susres::new(Some(xous_api_susres::SuspendOrder::Normal), xns, SUSPEND_EVENT as u32, cid) {
-            Ok(s) => s,
-            Err(e) => {
-                log::error!("trng: cannot register with xous-susres ({e:?}): after a system suspend the TRNG block would keep its reset configuration");
-                return;
-            }
-        };
-        log::info!("trng: registered with xous-susres");
-        std::thread::Builder::new()
-            .name("trng-susres".into())
-            .spawn(move || loop {
-                let Ok(env) = xous::receive_message(sid) else { continue };
-                let Some(m) = env.body.scalar_message() else { continue };
-                if m.id != SUSPEND_EVENT {
-                    continue;
-                }
-                let mut s = srv.lock().unwrap();
-                let clean = susres.suspend_until_resume(m.arg1);
-                log::info!("trng: resumed (clean {clean:?})");
-                s.resume();
-            })
-            .expect("trng: suspend thread");
+        let lost = "after a system suspend the TRNG block would keep its reset configuration";
+        service_ipc::suspend::register("trng", xns, lost, move |sleep| {
+            let mut s = srv.lock().unwrap();
+            let clean = sleep();
+            log::info!("trng: resumed (clean {clean:?})");
+            s.resume();
+        });
     }
 }
 
