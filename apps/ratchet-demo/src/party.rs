@@ -164,6 +164,10 @@ pub struct Party {
     me: u32,
     identity: Option<KeyPair>,
     responder: Option<Responder>,
+    /// The responder's encoding (its `to_bytes`, which libs/ratchet frames with a SHA-256),
+    /// kept between store writes: Bob's prekeys are most of his store and change only when a
+    /// prekey is used or added. Dropped wherever the responder may change.
+    responder_enc: Option<zeroize::Zeroizing<Vec<u8>>>,
     sessions: BTreeMap<u32, Session>,
     next_seq: BTreeMap<u32, u32>,
     outbox: Vec<OutMsg>,
@@ -245,6 +249,7 @@ impl Party {
         p.load().map_err(|e| e.to_string())?;
         if p.responder.is_none() {
             p.responder = Some(make()?);
+            p.responder_enc = None;
             p.dirty = true;
             p.save().map_err(|e| e.to_string())?;
         }
@@ -258,6 +263,7 @@ impl Party {
             me,
             identity: None,
             responder: None,
+            responder_enc: None,
             sessions: BTreeMap::new(),
             next_seq: BTreeMap::new(),
             outbox: Vec::new(),
@@ -313,6 +319,7 @@ impl Party {
     }
     pub fn responder_mut(&mut self) -> Option<&mut Responder> {
         self.dirty = true;
+        self.responder_enc = None;
         self.responder.as_mut()
     }
     pub fn responder_keys(&self) -> Option<&Responder> {
@@ -498,6 +505,7 @@ impl Party {
                 }
             }
             InFlight::Accept { peer, pending, hash, ek, wire } => {
+                self.responder_enc = None;
                 let r = self.responder.as_mut().expect("a responder").complete_accept_with_kem(pending, out, kem);
                 match r {
                     Ok((s, pt)) => {
@@ -679,6 +687,9 @@ impl Party {
     /// Writes the state (atomically) if it changed.
     pub fn save(&mut self) -> Result<(), StoreError> {
         let t0 = Instant::now();
+        if self.responder_enc.is_none() {
+            self.responder_enc = self.responder.as_ref().map(|r| r.to_bytes());
+        }
         let body = self.encode();
         self.store.store(&body.0)?;
         self.dirty = false;
@@ -708,12 +719,16 @@ impl Party {
             }
             None => w.u8(0),
         }
-        match &self.responder {
-            Some(r) => {
+        match (&self.responder, &self.responder_enc) {
+            (Some(_), Some(enc)) => {
+                w.u8(1);
+                w.bytes(enc);
+            }
+            (Some(r), None) => {
                 w.u8(1);
                 w.bytes(&r.to_bytes());
             }
-            None => w.u8(0),
+            (None, _) => w.u8(0),
         }
         w.u32(self.sessions.len() as u32);
         for (peer, s) in &self.sessions {
@@ -792,6 +807,7 @@ impl Party {
         }
         if r.flag("responder")? {
             self.responder = Some(Responder::from_bytes(r.bytes("responder")?).map_err(|e| corrupt("responder", e))?);
+            self.responder_enc = None;
         }
         for _ in 0..r.count("sessions", 8)? {
             let peer = r.u32("session peer")?;
