@@ -260,6 +260,22 @@ mod tests {
     use super::*;
     use rand_core::OsRng;
 
+    /// A DH function that waits (at most 10 s) until the test opens its gate, and a flag
+    /// raised once it has passed: a submit that returns with the flag down did not run its
+    /// batch on the caller's thread (no wall-clock threshold, which a loaded machine breaks).
+    fn gated_fn() -> (DhFn, mpsc::Sender<()>, Arc<std::sync::atomic::AtomicBool>) {
+        let (open, gate) = mpsc::channel::<()>();
+        let gate = std::sync::Mutex::new(gate);
+        let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let r = ran.clone();
+        let f: DhFn = Box::new(move |j: &DhJob| {
+            let _ = gate.lock().unwrap().recv_timeout(Duration::from_secs(10));
+            r.store(true, std::sync::atomic::Ordering::SeqCst);
+            Ok((j.run_dalek(), 1))
+        });
+        (f, open, ran)
+    }
+
     fn job() -> DhJob {
         let s = ratchet::generate_secret(&mut OsRng).unwrap();
         DhJob::public_key(&s)
@@ -268,15 +284,19 @@ mod tests {
     #[test]
     fn async_runner_notifies_after_each_result_is_ready() {
         let (ntx, nrx) = mpsc::channel::<()>();
-        let mut r = AsyncRunner::with_notify(dalek_fn(), Device::new(Pacing::Off { clock_hz: 0 }), Box::new(move || {
+        let (f, open, ran) = gated_fn();
+        let mut r = AsyncRunner::with_notify(f, Device::new(Pacing::Off { clock_hz: 0 }), Box::new(move || {
             let _ = ntx.send(());
         }));
         let jobs = vec![job(), job(), job()];
         let want: Vec<[u8; 32]> = jobs.iter().map(|j| *j.run_dalek()).collect();
-        let t0 = Instant::now();
         let a = r.submit(jobs, vec![]);
         let b = r.submit(vec![job()], vec![]);
-        assert!(t0.elapsed() < Duration::from_millis(50), "submit blocked");
+        assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "submit ran a job on the caller's thread");
+        assert!(nrx.try_recv().is_err(), "no notification before a batch is done");
+        for _ in 0..4 {
+            open.send(()).unwrap();
+        }
         // one notification per batch, each after its result can be polled
         nrx.recv_timeout(Duration::from_secs(10)).expect("notified for a");
         let ba = r.poll(a).expect("a is ready when notified").unwrap();
@@ -296,8 +316,7 @@ mod tests {
         let want: Vec<[u8; 32]> = jobs.iter().map(|j| *j.run_dalek()).collect();
         let t0 = Instant::now();
         let t = r.submit(jobs, vec![]);
-        assert!(t0.elapsed() < Duration::from_millis(5), "submit blocked");
-        assert!(r.poll(t).is_none());
+        // (submit returning before the batch runs: kem_jobs_run_on_the_worker, gated)
         let b = r.wait(t, Duration::from_secs(5)).unwrap().unwrap();
         assert!(t0.elapsed() >= Duration::from_millis(30), "completed before the device would");
         assert_eq!(b.device, Duration::from_millis(30));
@@ -333,13 +352,15 @@ mod tests {
     /// KEM jobs run on the worker too: submit returns at once, the results come with the batch.
     #[test]
     fn kem_jobs_run_on_the_worker() {
-        let mut r = AsyncRunner::new(dalek_fn(), Device::new(Pacing::Off { clock_hz: 0 }));
+        let (f, open, ran) = gated_fn();
+        let mut r = AsyncRunner::new(f, Device::new(Pacing::Off { clock_hz: 0 }));
         let seed = zeroize::Zeroizing::new([7u8; 64]);
         let KemOutput::PublicKey(pk) = (KemJob::KeyGen { seed: seed.clone() }).run().unwrap() else { panic!() };
         let kem = vec![KemJob::KeyGen { seed }, KemJob::Encapsulate { public_key: pk.clone(), randomness: Default::default() }];
-        let t0 = Instant::now();
         let t = r.submit(vec![job()], kem);
-        assert!(t0.elapsed() < Duration::from_millis(5), "submit blocked");
+        assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "submit ran the batch on the caller's thread");
+        assert!(r.poll(t).is_none(), "the batch is not done while its DH job waits");
+        open.send(()).unwrap();
         let b = r.wait(t, Duration::from_secs(5)).unwrap().unwrap();
         assert_eq!((b.jobs, b.kem_jobs, b.kem_outputs.len()), (1, 2, 2));
         assert!(matches!(&b.kem_outputs[0], KemOutput::PublicKey(p) if **p == *pk));
