@@ -55,6 +55,53 @@ impl RunEnd {
     }
 }
 
+/// Where a backend answers a detached X25519 itself ([`EngineBackend::start_detached`]): the
+/// client's lent page as this process maps it, with the reply archive already written (result
+/// zero), and where in it the result goes. The hw backend answers from its interrupt handler,
+/// so the server thread is not woken for the job's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetachedReply {
+    /// the request's sender (`xous::MessageSender::to_usize`)
+    pub sender: usize,
+    /// the lent page in this process and its length
+    pub page: usize,
+    pub page_len: usize,
+    /// the reply's `offset` and `valid` (0: none), as the envelope would return them
+    pub offset: usize,
+    pub valid: usize,
+    /// byte offset in the page of the 32 result bytes
+    pub result_at: usize,
+    /// the program's output register (the executor fills it in)
+    pub out_reg: usize,
+    /// the pinned wipe program, started on the job's window right after the result is read
+    /// (the executor fills it in)
+    pub wipe: Option<Launch>,
+    /// the job's cycle budget (the executor fills it in)
+    pub max_cycles: u64,
+    /// connection on which the backend wakes a server thread (its own public server), with a
+    /// scalar message of id [`WAKE_ID`]
+    pub wake_cid: u32,
+}
+
+/// Id of the scalar message with which a backend wakes a server thread about a detached job
+/// (arg1: [`WAKE_END`] or [`WAKE_TICK`]); not an opcode, and honoured only from the server's
+/// own process.
+pub const WAKE_ID: usize = 0x7761_6B65;
+pub const WAKE_END: usize = 0;
+pub const WAKE_TICK: usize = 1;
+
+/// A detached job as [`EngineBackend::poll_detached`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Detached {
+    /// still running (the backend wakes a server thread at its end if the executor's wake flag
+    /// is set then)
+    Running,
+    /// finished and answered by the backend; `wiped`: the wipe program finished too
+    Answered { wiped: bool },
+    /// ended without an answer (the client still waits): the executor answers with this end
+    Unanswered(RunEnd),
+}
+
 /// Saved engine state (what a system suspend keeps in RAM): microcode RAM and register file.
 pub struct Snapshot {
     pub ucode: Vec<u32>,
@@ -101,6 +148,24 @@ pub trait EngineBackend: Send {
     /// The executor's "a suspend is pending" flag, handed over once at start: a backend that
     /// runs a job in one long call may look at it to pause for a suspend.
     fn suspend_flag(&mut self, _flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {}
+
+    /// Whether [`Self::start_detached`] can be used (hw: the interrupt is claimed).
+    fn can_detach(&self) -> bool {
+        false
+    }
+    /// Start an X25519 (operands loaded) that the backend answers itself at its end (`reply`),
+    /// without a server thread waiting for it. False: not started (run it the usual way).
+    fn start_detached(&mut self, _launch: Launch, _reply: DetachedReply) -> bool {
+        false
+    }
+    /// The executor's "work waits for the engine" flag, handed over once at start: set while a
+    /// detached job runs, the backend wakes a server thread at that job's end.
+    fn wake_flag(&mut self, _flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {}
+    /// The detached job's state, asked by a server thread that wants the engine or that was
+    /// woken (`tick`: by the backend's ticker, which bounds a job whose interrupt never comes).
+    fn poll_detached(&mut self, _tick: bool) -> Detached {
+        Detached::Unanswered(RunEnd::Fault { cycles: 0, reason: "no detached job on this backend".into() })
+    }
 
     fn write_window(&mut self, window: usize, regs: &[Reg; NUM_REGS]) {
         for (r, v) in regs.iter().enumerate() {

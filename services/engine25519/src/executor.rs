@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::api::{BackendId, StatsMsg, Status, API_VERSION, MAGIC, NUM_REGS};
-use crate::backend::{software_x25519, EngineBackend, Launch, Reg, RunEnd, Snapshot};
+use crate::backend::{software_x25519, Detached, DetachedReply, EngineBackend, Launch, Reg, RunEnd, Snapshot};
 use crate::scheduler::{Entry, Refused, Scheduler, WindowReq};
 use crate::programs::X25519Program;
 use crate::ucode::{LoadError, Ucode};
@@ -83,11 +83,14 @@ pub struct Outcome {
     pub result: [u8; 32],
     /// custom job: registers after the job
     pub regs: Option<Box<[Reg; NUM_REGS]>>,
+    /// a detached X25519 that the backend has already answered (`Executor::x25519_now`): the
+    /// reply closure must release its request without answering again
+    pub answered: bool,
 }
 
 impl Outcome {
     pub fn error(status: Status, backend: BackendId) -> Self {
-        Outcome { status, backend, window: 0, cycles: 0, result: [0; 32], regs: None }
+        Outcome { status, backend, window: 0, cycles: 0, result: [0; 32], regs: None, answered: false }
     }
 }
 
@@ -159,6 +162,9 @@ struct EngineCtx {
     /// written and the job's end has not wiped it yet, or nothing is known (start-up, a parked
     /// job that never finished). A job's operands go into a window only after it is wiped.
     dirty: u32,
+    /// an X25519 the backend runs and answers on its own (`x25519_now` with `detach`): it holds
+    /// the engine token until a thread settles it (`settle`)
+    detached: Option<Entry<Job>>,
 }
 
 pub struct Executor {
@@ -177,6 +183,10 @@ pub struct Executor {
     suspend_pending: Arc<std::sync::atomic::AtomicBool>,
     /// the backend can resume a paused job (`EngineBackend::can_resume`)
     can_resume: bool,
+    /// work was submitted or requested since the engine token was last taken (shared with the
+    /// backend, `EngineBackend::wake_flag`: a detached job's end then wakes a server thread).
+    /// Set by `kick` and cleared by `dispatch_now`, both under the `st` lock
+    want_wake: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// Engine cycles the wipe program may take (it takes a few dozen).
@@ -189,6 +199,8 @@ impl Executor {
         let unavailable = engine.available().err();
         let suspend_pending = Arc::new(std::sync::atomic::AtomicBool::new(false));
         engine.suspend_flag(suspend_pending.clone());
+        let want_wake = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        engine.wake_flag(want_wake.clone());
         let can_resume = engine.can_resume();
         let backend = engine.id();
         let mut ucode = Ucode::new();
@@ -219,7 +231,7 @@ impl Executor {
                 closed: false,
             }),
             cv: Condvar::new(),
-            engine: Mutex::new(EngineCtx { engine, saved: None, busy_until: Instant::now(), dirty: u32::MAX }),
+            engine: Mutex::new(EngineCtx { engine, saved: None, busy_until: Instant::now(), dirty: u32::MAX, detached: None }),
             cfg,
             backend,
             unavailable,
@@ -227,6 +239,7 @@ impl Executor {
             wipe_at,
             suspend_pending,
             can_resume,
+            want_wake,
         });
         if ex.unavailable.is_none() && ex.cfg.driver == Driver::Thread {
             let w = ex.clone();
@@ -297,7 +310,7 @@ impl Executor {
             st.c.fallbacks += 1;
             drop(st);
             let result = software_x25519(&k, &u);
-            reply(Outcome { status: Status::Ok, backend: BackendId::Software, window: 0, cycles: 0, result, regs: None });
+            reply(Outcome { status: Status::Ok, backend: BackendId::Software, window: 0, cycles: 0, result, regs: None, answered: false });
             return Ok(());
         }
         let mut st = self.st.lock().unwrap();
@@ -450,6 +463,7 @@ impl Executor {
     /// Quit (control server): refuse all new work from now on (BadState). Returns true once no
     /// job is queued or running any more, i.e. every accepted job has been answered.
     pub fn close(&self) -> bool {
+        self.settle(false);
         let mut st = self.st.lock().unwrap();
         st.closed = true;
         st.sched.depth() == 0
@@ -470,6 +484,7 @@ impl Executor {
     }
 
     pub fn stats(&self) -> StatsMsg {
+        self.settle(false);
         let st = self.st.lock().unwrap();
         StatsMsg {
             magic: MAGIC,
@@ -497,6 +512,7 @@ impl Executor {
 
     fn kick(&self, mut st: std::sync::MutexGuard<'_, State>) {
         st.kicks = st.kicks.wrapping_add(1);
+        self.want_wake.store(true, std::sync::atomic::Ordering::SeqCst);
         drop(st);
         if self.cfg.driver == Driver::Thread {
             self.cv.notify_all();
@@ -559,7 +575,7 @@ impl Executor {
     /// the next job), [`Self::run_turn`] (operands, the engine runs the job until it ends or is
     /// parked), [`Self::finish`] (result, window wipe, accounting, the token given back).
     fn drive_once(&self, before_job: &dyn Fn()) -> Option<Done> {
-        if self.unavailable.is_some() {
+        if self.unavailable.is_some() || self.settle(false) {
             return None;
         }
         {
@@ -610,17 +626,26 @@ impl Executor {
     /// `reply` is called exactly once, and work queued meanwhile by other threads is driven
     /// before this returns (unless another thread holds the token). A job parked by a suspend
     /// is queued with its reply and answered once it ends, as any queued job.
-    pub fn x25519_now<F>(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], before_job: &dyn Fn(), reply: F)
+    pub fn x25519_now<F, D>(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], before_job: &dyn Fn(), reply: F, detach: Option<D>)
     where
         F: FnOnce(Outcome) + Send + 'static,
+        D: FnOnce(u32) -> Option<DetachedReply>,
     {
-        if let Some((e, mut ctx)) = self.dispatch_now(client, scalar, u) {
+        // a detached job the backend has answered still holds the token: release it first
+        self.settle(false);
+        if let Some((mut e, mut ctx)) = self.dispatch_now(client, scalar, u) {
+            if let Some(d) = detach {
+                if ctx.engine.can_detach() && self.start_detached(&mut ctx, &mut e, before_job, d) {
+                    // the backend answers it: no thread waits for the engine
+                    e.job.reply = Some(Box::new(reply));
+                    ctx.detached = Some(e);
+                    return;
+                }
+            }
             let mut slot = Some(reply);
-            // if the job is parked (a suspend), it goes back to the queue with its reply boxed
             let done = self.drive_holding(&mut ctx, Some((e, false)), before_job, &mut || slot.take().map(|f| Box::new(f) as ReplyFn));
             drop(ctx);
             match done {
-                // ours ended here (only a job `x25519_now` dispatched has no reply of its own)
                 Some((None, out, _)) => match slot.take() {
                     Some(f) => f(out),
                     None => log::error!("engine25519: a direct job ended after its reply went to the queue"),
@@ -634,9 +659,106 @@ impl Executor {
         self.drive_with(before_job);
     }
 
-    /// The direct dispatch of [`Self::x25519_now`]: under the state lock, if the engine is idle
-    /// and nothing waits, take the token, the program and a window, count the job as running;
-    /// then the engine (uncontended: only the token holder locks it).
+    /// Start the direct X25519 `e` detached: its operands go into its window, `detach` writes
+    /// the reply (all but the result) into the request and says where, and the backend starts the
+    /// job and answers it itself at its end. False: not started (run it the usual way).
+    fn start_detached<D>(&self, ctx: &mut EngineCtx, e: &mut Entry<Job>, before_job: &dyn Fn(), detach: D) -> bool
+    where
+        D: FnOnce(u32) -> Option<DetachedReply>,
+    {
+        let window = e.window.expect("dispatched job holds a window");
+        let Some(mut target) = detach(window as u32) else { return false };
+        target.out_reg = self.x25519.out_reg;
+        target.max_cycles = e.job.max_cycles;
+        target.wipe = self.wipe_at.map(|(start, len)| Launch { window, mpstart: start, mplen: len });
+        let EngineCtx { engine, dirty, .. } = ctx;
+        e.job.launch.window = window;
+        if *dirty & (1 << window) != 0 {
+            engine.clear_window(window);
+        }
+        *dirty |= 1 << window;
+        self.load_operands(&mut **engine, window, &e.job.work);
+        before_job();
+        engine.start_detached(e.job.launch, target)
+    }
+
+    /// Settle the detached job, if there is one: answered by the backend (release its token,
+    /// window and program, count it), ended without an answer (answer it here with how it
+    /// ended), or still running (true: the engine is busy; the backend wakes a thread at its
+    /// end, `wake`). `tick`: the backend's ticker woke us (it bounds a job whose interrupt never
+    /// comes).
+    fn settle(&self, tick: bool) -> bool {
+        let done = {
+            // never waits for the engine: a thread holding it (a driver) means no detached job,
+            // and a concurrent settle does the work (a detached job's token blocks every driver)
+            let Ok(mut ctx) = self.engine.try_lock() else { return false };
+            if ctx.detached.is_none() {
+                return false;
+            }
+            let polled = ctx.engine.poll_detached(tick);
+            if polled == Detached::Running {
+                return true;
+            }
+            let e = ctx.detached.take().expect("checked above");
+            match polled {
+                Detached::Running => unreachable!(),
+                Detached::Answered { wiped } => self.finish_answered(&mut ctx, e, wiped),
+                Detached::Unanswered(end) => {
+                    let status = match &end {
+                        RunEnd::Finished { .. } => Status::Ok,
+                        RunEnd::Illegal { .. } => Status::IllegalInstruction,
+                        RunEnd::Runaway { .. } | RunEnd::Paused { .. } => Status::Runaway,
+                        RunEnd::Fault { reason, .. } => {
+                            log::error!("engine backend fault: {}", reason);
+                            Status::Internal
+                        }
+                        RunEnd::Lost { reason, .. } => {
+                            log::warn!("engine25519: {}", reason);
+                            Status::EngineFault
+                        }
+                    };
+                    self.finish(&mut ctx, e, status)
+                }
+            }
+        };
+        Self::deliver(done);
+        false
+    }
+
+    /// A server thread woken by the backend about the detached job (`backend::WAKE_ID`):
+    /// settle it, then run whatever waits for the engine.
+    pub fn wake(&self, tick: bool, before_job: &dyn Fn()) {
+        self.settle(tick);
+        self.drive_with(before_job);
+    }
+
+    /// `finish` for a detached X25519 the backend answered: its result is with the client and
+    /// the wipe program ran on its window (over the bus if it did not finish).
+    fn finish_answered(&self, ctx: &mut EngineCtx, mut e: Entry<Job>, wiped: bool) -> Done {
+        let EngineCtx { engine, dirty, .. } = ctx;
+        let window = e.window.expect("dispatched job holds a window");
+        if !wiped {
+            log::error!("engine25519: the window wipe program did not finish on window {window}: wiping over the bus");
+            self.st.lock().unwrap().c.bus_wipes += 1;
+            engine.clear_regs(window, self.x25519.named);
+        }
+        *dirty &= !(1 << window);
+        let job = &mut e.job;
+        let reply = job.reply.take();
+        let handle = job.handle;
+        {
+            let mut st = self.st.lock().unwrap();
+            st.ucode.release(handle);
+            st.sched.complete(&e);
+            st.c.jobs += 1;
+            st.driving = false;
+        }
+        let mut out = Outcome::error(Status::Ok, self.backend);
+        out.window = window as u32;
+        out.answered = true;
+        (reply, out, None)
+    }
+
     fn dispatch_now(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32]) -> Option<(Entry<Job>, std::sync::MutexGuard<'_, EngineCtx>)> {
         if self.unavailable.is_some() || self.cfg.driver != Driver::Callers || self.cfg.pace_hz > 0 {
             return None;
@@ -652,6 +774,7 @@ impl Executor {
             return None;
         };
         st.driving = true;
+        self.want_wake.store(false, std::sync::atomic::Ordering::SeqCst);
         st.c.clients.insert(client);
         drop(st);
         let job = Job {

@@ -31,13 +31,14 @@
 //! Precursor built with `PRECURSOR_ENGINE_ISA=v2`). The CSR map and the memory window are the
 //! same, so [`HwEngine::probe_isa`] tells them apart by running one job.
 
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 
 use engine25519_core::isa::{self, csr, mem, Isa};
 use engine25519_driver::{Bus, Driver, MmioBus, Paused, Stop};
 
 use crate::api::BackendId;
-use crate::backend::{EngineBackend, Launch, Reg, RunEnd};
+use crate::backend::{Detached, DetachedReply, EngineBackend, Launch, Reg, RunEnd, WAKE_END, WAKE_ID, WAKE_TICK};
 
 /// Bytes mapped for the CSR block: one page of the spec's page size (the SoC gives the block
 /// exactly that region, gateware/soc/engine.py).
@@ -70,6 +71,13 @@ const BELL_TICK: usize = 2;
 const TICKER_IDLE: u8 = 0;
 const TICKER_QUIET: u8 = 1;
 const TICKER_ACTIVE: u8 = 2;
+/// States of a detached job (`HwEngine::start_detached`): none / running, the handler answers
+/// it / answered by the handler / ended with an event the handler does not answer (the server
+/// thread does).
+const D_IDLE: u8 = 0;
+const D_ARMED: u8 = 1;
+const D_ANSWERED: u8 = 2;
+const D_FAILED: u8 = 3;
 /// Every event bit of EV_PENDING / EV_ENABLE.
 const EVENTS: usize = (csr::ev_pending::FINISHED.mask() | csr::ev_pending::ILLEGAL_OPCODE.mask()) as usize;
 
@@ -88,6 +96,21 @@ struct Bell {
     ticker: AtomicU8,
     /// wakes the ticker from TICKER_IDLE
     ticker_cid: xous::CID,
+    /// the engine's memory window in this process (the handler reads a detached job's result)
+    mem: *mut u32,
+    /// D_*: the detached job, if any
+    dstate: AtomicU8,
+    /// the executor's "work waits for the engine" (`EngineBackend::wake_flag`): the handler
+    /// wakes a server thread at the detached job's end if it is set
+    want_wake: std::sync::OnceLock<std::sync::Arc<AtomicBool>>,
+    /// the events of a detached job the handler did not answer (D_FAILED)
+    dev: AtomicUsize,
+    /// the handler's reply to a detached job was refused by the kernel (never expected; the
+    /// thread that settles the job logs it)
+    reply_failed: AtomicBool,
+    /// the detached job and where to answer it: written by the starting thread while dstate is
+    /// D_IDLE, read by the handler while it is D_ARMED (one CPU; the state orders them)
+    detached: UnsafeCell<Option<(engine25519_driver::Launch, DetachedReply)>>,
 }
 
 // The CSR pointer is used only by the interrupt handler (interrupts off, nothing else runs) to
@@ -108,7 +131,9 @@ struct IrqWait {
 /// The interrupt handler (a kernel callback in this process, interrupts off): acknowledge the
 /// events (the line drops), mask the line again (one interrupt per job: the polled jobs that
 /// follow, the window wipe, must not raise one; `run_irq` unmasks it for the next job) and tell
-/// the waiting thread which events it saw. Nothing here blocks.
+/// the waiting thread which events it saw. A detached job that finished is answered here
+/// instead (`answer_detached`), and no thread is woken unless one asked (`want_wake`) or the job
+/// ended with an error. Nothing here blocks.
 fn engine_irq(_irq: usize, arg: *mut usize) {
     // Safety: `arg` is the leaked Bell (enable_interrupt); its CSR page stays mapped.
     let bell = unsafe { &*(arg as *const Bell) };
@@ -119,7 +144,67 @@ fn engine_irq(_irq: usize, arg: *mut usize) {
         unsafe { enable_reg.write_volatile(0) };
     }
     unsafe { pending_reg.write_volatile(pending as u32) };
+    if bell.dstate.load(Ordering::SeqCst) == D_ARMED {
+        if pending == 0 {
+            return; // spurious: the job still runs
+        }
+        let answered = csr::ev_pending::ILLEGAL_OPCODE.get(pending as u32) == 0;
+        if answered {
+            // Safety: written before the job started, not touched while it is armed
+            if let Some((launch, reply)) = unsafe { *bell.detached.get() } {
+                answer_detached(bell, &launch, &reply);
+            }
+            bell.dstate.store(D_ANSWERED, Ordering::SeqCst);
+        } else {
+            bell.dev.store(pending, Ordering::SeqCst);
+            bell.dstate.store(D_FAILED, Ordering::SeqCst);
+        }
+        bell.waiting.store(false, Ordering::SeqCst);
+        if !answered || bell.want_wake.get().is_some_and(|f| f.load(Ordering::SeqCst)) {
+            let _ = xous::try_send_message(bell.wake_cid(), xous::Message::new_scalar(WAKE_ID, WAKE_END, 0, 0, 0));
+        }
+        return;
+    }
     let _ = xous::try_send_message(bell.cid, xous::Message::new_scalar(BELL_DONE, pending, bell.gen.load(Ordering::SeqCst), 0, 0));
+}
+
+/// In the handler: answer a finished detached X25519. Read its result from the window, start the
+/// pinned wipe program on that window (the engine clears the registers on its own; the line is
+/// masked, so it raises no interrupt), put the result into the reply archive the server wrote
+/// in the client's page, and return the page to the client (ReturnMemory may be called from an
+/// interrupt handler: the client becomes ready, nothing switches here).
+fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &DetachedReply) {
+    use zeroize::Zeroize;
+    // Safety: both pointers are this process's mappings of the engine (they stay mapped)
+    let mut drv = Driver::new(unsafe { MmioBus::new(bell.csr, bell.mem) });
+    let mut words = drv.read_reg_words(launch.window, reply.out_reg).unwrap_or([0; isa::REG_WORDS]);
+    if let Some(w) = reply.wipe {
+        let _ = drv.start(engine25519_driver::Launch { window: w.window, mpstart: w.mpstart, mplen: w.mplen });
+    }
+    let dst = (reply.page + reply.result_at) as *mut u8;
+    for (i, w) in words.iter().enumerate() {
+        for (j, b) in w.to_le_bytes().iter().enumerate() {
+            // Safety: result_at + 32 <= page_len (start_detached); the page is lent to us
+            unsafe { dst.add(4 * i + j).write_volatile(*b) };
+        }
+    }
+    words.zeroize();
+    let sender = xous::MessageSender::from_usize(reply.sender);
+    let r = match unsafe { xous::MemoryRange::new(reply.page, reply.page_len) } {
+        Ok(range) => xous::return_memory_offset_valid(sender, range, xous::MemorySize::new(reply.offset), xous::MemorySize::new(reply.valid)),
+        Err(e) => Err(e),
+    };
+    if r.is_err() {
+        bell.reply_failed.store(true, Ordering::SeqCst);
+    }
+}
+
+impl Bell {
+    /// The connection on which a detached job wakes a server thread.
+    fn wake_cid(&self) -> xous::CID {
+        // Safety: see `detached`
+        unsafe { (*self.detached.get()).map(|(_, r)| r.wake_cid).unwrap_or(self.cid) }
+    }
 }
 
 /// The ticker thread: while jobs run, a tick every TICK_MS to the waiting job (if any); after a
@@ -131,7 +216,12 @@ fn ticker(bell: &'static Bell, wake: xous::SID) {
         loop {
             std::thread::sleep(std::time::Duration::from_millis(TICK_MS));
             if bell.waiting.load(Ordering::SeqCst) {
-                let _ = xous::try_send_message(bell.cid, xous::Message::new_scalar(BELL_TICK, bell.gen.load(Ordering::SeqCst), 0, 0, 0));
+                let _ = if bell.dstate.load(Ordering::SeqCst) == D_ARMED {
+                    // a detached job: no thread waits on the doorbell; a receive thread settles it
+                    xous::try_send_message(bell.wake_cid(), xous::Message::new_scalar(WAKE_ID, WAKE_TICK, 0, 0, 0))
+                } else {
+                    xous::try_send_message(bell.cid, xous::Message::new_scalar(BELL_TICK, bell.gen.load(Ordering::SeqCst), 0, 0, 0))
+                };
                 continue;
             }
             if bell.ticker.compare_exchange(TICKER_ACTIVE, TICKER_QUIET, Ordering::SeqCst, Ordering::SeqCst).is_ok() {
@@ -158,8 +248,13 @@ pub struct HwEngine {
     yield_every: u64,
     /// why the engine may not be used (its known-answer test failed), if it may not
     failed: Option<String>,
-    /// the CSR page as mapped (the interrupt handler's view of it)
+    /// the CSR page and the memory window as mapped (the interrupt handler's view of them)
     csr_ptr: *mut u32,
+    mem_ptr: *mut u32,
+    /// ticks seen by the detached job
+    dticks: u64,
+    /// the detached job's cycle budget, in ticks
+    dlimit_ticks: u64,
     /// completion by interrupt (`enable_interrupt`); None: STATUS is polled
     irq: Option<IrqWait>,
     /// MPRESUME reads the paused mpc (`self_test` pauses its first job to see): a paused job
@@ -169,6 +264,8 @@ pub struct HwEngine {
     resumable: bool,
     /// the executor's "a suspend is pending" (`EngineBackend::suspend_flag`)
     suspend_pending: Option<std::sync::Arc<AtomicBool>>,
+    /// the executor's wake flag (`EngineBackend::wake_flag`), handed to the interrupt handler
+    wake_flag: Option<std::sync::Arc<AtomicBool>>,
 }
 
 // The mappings belong to this process. Several threads may drive the engine (the server's
@@ -195,9 +292,13 @@ impl HwEngine {
             yield_every: u64::MAX,
             failed: None,
             csr_ptr: csr_range.as_mut_ptr() as *mut u32,
+            mem_ptr: mem_range.as_mut_ptr() as *mut u32,
+            dticks: 0,
+            dlimit_ticks: 0,
             irq: None,
             resumable: true,
             suspend_pending: None,
+            wake_flag: None,
         })
     }
 
@@ -329,6 +430,12 @@ impl HwEngine {
             waiting: AtomicBool::new(false),
             ticker: AtomicU8::new(TICKER_IDLE),
             ticker_cid,
+            mem: self.mem_ptr,
+            dstate: AtomicU8::new(D_IDLE),
+            want_wake: std::sync::OnceLock::new(),
+            dev: AtomicUsize::new(0),
+            reply_failed: AtomicBool::new(false),
+            detached: UnsafeCell::new(None),
         }));
         // events latched before (the start-up jobs ran with the interrupt masked)
         self.drv.bus().csr_write(csr::ev_pending::OFFSET, EVENTS as u32);
@@ -589,6 +696,110 @@ impl EngineBackend for HwEngine {
     }
     fn can_resume(&self) -> bool {
         self.resumable
+    }
+    fn can_detach(&self) -> bool {
+        self.irq.is_some()
+    }
+    fn start_detached(&mut self, l: Launch, reply: DetachedReply) -> bool {
+        let Some(w) = self.irq.as_ref() else { return false };
+        let (bell, tick) = (w.bell, w.tick_cycles);
+        if reply.page == 0 || reply.result_at.checked_add(32).is_none_or(|end| end > reply.page_len) || bell.dstate.load(Ordering::SeqCst) != D_IDLE {
+            return false;
+        }
+        if let Some(f) = &self.wake_flag {
+            let _ = bell.want_wake.set(f.clone());
+        }
+        let launch = engine25519_driver::Launch { window: l.window, mpstart: l.mpstart, mplen: l.mplen };
+        // Safety: the handler reads it only while the state is D_ARMED (set below)
+        unsafe { *bell.detached.get() = Some((launch, reply)) };
+        bell.dev.store(0, Ordering::SeqCst);
+        self.dticks = 0;
+        self.dlimit_ticks = reply.max_cycles.div_ceil(tick) + 1;
+        bell.gen.fetch_add(1, Ordering::SeqCst); // doorbell messages of earlier jobs are stale
+        bell.dstate.store(D_ARMED, Ordering::SeqCst);
+        self.drv.bus().csr_write(csr::ev_enable::OFFSET, EVENTS as u32);
+        bell.waiting.store(true, Ordering::SeqCst);
+        if bell.ticker.swap(TICKER_ACTIVE, Ordering::SeqCst) == TICKER_IDLE {
+            let _ = xous::try_send_message(bell.ticker_cid, xous::Message::new_scalar(0, 0, 0, 0, 0));
+        }
+        if self.drv.start(launch).is_err() {
+            self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
+            bell.waiting.store(false, Ordering::SeqCst);
+            bell.dstate.store(D_IDLE, Ordering::SeqCst);
+            return false;
+        }
+        true
+    }
+    fn poll_detached(&mut self, tick: bool) -> Detached {
+        let Some(w) = self.irq.as_ref() else {
+            return Detached::Unanswered(RunEnd::Fault { cycles: 0, reason: "hw backend: no detached job (no interrupt)".into() });
+        };
+        let (bell, tick_cycles) = (w.bell, w.tick_cycles);
+        match bell.dstate.load(Ordering::SeqCst) {
+            D_ANSWERED => {
+                bell.dstate.store(D_IDLE, Ordering::SeqCst);
+                if bell.reply_failed.swap(false, Ordering::SeqCst) {
+                    log::error!("hw backend: the kernel refused the interrupt handler's reply to a detached X25519");
+                }
+                // the handler started the wipe program; it takes a few dozen engine cycles
+                let wipe = unsafe { *bell.detached.get() }.and_then(|(_, r)| r.wipe);
+                let wiped = wipe.is_some() && (0..PAUSE_POLLS).any(|_| !self.drv.status().running);
+                let pending = self.drv.bus().csr_read(csr::ev_pending::OFFSET);
+                self.drv.bus().csr_write(csr::ev_pending::OFFSET, pending & EVENTS as u32);
+                Detached::Answered { wiped }
+            }
+            D_FAILED => {
+                bell.dstate.store(D_IDLE, Ordering::SeqCst);
+                self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
+                let stop = self.stop_from(bell.dev.load(Ordering::SeqCst));
+                Detached::Unanswered(self.end(stop, self.dticks.saturating_sub(1) * tick_cycles))
+            }
+            D_ARMED => {
+                if !tick {
+                    return Detached::Running;
+                }
+                // as in run_irq: after n ticks, n - 1 full ticks have surely passed
+                self.dticks += 1;
+                let passed = self.dticks - 1;
+                let cycles = passed * tick_cycles;
+                let lost = passed >= 1 && !self.drv.status().running;
+                if !lost && passed < self.dlimit_ticks {
+                    return Detached::Running;
+                }
+                // take the job back from the handler (it answers only while the job is armed)
+                if bell.dstate.compare_exchange(D_ARMED, D_IDLE, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+                    return self.poll_detached(false);
+                }
+                bell.waiting.store(false, Ordering::SeqCst);
+                self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
+                if lost {
+                    let pending = self.drv.bus().csr_read(csr::ev_pending::OFFSET);
+                    self.drv.bus().csr_write(csr::ev_pending::OFFSET, pending & EVENTS as u32);
+                    let w = self.irq.as_mut().expect("interrupt claimed");
+                    w.lost += 1;
+                    Detached::Unanswered(RunEnd::Lost {
+                        cycles,
+                        reason: format!(
+                            "hw backend: the engine stopped (EV_PENDING {:#x}) but its interrupt {} did not arrive within {} ms; job failed ({} lost so far)",
+                            pending,
+                            isa::csr::IRQ,
+                            passed * TICK_MS,
+                            w.lost
+                        ),
+                    })
+                } else {
+                    match self.drv.pause(PAUSE_POLLS) {
+                        Ok(Paused::Ended(stop)) => Detached::Unanswered(self.end(stop, cycles)),
+                        Ok(Paused::At { .. }) => Detached::Unanswered(RunEnd::Runaway { cycles }),
+                        Err(e) => Detached::Unanswered(RunEnd::Fault { cycles, reason: format!("hw backend: pause after {} ms: {e}", passed * TICK_MS) }),
+                    }
+                }
+            }
+            _ => Detached::Unanswered(RunEnd::Fault { cycles: 0, reason: "hw backend: no detached job".into() }),
+        }
+    }
+    fn wake_flag(&mut self, flag: std::sync::Arc<AtomicBool>) {
+        self.wake_flag = Some(flag);
     }
     fn suspend_flag(&mut self, flag: std::sync::Arc<AtomicBool>) {
         self.suspend_pending = Some(flag);

@@ -27,10 +27,11 @@
 use std::sync::{Arc, Mutex};
 
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{decode_request, prepare_archive_in_place, reply_archive, reply_bad_kind, reply_error, reply_ok, reply_scalar2, sender_pid, Kind};
+use service_ipc::server::{decode_request, prepare_archive_in_place, reply_archive, reply_bad_kind, reply_error, reply_ok, reply_scalar2, scalar_args, sender_pid, Kind};
 use xous::MessageEnvelope;
 
-use engine25519_server::api::{self, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY};
+use engine25519_server::api::{self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY};
+use engine25519_server::backend::{DetachedReply, WAKE_ID, WAKE_TICK};
 use engine25519_server::executor::{Config, Driver, Executor, Outcome};
 use engine25519_server::scheduler::WindowReq;
 
@@ -181,6 +182,59 @@ fn send_held() {
     drop(HELD.with(|h| h.take()));
 }
 
+/// This process's connection to its own public server (the backend wakes a receive thread
+/// there about a detached job, `backend::WAKE_ID`) and its PID (only its own wake messages
+/// are honoured).
+static WAKE_CID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+static OWN_PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+
+/// How the backend may answer this X25519 itself (`Executor::x25519_now`, detached): once the
+/// executor has chosen its window, the success reply (result zero) is written over the request
+/// in the lent page, and the backend gets the page, the reply's offset/valid and where the 32
+/// result bytes go. `None` for anything but a lend_mut, or without the wake connection.
+fn detach_target(env: &MessageEnvelope, backend: BackendId) -> Option<impl FnOnce(u32) -> Option<DetachedReply>> {
+    let wake_cid = *WAKE_CID.get()?;
+    let xous::Message::MutableBorrow(mem) = &env.body else { return None };
+    let (sender, page, len) = (env.sender.to_usize(), mem.buf.as_mut_ptr(), mem.buf.len());
+    let pos = mem.offset.map(|o| o.get()).unwrap_or(0);
+    if !service_ipc::archive::archive_fits::<X25519Msg>(len, pos) {
+        return None;
+    }
+    Some(move |window: u32| {
+        // the reply goes over the request's own archive (the same type, at the same position):
+        // its fields are written in place, the scalar and u wiped
+        // Safety: the archive fits the lent page (checked above), which stays mapped writable
+        // into this process until its reply; rkyv 0.4 archives these integer and byte-array
+        // fields as themselves
+        let a = unsafe { rkyv::archived_value_mut::<X25519Msg>(core::pin::Pin::new(core::slice::from_raw_parts_mut(page, len)), pos) };
+        let a = unsafe { a.get_unchecked_mut() };
+        unsafe {
+            service_ipc::wipe_raw(a.scalar.as_mut_ptr(), 32);
+            service_ipc::wipe_raw(a.u.as_mut_ptr(), 32);
+            service_ipc::wipe_raw(a.result.as_mut_ptr(), 32);
+        }
+        a.status = Status::Ok as u32;
+        a.backend = backend as u32;
+        a.window = window;
+        a.cycles = 0;
+        let result_at = a.result.as_ptr() as usize - page as usize;
+        Some(DetachedReply { sender, page: page as usize, page_len: len, offset: pos, valid: len, result_at, out_reg: 0, wipe: None, max_cycles: 0, wake_cid })
+    })
+}
+
+/// The scalar and u of an X25519 request, read from its archive in the lent page (bounds and
+/// magic checked; no copy of the whole archive). `None`: a bad message.
+fn x25519_operands(env: &MessageEnvelope) -> Option<(zeroize::Zeroizing<[u8; 32]>, [u8; 32])> {
+    let xous::Message::MutableBorrow(mem) = &env.body else { return None };
+    let pos = mem.offset.map(|o| o.get()).unwrap_or(0);
+    if !service_ipc::archive::archive_fits::<X25519Msg>(mem.buf.len(), pos) {
+        return None;
+    }
+    // Safety: in bounds (checked), the page is mapped into this process until the reply
+    let a = unsafe { rkyv::archived_value::<X25519Msg>(mem.buf.as_slice(), pos) };
+    (a.magic == MAGIC).then(|| (zeroize::Zeroizing::new(a.scalar), a.u))
+}
+
 /// Public server: Version, Stats, X25519, LoadProgram, RunJob.
 fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
     let client = sender_pid(&env);
@@ -203,17 +257,23 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
             _ => refuse(ex, env, Status::BadMessage),
         },
         (Some(Opcode::X25519), Kind::LendMut) => {
-            let Some(mut m) = decode_request::<X25519Msg>(&env).filter(|m| m.magic == MAGIC) else {
+            let Some((k, u)) = x25519_operands(&env) else {
                 return refuse(ex, env, Status::BadMessage);
             };
-            let (k, u) = (zeroize::Zeroizing::new(m.scalar), m.u);
-            zeroize::Zeroize::zeroize(&mut m.scalar);
             // the closure owns the request: the executor calls it exactly once, a refusal too;
             // with the engine idle and nothing queued it runs the job on this thread at once
-            // (no queue round, no boxed reply), otherwise it queues it
-            let reply = move |o: Outcome| answer_now(env, o.status, || x25519_reply(&o));
+            // (no queue round, no boxed reply), or has the backend run and answer it on its own
+            // (detached: then the closure only releases the request), otherwise it queues it
+            let detach = detach_target(&env, ex.backend());
+            let reply = move |o: Outcome| {
+                if o.answered {
+                    std::mem::forget(env); // answered by the backend: nothing to return
+                } else {
+                    answer_now(env, o.status, || x25519_reply(&o))
+                }
+            };
             if ex.config().driver == Driver::Callers {
-                ex.x25519_now(client, &k, &u, &send_held, reply);
+                ex.x25519_now(client, &k, &u, &send_held, reply, detach);
             } else {
                 ex.submit_x25519_answering(client, &k, &u, Box::new(reply));
             }
@@ -348,6 +408,15 @@ fn main() -> ! {
     // control first: once the public name resolves, the control name exists (docs/security.md)
     let control = service_ipc::control::register_control(&xns, api::CONTROL_NAME, api::CONTROL_SLOTS).unwrap_or_else(|e| fail(&e));
     let public = service_ipc::control::register_public(&xns, api::SERVER_NAME).unwrap_or_else(|e| fail(&e));
+    if opts.cfg.driver == Driver::Callers {
+        match (xous::connect(public), xous::current_pid()) {
+            (Ok(cid), Ok(pid)) => {
+                let _ = WAKE_CID.set(cid);
+                let _ = OWN_PID.set(pid.get() as u32);
+            }
+            (c, p) => log::warn!("engine25519: no wake connection to the public server ({c:?}, {p:?}): every job waits on its thread"),
+        }
+    }
     let receivers = if opts.cfg.driver == Driver::Callers { opts.receivers } else { 1 };
     log::info!(
         "engine25519: registered '{}' and '{}' ({} control slot(s)), backend {} isa {} ({}), pacing {}, receive threads {}",
@@ -459,6 +528,13 @@ fn receive_loop(sid: xous::SID, ex: &Arc<Executor>) -> ! {
             continue;
         }
         let Some(env) = msg.take() else { continue };
+        if env.body.id() == WAKE_ID && OWN_PID.get().is_some_and(|&p| p == sender_pid(&env)) {
+            // the backend about a detached job (its end, or a tick of its ticker)
+            let tick = scalar_args(&env).is_some_and(|a| a[0] == WAKE_TICK);
+            drop(env); // a scalar: nothing to answer
+            ex.wake(tick, &send_held);
+            continue;
+        }
         dispatch_public(ex, env);
         if ex.config().driver == Driver::Callers {
             // run what was queued if the engine is idle; returns at once if another thread has it

@@ -60,6 +60,11 @@ fn chan() -> (ReplyFn, mpsc::Receiver<Outcome>) {
 
 const T: Duration = Duration::from_secs(60);
 
+/// No detached run (the model backend cannot answer on its own anyway).
+fn nd() -> Option<fn(u32) -> Option<crate::backend::DetachedReply>> {
+    None
+}
+
 /// brz #0 to itself: never ends.
 fn spin_program() -> Vec<u32> {
     // brz to itself forever; the trailing word keeps the branch off the program's last word
@@ -629,7 +634,7 @@ fn x25519_now_runs_at_once_when_idle_and_queues_behind_a_busy_engine() {
     let ex = start(Config { driver: Driver::Callers, quantum: 50_000, ..Config::default() });
     let (tx, rx) = mpsc::channel();
     let me = std::thread::current().id();
-    ex.x25519_now(7, &[5; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send((o, std::thread::current().id())).unwrap());
+    ex.x25519_now(7, &[5; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send((o, std::thread::current().id())).unwrap(), nd());
     let (o, on) = rx.try_recv().expect("answered before x25519_now returned");
     assert_eq!((o.status, o.backend, o.result, on), (Status::Ok, BackendId::Model, x25519_dalek::x25519([5; 32], [9; 32]), me));
     assert_eq!(o.cycles, x25519_program(Isa::V1).cycles);
@@ -646,7 +651,7 @@ fn x25519_now_runs_at_once_when_idle_and_queues_behind_a_busy_engine() {
     }
     let t = Instant::now();
     let (tx, rx) = mpsc::channel();
-    ex.x25519_now(2, &[4; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send(o).unwrap());
+    ex.x25519_now(2, &[4; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send(o).unwrap(), nd());
     assert!(t.elapsed() < Duration::from_millis(5), "x25519_now returned at once: {:?}", t.elapsed());
     let x = rx.recv_timeout(T).unwrap();
     assert_eq!((x.status, x.result), (Status::Ok, x25519_dalek::x25519([4; 32], [9; 32])));
@@ -658,7 +663,7 @@ fn x25519_now_runs_at_once_when_idle_and_queues_behind_a_busy_engine() {
     ex.drive();
     assert_eq!(rx.recv_timeout(T).unwrap(), Status::Ok);
     let (tx, rx) = mpsc::channel();
-    ex.x25519_now(3, &[6; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send(o).unwrap());
+    ex.x25519_now(3, &[6; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send(o).unwrap(), nd());
     assert!(rx.try_recv().is_err(), "a job ran while suspended");
     let (tx2, rx2) = mpsc::channel();
     ex.resume(Box::new(move |s, _| tx2.send(s).unwrap()));
@@ -681,7 +686,7 @@ fn x25519_now_concurrently_with_suspend() {
             for _ in 0..5 {
                 let (k, u) = (rng.bytes32(), rng.bytes32());
                 let (tx, rx) = mpsc::channel();
-                ex.x25519_now(c, &k, &u, &|| {}, move |o: Outcome| tx.send(o).unwrap());
+                ex.x25519_now(c, &k, &u, &|| {}, move |o: Outcome| tx.send(o).unwrap(), nd());
                 let t = Instant::now();
                 let o = loop {
                     if let Ok(o) = rx.try_recv() {
@@ -758,7 +763,7 @@ fn x25519_now_parked_by_a_suspend_on_an_engine_that_cannot_resume() {
     let (k, u) = ([0x31; 32], [9; 32]);
     let (tx, rx) = mpsc::channel();
     let ex2 = ex.clone();
-    let client = std::thread::spawn(move || ex2.x25519_now(5, &k, &u, &|| {}, move |o: Outcome| tx.send(o).unwrap()));
+    let client = std::thread::spawn(move || ex2.x25519_now(5, &k, &u, &|| {}, move |o: Outcome| tx.send(o).unwrap(), nd()));
     while runs.load(SeqCst) == 0 {
         std::thread::yield_now();
     }
@@ -778,4 +783,133 @@ fn x25519_now_parked_by_a_suspend_on_an_engine_that_cannot_resume() {
     // engine runs: the held start, the restart, the window wipe after it
     assert_eq!((ex.restarts(), runs.load(SeqCst)), (1, 3));
     assert_eq!(ex.stats().jobs, 1);
+}
+
+/// A backend that answers detached X25519s on its own, as the hw backend's interrupt handler
+/// does: the model runs the job at its start; its "interrupt" comes when the test fires it (or
+/// never, for a lost one). The client's answer is what the fake writes into its reply page.
+struct Detaching {
+    inner: ModelEngine,
+    d: Arc<Mutex<FakeDetached>>,
+}
+#[derive(Default)]
+struct FakeDetached {
+    /// the running detached job
+    job: Option<(Launch, crate::backend::DetachedReply)>,
+    /// its interrupt has come / will never come
+    fired: bool,
+    lost: bool,
+    /// the executor's wake flag (a thread wants the engine)
+    want_wake: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// results the "handler" answered, in order
+    answered: Vec<Reg>,
+    ticks: u32,
+}
+impl EngineBackend for Detaching {
+    delegate_to_inner!();
+    fn run(&mut self, l: Launch, at: Option<u32>, slice: u64, max: u64) -> RunEnd {
+        assert!(self.d.lock().unwrap().job.is_none(), "the engine ran a job while a detached one held it");
+        self.inner.run(l, at, slice, max)
+    }
+    fn can_detach(&self) -> bool {
+        true
+    }
+    fn wake_flag(&mut self, f: Arc<std::sync::atomic::AtomicBool>) {
+        self.d.lock().unwrap().want_wake = Some(f);
+    }
+    fn start_detached(&mut self, l: Launch, r: crate::backend::DetachedReply) -> bool {
+        let mut d = self.d.lock().unwrap();
+        assert!(d.job.is_none());
+        assert!(matches!(self.inner.run(l, None, r.max_cycles, r.max_cycles), RunEnd::Finished { .. }));
+        (d.job, d.fired, d.ticks) = (Some((l, r)), false, 0);
+        true
+    }
+    fn poll_detached(&mut self, tick: bool) -> Detached {
+        let mut d = self.d.lock().unwrap();
+        let (l, r) = d.job.expect("a detached job");
+        if d.fired {
+            d.job = None;
+            let result = self.inner.read_reg(l.window, r.out_reg);
+            d.answered.push(result);
+            let w = r.wipe.expect("the wipe program");
+            return Detached::Answered { wiped: matches!(self.inner.run(w, None, 10_000, 10_000), RunEnd::Finished { .. }) };
+        }
+        if tick && d.lost {
+            d.ticks += 1;
+            if d.ticks >= 2 {
+                d.job = None;
+                return Detached::Unanswered(RunEnd::Lost { cycles: 0, reason: "test: interrupt lost".into() });
+            }
+        }
+        Detached::Running
+    }
+}
+
+/// A detached X25519 (the hw backend's interrupt handler answers the client): `x25519_now`
+/// returns with the job on the engine and no thread waiting for it; the backend's answer is the
+/// right result and the reply closure only releases the request (`answered`); the job holds the
+/// engine until a thread settles it (the next request, a wake, Stats), so a job from another
+/// client queues meanwhile and runs once the detached one is settled; a detached job whose
+/// interrupt never comes fails with EngineFault at the backend's ticks, its reply closure
+/// answers it, and the next detached job works; every window is zero afterwards.
+#[test]
+fn detached_x25519_is_answered_by_the_backend_and_settled_by_the_next_thread() {
+    let d = Arc::new(Mutex::new(FakeDetached::default()));
+    let engine = Detaching { inner: ModelEngine::new(Isa::V1), d: d.clone() };
+    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, ..Config::default() });
+    let target = |w: u32| {
+        Some(crate::backend::DetachedReply { sender: 1, page: 0x1000, page_len: 4096, offset: 0, valid: 4096, result_at: 64, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1 })
+            .filter(|_| w < 16)
+    };
+    let (k1, k2, u) = ([5u8; 32], [6u8; 32], [9u8; 32]);
+    ex.drive(); // the programs go into the microcode RAM (until then a job takes the queue)
+    let (tx, rx) = mpsc::channel();
+    let t1 = tx.clone();
+    ex.x25519_now(7, &k1, &u, &|| {}, move |o: Outcome| t1.send(o).unwrap(), Some(target));
+    assert!(rx.try_recv().is_err(), "a detached job is not answered through its closure at once");
+    let woken = d.lock().unwrap().want_wake.as_ref().unwrap().load(std::sync::atomic::Ordering::SeqCst);
+    assert!(!woken, "alone on the engine, its end wakes no thread");
+    ex.drive_with(&|| {}); // as the receive loop does after each request: no wake asked either
+    let woken = d.lock().unwrap().want_wake.as_ref().unwrap().load(std::sync::atomic::Ordering::SeqCst);
+    assert!(!woken);
+    assert!(d.lock().unwrap().job.is_some());
+    // another client meanwhile: queued behind the detached job (its thread asks for a wake)
+    let t2 = tx.clone();
+    ex.x25519_now(8, &k2, &u, &|| {}, move |o: Outcome| t2.send(o).unwrap(), Some(target));
+    assert!(rx.try_recv().is_err(), "a job ran while the detached one held the engine");
+    let woken = d.lock().unwrap().want_wake.as_ref().unwrap().load(std::sync::atomic::Ordering::SeqCst);
+    assert!(woken, "the queued job asks for a wake at the detached job's end");
+    // the interrupt: the backend answers; the woken thread settles it and runs the queued job
+    d.lock().unwrap().fired = true;
+    ex.wake(false, &|| {});
+    let a = rx.recv_timeout(T).unwrap();
+    assert!(a.answered && a.status == Status::Ok, "the detached job's closure only releases its request");
+    assert_eq!(d.lock().unwrap().answered, vec![x25519_dalek::x25519(k1, u)]);
+    let b = rx.recv_timeout(T).unwrap();
+    assert!(!b.answered);
+    assert_eq!((b.status, b.result), (Status::Ok, x25519_dalek::x25519(k2, u)));
+    let s = ex.stats();
+    assert_eq!((s.jobs, s.errors, s.queue_depth), (2, 0, 0));
+    // a lost interrupt: the ticks fail it, the closure answers EngineFault
+    d.lock().unwrap().lost = true;
+    let t3 = tx.clone();
+    ex.x25519_now(7, &k1, &u, &|| {}, move |o: Outcome| t3.send(o).unwrap(), Some(target));
+    ex.wake(true, &|| {});
+    assert!(rx.try_recv().is_err(), "failed before its second tick");
+    ex.wake(true, &|| {});
+    let c = rx.recv_timeout(T).unwrap();
+    assert!(!c.answered);
+    assert_eq!(c.status, Status::EngineFault);
+    // the next one works; Stats settles it
+    d.lock().unwrap().lost = false;
+    let t4 = tx.clone();
+    ex.x25519_now(9, &k2, &u, &|| {}, move |o: Outcome| t4.send(o).unwrap(), Some(target));
+    d.lock().unwrap().fired = true;
+    let s = ex.stats();
+    assert!(rx.recv_timeout(T).unwrap().answered);
+    assert_eq!((s.jobs, s.errors, s.queue_depth), (3, 1, 0));
+    assert_eq!(d.lock().unwrap().answered.last(), Some(&x25519_dalek::x25519(k2, u)));
+    for w in 0..crate::api::NUM_WINDOWS {
+        assert!(ex.with_engine(|e| e.read_window(w)).iter().all(|r| r == &[0u8; 32]), "window {w} wiped");
+    }
 }
