@@ -115,6 +115,15 @@ pub struct Job {
     reply: Option<ReplyFn>,
 }
 
+impl Counters {
+    fn add_client(&mut self, client: u32) {
+        if self.last_client != Some(client) {
+            self.clients.insert(client);
+            self.last_client = Some(client);
+        }
+    }
+}
+
 #[derive(Default)]
 struct Counters {
     jobs: u64,
@@ -131,6 +140,8 @@ struct Counters {
     bus_wipes: u64,
     /// distinct client PIDs (a BTreeSet: no hashing per request on the device)
     clients: std::collections::BTreeSet<u32>,
+    /// the client last added to `clients` (a client calling again skips the set)
+    last_client: Option<u32>,
 }
 
 struct State {
@@ -302,7 +313,7 @@ impl Executor {
         }
         if self.unavailable.is_some() {
             let mut st = self.st.lock().unwrap();
-            st.c.clients.insert(client);
+            st.c.add_client(client);
             if !self.cfg.software_fallback {
                 st.c.errors += 1;
                 return Err((Status::EngineUnavailable, reply));
@@ -314,7 +325,7 @@ impl Executor {
             return Ok(());
         }
         let mut st = self.st.lock().unwrap();
-        st.c.clients.insert(client);
+        st.c.add_client(client);
         let handle = st.x25519_handle;
         let Some((start, len)) = st.ucode.acquire(handle) else {
             return Err((Status::Internal, reply));
@@ -382,7 +393,7 @@ impl Executor {
             return Err(Status::BadState);
         }
         let mut st = self.st.lock().unwrap();
-        st.c.clients.insert(client);
+        st.c.add_client(client);
         if self.unavailable.is_some() {
             st.c.errors += 1;
             return Err(Status::EngineUnavailable);
@@ -626,7 +637,16 @@ impl Executor {
     /// `reply` is called exactly once, and work queued meanwhile by other threads is driven
     /// before this returns (unless another thread holds the token). A job parked by a suspend
     /// is queued with its reply and answered once it ends, as any queued job.
-    pub fn x25519_now<F, D>(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], before_job: &dyn Fn(), reply: F, detach: Option<D>)
+    ///
+    /// Detached (`detach` given and the backend able to, `EngineBackend::start_detached`; the hw
+    /// backend with its interrupt): the job is started and this returns at once (true) with the
+    /// engine token held by the job; the backend answers the client at the job's end (the hw
+    /// backend from its interrupt handler), and `reply` is called later by whichever thread
+    /// settles the job (`settle`: the next request, a wake from the backend, Stats, Quit), with
+    /// `Outcome::answered` set (then it only releases the request) or with the error the job
+    /// ended in. Nothing waits on a thread for the job, and no thread is woken at its end unless
+    /// work was submitted meanwhile (`want_wake`).
+    pub fn x25519_now<F, D>(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], before_job: &dyn Fn(), reply: F, detach: Option<D>) -> bool
     where
         F: FnOnce(Outcome) + Send + 'static,
         D: FnOnce(u32) -> Option<DetachedReply>,
@@ -639,7 +659,7 @@ impl Executor {
                     // the backend answers it: no thread waits for the engine
                     e.job.reply = Some(Box::new(reply));
                     ctx.detached = Some(e);
-                    return;
+                    return true;
                 }
             }
             let mut slot = Some(reply);
@@ -657,6 +677,7 @@ impl Executor {
             self.submit_x25519_answering(client, scalar, u, Box::new(reply));
         }
         self.drive_with(before_job);
+        false
     }
 
     /// Start the direct X25519 `e` detached: its operands go into its window, `detach` writes
@@ -775,7 +796,7 @@ impl Executor {
         };
         st.driving = true;
         self.want_wake.store(false, std::sync::atomic::Ordering::SeqCst);
-        st.c.clients.insert(client);
+        st.c.add_client(client);
         drop(st);
         let job = Job {
             work: Work::X25519 { scalar: Zeroizing::new(*scalar), u: *u },

@@ -253,8 +253,9 @@ pub struct HwEngine {
     mem_ptr: *mut u32,
     /// ticks seen by the detached job
     dticks: u64,
-    /// the detached job's cycle budget, in ticks
+    /// the detached job's cycle budget, in ticks, and the budget in cycles it was computed for
     dlimit_ticks: u64,
+    dlimit_for: u64,
     /// completion by interrupt (`enable_interrupt`); None: STATUS is polled
     irq: Option<IrqWait>,
     /// MPRESUME reads the paused mpc (`self_test` pauses its first job to see): a paused job
@@ -295,6 +296,7 @@ impl HwEngine {
             mem_ptr: mem_range.as_mut_ptr() as *mut u32,
             dticks: 0,
             dlimit_ticks: 0,
+            dlimit_for: u64::MAX,
             irq: None,
             resumable: true,
             suspend_pending: None,
@@ -714,7 +716,11 @@ impl EngineBackend for HwEngine {
         unsafe { *bell.detached.get() = Some((launch, reply)) };
         bell.dev.store(0, Ordering::SeqCst);
         self.dticks = 0;
-        self.dlimit_ticks = reply.max_cycles.div_ceil(tick) + 1;
+        if self.dlimit_for != reply.max_cycles {
+            // (a 64-bit division is a library call on RV32: once per budget, not per job)
+            self.dlimit_for = reply.max_cycles;
+            self.dlimit_ticks = reply.max_cycles.div_ceil(tick) + 1;
+        }
         bell.gen.fetch_add(1, Ordering::SeqCst); // doorbell messages of earlier jobs are stale
         bell.dstate.store(D_ARMED, Ordering::SeqCst);
         self.drv.bus().csr_write(csr::ev_enable::OFFSET, EVENTS as u32);

@@ -165,6 +165,8 @@ thread_local! {
     static RECEIVER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// the reply held for this thread's next receive
     static HELD: std::cell::Cell<Option<MessageEnvelope>> = const { std::cell::Cell::new(None) };
+    /// the request just dispatched went detached to the engine (`Executor::x25519_now`)
+    static DETACHED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 fn hold_or_send(env: MessageEnvelope) {
@@ -273,7 +275,9 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
                 }
             };
             if ex.config().driver == Driver::Callers {
-                ex.x25519_now(client, &k, &u, &send_held, reply, detach);
+                // detached: the engine has nothing else to do now (the receive loop skips drive)
+                let detached = ex.x25519_now(client, &k, &u, &send_held, reply, detach);
+                DETACHED.with(|d| d.set(detached));
             } else {
                 ex.submit_x25519_answering(client, &k, &u, Box::new(reply));
             }
@@ -536,7 +540,7 @@ fn receive_loop(sid: xous::SID, ex: &Arc<Executor>) -> ! {
             continue;
         }
         dispatch_public(ex, env);
-        if ex.config().driver == Driver::Callers {
+        if !DETACHED.with(|d| d.replace(false)) && ex.config().driver == Driver::Callers {
             // run what was queued if the engine is idle; returns at once if another thread has it
             ex.drive_with(&send_held);
         }
