@@ -239,11 +239,12 @@ pub fn check(ctx: &Ctx) -> Result<()> {
 
 // ------------------------------------------------------------------------------ bench
 
-/// Messages per bench run (the figures cover the second on: two messages with a DH ratchet step
-/// on each side).
-const BENCH_MESSAGES: usize = 3;
-/// Wall-clock limit of each bench simulation: four run in parallel, at 0.1-0.15 M cycles/s each
-/// on a busy 2-core machine, and the sync-software run needs about 400 M cycles.
+/// Messages per bench run (the figures cover the second on: four messages, each with a DH
+/// ratchet step on each side; with the exchange at about 0.1 s per message, fewer would leave
+/// too few frame intervals for a p99).
+const BENCH_MESSAGES: usize = 5;
+/// Wall-clock limit of each bench simulation: four run in parallel (by default), at 0.1-0.15 M
+/// cycles/s each on a busy 2-core machine, and the sync-software run needs about 400 M cycles.
 const BENCH_SIM_TIMEOUT_S: u64 = 7200;
 /// The async v2 run is sampled (a PC every PROFILE_PERIOD cycles; docs/sim.md "Profiling") and
 /// the bench window's samples are attributed to processes and functions: where the one core
@@ -333,14 +334,45 @@ fn ratchet_demo_p99(mut v: Vec<f64>) -> f64 {
 /// The four runs of the bench: (engine, DH on the UI thread, key suffix).
 const BENCH_RUNS: [(Engine, bool, &str); 4] = [(Engine::V2, false, "async_v2"), (Engine::V1, false, "async_v1"), (Engine::Software, false, "async_software"), (Engine::Software, true, "sync_software")];
 
-/// The four runs are built and laid out one after the other (each in its own directory, its
-/// options baked in), then simulated in parallel (one simulator process each).
+/// Which runs of [`BENCH_RUNS`] to make (env `DEVICE_CHAT_RUNS`, comma-separated keys, e.g.
+/// `async_v2`; all when unset) and how many simulations at once (env `DEVICE_CHAT_JOBS`, 1-4,
+/// default 4: all in parallel). For iterating on one mode on a busy machine; the bench's
+/// figures are the whole provider's.
+fn bench_selection(runs: Option<&str>, jobs: Option<&str>) -> Result<(Vec<(Engine, bool, &'static str)>, usize)> {
+    let sel: Vec<(Engine, bool, &'static str)> = match runs.map(str::trim).filter(|v| !v.is_empty()) {
+        None => BENCH_RUNS.to_vec(),
+        Some(v) => {
+            let mut sel = Vec::new();
+            for k in v.split(',').map(str::trim) {
+                let r = BENCH_RUNS.iter().find(|r| r.2 == k).with_context(|| {
+                    format!("DEVICE_CHAT_RUNS: no run {k:?} (runs: {})", BENCH_RUNS.map(|r| r.2).join(", "))
+                })?;
+                if !sel.iter().any(|s: &(Engine, bool, &str)| s.2 == k) {
+                    sel.push(*r);
+                }
+            }
+            sel
+        }
+    };
+    let jobs = match jobs.map(str::trim).filter(|v| !v.is_empty()) {
+        None => BENCH_RUNS.len(),
+        Some(v) => match v.parse::<usize>() {
+            Ok(n) if (1..=BENCH_RUNS.len()).contains(&n) => n,
+            _ => bail!("DEVICE_CHAT_JOBS must be 1..={}, got {v:?}", BENCH_RUNS.len()),
+        },
+    };
+    Ok((sel, jobs))
+}
+
+/// The runs are built and laid out one after the other (each in its own directory, its
+/// options baked in), then simulated `DEVICE_CHAT_JOBS` at a time (one simulator process each).
 fn bench(ctx: &Ctx) -> Result<BenchResults> {
+    let (runs, jobs) = bench_selection(std::env::var("DEVICE_CHAT_RUNS").ok().as_deref(), std::env::var("DEVICE_CHAT_JOBS").ok().as_deref())?;
     let texts: Vec<String> = (1..=BENCH_MESSAGES).map(|i| format!("bench message {i}")).collect();
     let (typing, phases) = script(&texts);
     let base = crate::build::sim_layout::sim_dir().join("device-chat-bench");
     let mut prepared = Vec::new();
-    for (engine, sync_dh, key) in BENCH_RUNS {
+    for (engine, sync_dh, key) in runs {
         let dir = base.join(key);
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("elf"))?;
@@ -354,43 +386,48 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
         prepared.push((engine, sync_dh, key, dir, extras));
     }
     let profiled = "async_v2";
-    let results: Vec<Result<(String, Figures, bool, Engine, (u64, u64, u64))>> = std::thread::scope(|s| {
-        let handles: Vec<_> = prepared
-            .iter()
-            .map(|(engine, sync_dh, key, dir, extras)| {
-                let (typing, phases, texts) = (&typing, &phases, &texts);
-                s.spawn(move || -> Result<(String, Figures, bool, Engine, (u64, u64, u64))> {
-                    let keys_log = dir.join("keys.log");
-                    let panel = dir.join("memlcd.log");
-                    let prof = (*key == profiled).then(|| ProfileReq { file: dir.join("samples.txt"), period: PROFILE_PERIOD });
-                    let opts = RunOptions {
-                        engine_isa: Some(soc_isa(*engine)?),
-                        type_after: typing,
-                        keys_log: Some(&keys_log),
-                        dir: Some(dir),
-                        memlcd: Some(&panel),
-                        laid_out: true,
-                        profile: prof.as_ref(),
-                        ..Default::default()
-                    };
-                    // the figures need the exchange, not the power-off: the run ends at the quit
-                    // line (one bench run's power-off after /quit hung)
-                    let r = precursor::smoke_run_with(extras, phases, true, BENCH_SIM_TIMEOUT_S, false, &opts)?;
-                    if !r.ok {
-                        let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
-                        bail!("device-chat {key}: end {}, phases not reached: [{}], failure lines: {:?}", r.reason, missing.join(", "), r.failed_lines);
-                    }
-                    let run = Run { r, panel: std::fs::read_to_string(&panel)?, keys: std::fs::read_to_string(&keys_log)? };
-                    let rows = screen_rows(&run.panel, run.r.phase("quit").map(|p| p.0))?;
-                    judge_screen(&rows, texts)?;
-                    precursor::report(&run.r);
-                    let (from, to) = window(&run, texts.len())?;
-                    Ok((key.to_string(), figures(&run, texts.len())?, *sync_dh, *engine, (from, to, run.r.cycles.unwrap_or(0))))
+    type Outcome = (String, Result<Figures>, bool, Engine, (u64, u64, u64));
+    let mut results: Vec<Result<Outcome>> = Vec::new();
+    for group in prepared.chunks(jobs) {
+        results.extend(std::thread::scope(|s| {
+            let handles: Vec<_> = group
+                .iter()
+                .map(|(engine, sync_dh, key, dir, extras)| {
+                    let (typing, phases, texts) = (&typing, &phases, &texts);
+                    s.spawn(move || -> Result<Outcome> {
+                        let keys_log = dir.join("keys.log");
+                        let panel = dir.join("memlcd.log");
+                        let prof = (*key == profiled).then(|| ProfileReq { file: dir.join("samples.txt"), period: PROFILE_PERIOD });
+                        let opts = RunOptions {
+                            engine_isa: Some(soc_isa(*engine)?),
+                            type_after: typing,
+                            keys_log: Some(&keys_log),
+                            dir: Some(dir),
+                            memlcd: Some(&panel),
+                            laid_out: true,
+                            profile: prof.as_ref(),
+                            ..Default::default()
+                        };
+                        // the figures need the exchange, not the power-off: the run ends at the
+                        // quit line (one bench run's power-off after /quit hung)
+                        let r = precursor::smoke_run_with(extras, phases, true, BENCH_SIM_TIMEOUT_S, false, &opts)?;
+                        if !r.ok {
+                            let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
+                            bail!("device-chat {key}: end {}, phases not reached: [{}], failure lines: {:?}", r.reason, missing.join(", "), r.failed_lines);
+                        }
+                        let run = Run { r, panel: std::fs::read_to_string(&panel)?, keys: std::fs::read_to_string(&keys_log)? };
+                        let rows = screen_rows(&run.panel, run.r.phase("quit").map(|p| p.0))?;
+                        judge_screen(&rows, texts)?;
+                        precursor::report(&run.r);
+                        let (from, to) = window(&run, texts.len())?;
+                        // the figures may fail (too few frames): the profile is still reported
+                        Ok((key.to_string(), figures(&run, texts.len()), *sync_dh, *engine, (from, to, run.r.cycles.unwrap_or(0))))
+                    })
                 })
-            })
-            .collect();
-        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a bench run panicked")))).collect()
-    });
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a bench run panicked")))).collect::<Vec<_>>()
+        }));
+    }
     let mut out = BenchResults::new();
     for r in results {
         let (key, f, sync_dh, engine, (from, to, end)) = r?;
@@ -401,6 +438,7 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
             eprintln!("device-chat {key}: where the core went from the second message's Enter to the last reply (per message):");
             profile::report(dir, &info, &Show { window: Window::Timing, top: 25, trace: None })?;
         }
+        let f = f.with_context(|| format!("device-chat {key}"))?;
         eprintln!(
             "device-chat {key}: frame p99 {:.1} ms over {} frames, DH ratchet step {:.2} ms, Enter->ack {:?} ms",
             f.frame_p99_ms, f.frames, f.step_ms, f.send_to_ack_ms
@@ -548,5 +586,19 @@ mod tests {
         assert_eq!(t[2].1, "/quit\r");
         assert!(p.iter().any(|x| x.name == "acked-2"));
         assert!(soc_isa(Engine::Rtl).is_err());
+    }
+
+    #[test]
+    fn the_bench_runs_can_be_chosen_and_serialised() {
+        let (all, jobs) = bench_selection(None, None).unwrap();
+        assert_eq!((all.len(), jobs), (4, 4));
+        let (one, jobs) = bench_selection(Some("async_v2"), Some("1")).unwrap();
+        assert_eq!((one.iter().map(|r| r.2).collect::<Vec<_>>(), jobs), (vec!["async_v2"], 1));
+        let (two, _) = bench_selection(Some(" sync_software, async_v2 ,async_v2"), Some("")).unwrap();
+        assert_eq!(two.iter().map(|r| r.2).collect::<Vec<_>>(), vec!["sync_software", "async_v2"]);
+        assert!(bench_selection(Some("async_v3"), None).unwrap_err().to_string().contains("no run"));
+        for bad in ["0", "5", "x"] {
+            assert!(bench_selection(None, Some(bad)).unwrap_err().to_string().contains("1..=4"), "{bad}");
+        }
     }
 }
