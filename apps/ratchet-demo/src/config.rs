@@ -8,7 +8,6 @@
 //! | `--no-pace` | `CHAT_NO_PACE` | deliver DH results as soon as they exist (throughput benchmark) |
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use service_ipc::options::{Opt, Parsed, Takes};
 
@@ -88,9 +87,6 @@ impl Common {
         }
     }
 }
-
-/// Sleep helper for loops that poll.
-pub const IDLE: Duration = Duration::from_millis(2);
 
 #[cfg(test)]
 mod tests {

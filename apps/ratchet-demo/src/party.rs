@@ -418,6 +418,38 @@ impl Party {
         Ok(())
     }
 
+    /// How long a responder's owner may wait for an event (a frame, a finished DH batch: they
+    /// wake it anyway) before [`Self::tick`] has work that only the clock brings: `Some(ZERO)`
+    /// when there is work now, a retransmission's or a retry's due time, or `None` when only an
+    /// event can bring work. An initiator's set-up (identity, session) is not counted: its owner
+    /// ticks on its own clock (Alice's UI every frame). A store write that failed is retried
+    /// after 100 ms.
+    pub fn wait_hint(&self, now: Instant) -> Option<Duration> {
+        if !self.pending_out.is_empty() {
+            return Some(Duration::ZERO);
+        }
+        let mut best: Option<Duration> = self.dirty.then_some(Duration::from_millis(100));
+        let mut at = |d: Duration| best = Some(best.map_or(d, |b| b.min(d)));
+        for m in &self.outbox {
+            match m.last_sent {
+                None => return Some(Duration::ZERO),
+                Some(t) => at((t + self.retry).saturating_duration_since(now)),
+            }
+        }
+        match self.retry_after {
+            // tick takes nothing from the inbox or the texts before then
+            Some(t) if now < t => at(t - now),
+            _ if self.inflight.is_none() => {
+                let can_encrypt = self.to_send.front().is_some_and(|(peer, _)| self.sessions.get(peer).is_some_and(|s| s.can_send()));
+                if !self.inbox.is_empty() || can_encrypt {
+                    return Some(Duration::ZERO);
+                }
+            }
+            _ => {}
+        }
+        best
+    }
+
     fn setup(&mut self, dh: &mut dyn DhRunner, rng: &mut dyn CryptoRngCore) {
         let Role::Initiator { peer } = self.role else { return };
         if self.identity.is_none() {

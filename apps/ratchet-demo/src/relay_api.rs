@@ -8,10 +8,12 @@
 //! |---|---|---|---|
 //! | Send | lend_mut [`Frame`] | from, to, len, data | the same frame (status in the convention) |
 //! | Recv | lend_mut [`Frame`] | `to` = my mailbox | next frame for me, `len = 0` if none |
+//! | RecvWait | lend_mut [`Frame`] | `to` = my mailbox | next frame for me, as soon as there is one (the relay keeps the request until then); `len = 0` if a later RecvWait for the same mailbox took its place |
 //! | PutBundle | lend_mut [`Frame`] | `from` = owner, data = bundle | the same frame |
 //! | GetBundle | lend_mut [`Frame`] | `to` = whose | frame with the bundle (`NoBundle` if none) |
 //! | SetFaults | blocking scalar | drop, reorder, duplicate, corrupt in percent (0..=100) | `Scalar1(0)` |
 //! | Stats | lend_mut [`RelayStats`] | magic | counters |
+//! | Wake | scalar | - | none: the relay's own timer (a held-back frame's release time while a RecvWait waits) |
 //!
 //! Errors follow docs/ipc.md (service-ipc): a blocking scalar gets `Scalar1(code)`, a lend_mut
 //! comes back with `offset = code`, `valid = None`.
@@ -41,6 +43,8 @@ pub enum Opcode {
     GetBundle = 4,
     SetFaults = 5,
     Stats = 6,
+    RecvWait = 7,
+    Wake = 8,
 }
 
 impl Opcode {

@@ -105,6 +105,18 @@ impl Relay {
         Ok(Some((f.from, p.to_vec())))
     }
 
+    /// The next frame for mailbox `me`, waiting for it as long as it takes (the relay answers
+    /// when one comes: nobody polls); None when a later wait for the same mailbox took this
+    /// one's place. Blocks the calling thread: give it a thread of its own.
+    pub fn recv_wait(&mut self, me: u32) -> Result<Option<(u32, Vec<u8>)>, RelayError> {
+        let f = self.frame_call(Opcode::RecvWait, Frame::new(0, me, &[]).unwrap())?;
+        if f.len == 0 {
+            return Ok(None);
+        }
+        let p = f.payload().ok_or(RelayError::Ipc("reply length out of range".into()))?;
+        Ok(Some((f.from, p.to_vec())))
+    }
+
     /// Every frame waiting in mailbox `me`, in order, to `take` (see [`drain_with`]).
     pub fn drain(&mut self, me: u32, take: impl FnMut(u32, Vec<u8>) -> bool) -> (usize, DrainEnd<RelayError>) {
         drain_with(|| self.recv(me), take)

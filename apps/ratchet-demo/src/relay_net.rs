@@ -175,6 +175,19 @@ impl Net {
         }
         Ok(p)
     }
+
+    /// Puts a frame [`Self::recv`] gave out back at the head of `to`'s mailbox (its taker could
+    /// not be answered): it is delivered next, and not counted as delivered.
+    pub fn unrecv(&mut self, to: u32, pkt: Packet) {
+        self.boxes.entry(to).or_default().push_front(pkt);
+        self.stats.delivered = self.stats.delivered.saturating_sub(1);
+    }
+
+    /// The earliest time (ms) at which a held-back frame is released by the clock alone, if
+    /// any is held: a relay that keeps receivers waiting must look again then.
+    pub fn next_deadline(&self) -> Option<u64> {
+        self.held.iter().map(|h| h.deadline).min()
+    }
 }
 
 #[cfg(test)]
@@ -187,6 +200,24 @@ mod tests {
             v.push(p.data);
         }
         v
+    }
+
+    #[test]
+    fn a_frame_put_back_comes_next_and_held_frames_name_their_deadline() {
+        let mut n = Net::new(3);
+        assert_eq!(n.next_deadline(), None);
+        n.send(1, 2, &[1], 0).unwrap();
+        n.send(1, 2, &[2], 0).unwrap();
+        let p = n.recv(2, 0).unwrap().unwrap();
+        n.unrecv(2, p);
+        assert_eq!(n.stats().delivered, 0);
+        assert_eq!(drain(&mut n, 2, 0), vec![vec![1], vec![2]]);
+        n.set_faults(Faults { reorder: 100, ..Default::default() });
+        n.send(1, 2, &[3], 10).unwrap();
+        assert_eq!(n.next_deadline(), Some(10 + HOLD_MS));
+        assert!(drain(&mut n, 2, 10 + HOLD_MS - 1).is_empty());
+        assert_eq!(drain(&mut n, 2, 10 + HOLD_MS), vec![vec![3]]);
+        assert_eq!(n.next_deadline(), None);
     }
 
     #[test]

@@ -10,13 +10,14 @@
 //! Options: ratchet_demo::config::COMMON, plus `--one-time-prekeys N` (default 32) and
 //! `--pq-one-time-prekeys N` (default 8; each is 1,700 bytes of his store).
 
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ratchet_demo::config::{Common, COMMON, IDLE};
+use ratchet_demo::config::{Common, COMMON};
 use ratchet_demo::dh::{engine_fn, AsyncRunner, Device, DhFn};
 use ratchet_demo::entropy::PoolRng;
 use ratchet_demo::party::{Event, Party};
-use ratchet_demo::relay_client::{DrainEnd, Relay};
+use ratchet_demo::relay_client::Relay;
 use ratchet_demo::BOB;
 use ratchet::{CpuKem, DhJob, DhOutput, KeyPair, Responder};
 use service_ipc::options::{Opt, Takes};
@@ -126,7 +127,15 @@ fn main() -> ! {
         Err(e) => die(&format!("PQ prekeys: {e}")),
     }
     publish(&mut relay, &party);
-    let mut dh = AsyncRunner::new(engine_fn(engine.clone()), Device::new(cfg.pacing()));
+    // Bob waits for what he waits for: a frame (a receiver thread waits on the relay, which
+    // answers when one comes), a finished DH batch (the worker says so) or the next time his
+    // party has work by the clock (a retransmission): nobody polls.
+    let (tx, rx) = mpsc::channel::<Wake>();
+    let done = tx.clone();
+    let mut dh = AsyncRunner::with_notify(engine_fn(engine.clone()), Device::new(cfg.pacing()), Box::new(move || {
+        let _ = done.send(Wake::DhDone);
+    }));
+    start_receiver(tx).unwrap_or_else(|e| die(&e));
     log::info!(
         "chat-bob: ready ({}; {} sessions, {} messages in history, store {})",
         cfg.describe(),
@@ -138,13 +147,18 @@ fn main() -> ! {
 
     let mut last_report = Instant::now();
     loop {
-        let (n, end) = relay.drain(BOB, |from, data| {
-            party.deliver(from, data);
-            true
-        });
-        let mut busy = n > 0;
-        if let DrainEnd::Failed(e) = end {
-            log::error!("chat-bob: relay recv: {e}");
+        let wait = party.wait_hint(Instant::now()).unwrap_or(REPORT).min(REPORT);
+        let first = match rx.recv_timeout(wait) {
+            Ok(w) => Some(w),
+            Err(mpsc::RecvTimeoutError::Timeout) => None,
+            Err(mpsc::RecvTimeoutError::Disconnected) => die("the relay receiver stopped"),
+        };
+        for w in first.into_iter().chain(std::iter::from_fn(|| rx.try_recv().ok())) {
+            match w {
+                Wake::Frame(from, data) => party.deliver(from, data),
+                Wake::RelayError(e) => log::error!("chat-bob: relay recv: {e}"),
+                Wake::DhDone => {}
+            }
         }
         if let Err(e) = party.tick(Instant::now(), &mut dh, &mut rng) {
             log::error!("chat-bob: store: {e}");
@@ -152,7 +166,6 @@ fn main() -> ! {
         // replies and acknowledgements leave before any key refill below (a refill on the device
         // costs ML-KEM key generations and signatures: hundreds of ms)
         for (to, f) in party.take_outgoing() {
-            busy = true;
             if let Err(e) = relay.send(BOB, to, &f) {
                 log::warn!("chat-bob: relay send: {e}");
             }
@@ -190,19 +203,52 @@ fn main() -> ! {
             }
         }
         for (to, f) in party.take_outgoing() {
-            busy = true;
             if let Err(e) = relay.send(BOB, to, &f) {
                 log::warn!("chat-bob: relay send: {e}");
             }
         }
-        if last_report.elapsed() > Duration::from_secs(5) {
+        if last_report.elapsed() > REPORT {
             last_report = Instant::now();
             log::info!("chat-bob: {:?}", party.counters());
         }
-        if !busy {
-            std::thread::sleep(IDLE);
-        }
     }
+}
+
+/// What wakes Bob's loop.
+enum Wake {
+    Frame(u32, Vec<u8>),
+    RelayError(String),
+    DhDone,
+}
+
+/// Bob's counters go to the log this often (and his loop wakes at least this often).
+const REPORT: Duration = Duration::from_secs(5);
+
+/// A thread of its own that waits on the relay for Bob's frames (`RecvWait`: answered when one
+/// comes) and hands them to his loop.
+fn start_receiver(tx: mpsc::Sender<Wake>) -> Result<(), String> {
+    let mut relay = Relay::new().map_err(|e| e.to_string())?;
+    std::thread::Builder::new()
+        .name("chat-bob-recv".into())
+        .spawn(move || loop {
+            match relay.recv_wait(BOB) {
+                Ok(Some((from, data))) => {
+                    if tx.send(Wake::Frame(from, data)).is_err() {
+                        return;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    if tx.send(Wake::RelayError(e.to_string())).is_err() {
+                        return;
+                    }
+                    // a relay that fails is asked again, not hammered
+                    std::thread::sleep(Duration::from_millis(500));
+                }
+            }
+        })
+        .map_err(|e| format!("spawn the relay receiver: {e}"))?;
+    Ok(())
 }
 
 #[cfg(test)]

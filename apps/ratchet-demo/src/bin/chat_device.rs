@@ -13,7 +13,8 @@
 //!   (the rows that changed), so a key, a reply or an acknowledgement shows without waiting for
 //!   the next frame. Between frames it waits on its event channel. A keyboard thread sleeps
 //!   until the keyboard block's interrupt and then drains its FIFO; a network thread sends at
-//!   once and polls the relay every 2 ms; the DH worker wakes the UI when a batch is done.
+//!   once, a receiver thread waits on the relay (which answers when a frame comes); the DH
+//!   worker wakes the UI when a batch is done. No thread polls.
 //! - Lines for the host (stdout = the log server's console): `CHAT-DEVICE ready ...`,
 //!   `CHAT-SESSION ready`, `CHAT-SHOWN sent seq=N`, `CHAT-SHOWN acked seq=N`, `CHAT-SHOWN
 //!   reply seq=N` (printed after the panel received the rows that show it), `CHAT-STORE-FULL
@@ -86,7 +87,7 @@ mod device {
     use ratchet_demo::device_ui::{conversation_rows, FrameStats, Key, LineEditor, Screen};
     use ratchet_demo::dh::{dalek_fn, AsyncRunner, Device, DhFn, DhRunner, Pacing, SyncRunner};
     use ratchet_demo::party::{Dir, Event, Party, Reject, VerifiedBundle};
-    use ratchet_demo::relay_client::{DrainEnd, Relay};
+    use ratchet_demo::relay_client::Relay;
     use ratchet_demo::{store, ALICE, BOB};
     use utralib::generated::{utra, CSR, HW_KEYBOARD_BASE};
     use zeroize::Zeroizing;
@@ -192,51 +193,56 @@ mod device {
         Ok(())
     }
 
-    /// How often the network thread asks the relay for frames while nothing happens.
-    const RELAY_POLL: Duration = Duration::from_millis(2);
-
+    /// The network: a thread that sends (a command wakes it) and a receiver thread that waits
+    /// on the relay for Alice's frames (`RecvWait`: the relay answers when one comes), each on
+    /// its own connection. Neither polls.
     fn start_net(mut relay: Relay, tx: mpsc::Sender<Ev>) -> mpsc::Sender<NetCmd> {
+        let mut inbound = Relay::new().unwrap_or_else(|e| die(&e.to_string()));
+        let rtx = tx.clone();
+        std::thread::Builder::new()
+            .name("chat-recv".into())
+            .spawn(move || loop {
+                match inbound.recv_wait(ALICE) {
+                    Ok(Some((from, data))) => {
+                        if rtx.send(Ev::Frame(from, data)).is_err() {
+                            return;
+                        }
+                    }
+                    Ok(None) => {}
+                    Err(e) => {
+                        if rtx.send(Ev::NetError(format!("recv: {e}"))).is_err() {
+                            return;
+                        }
+                        // a relay that fails is asked again, not hammered
+                        std::thread::sleep(Duration::from_millis(500));
+                    }
+                }
+            })
+            .expect("spawn the receiver thread");
         let (ctx, crx) = mpsc::channel::<NetCmd>();
         std::thread::Builder::new()
             .name("chat-net".into())
             .spawn(move || {
-                let mut wait = Duration::ZERO;
-                loop {
-                    // a command wakes the thread at once (a send leaves without waiting for the
-                    // next poll); the relay is polled every RELAY_POLL while nothing comes
-                    let first = match crx.recv_timeout(wait) {
-                        Ok(c) => Some(c),
-                        Err(mpsc::RecvTimeoutError::Timeout) => None,
-                        Err(mpsc::RecvTimeoutError::Disconnected) => return,
-                    };
-                    for c in first.into_iter().chain(std::iter::from_fn(|| crx.try_recv().ok())) {
-                        match c {
-                            NetCmd::Send(to, f) => {
-                                if let Err(e) = relay.send(ALICE, to, &f) {
-                                    let _ = tx.send(Ev::NetError(format!("send: {e}")));
+                for c in crx {
+                    match c {
+                        NetCmd::Send(to, f) => {
+                            if let Err(e) = relay.send(ALICE, to, &f) {
+                                let _ = tx.send(Ev::NetError(format!("send: {e}")));
+                            }
+                        }
+                        NetCmd::GetBundle(peer) => {
+                            let ev = match relay.get_bundle(peer) {
+                                Ok(b) => Ev::Bundle(VerifiedBundle::check(&b)),
+                                Err(e) => {
+                                    log::info!("chat-device: no bundle for {peer} yet ({e})");
+                                    Ev::NoBundle
                                 }
-                            }
-                            NetCmd::GetBundle(peer) => {
-                                let ev = match relay.get_bundle(peer) {
-                                    Ok(b) => Ev::Bundle(VerifiedBundle::check(&b)),
-                                    Err(e) => {
-                                        log::info!("chat-device: no bundle for {peer} yet ({e})");
-                                        Ev::NoBundle
-                                    }
-                                };
-                                let _ = tx.send(ev);
+                            };
+                            if tx.send(ev).is_err() {
+                                return;
                             }
                         }
                     }
-                    let (n, end) = relay.drain(ALICE, |from, data| tx.send(Ev::Frame(from, data)).is_ok());
-                    match end {
-                        DrainEnd::Empty => {}
-                        DrainEnd::Refused => return,
-                        DrainEnd::Failed(e) => {
-                            let _ = tx.send(Ev::NetError(format!("recv: {e}")));
-                        }
-                    }
-                    wait = if n > 0 { Duration::ZERO } else { RELAY_POLL };
                 }
             })
             .expect("spawn the network thread");

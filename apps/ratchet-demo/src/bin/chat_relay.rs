@@ -1,17 +1,24 @@
 //! chat-relay: the chat's network as a Xous server (`_Chat relay_`, ratchet_demo::relay_api). Mailboxes,
 //! a prekey-bundle directory and live-switchable faults (ratchet_demo::relay_net).
 //!
+//! A party's `RecvWait` is answered when a frame for it arrives: the relay keeps the request's
+//! envelope (at most one per mailbox) and replies from the `Send` that brings the frame, so no
+//! party polls. While a request waits and the fault injector holds frames back, a timer thread
+//! sends the relay `Wake` at the earliest release time.
+//!
 //! Options: `--seed N` (env CHAT_RELAY_SEED) seeds the fault generator (default: from the clock);
 //! `--faults D,R,U,C` (env CHAT_RELAY_FAULTS) sets the initial drop/reorder/duplicate/corrupt
 //! percentages.
 
-use std::time::Instant;
+use std::collections::BTreeMap;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use ratchet_demo::relay_api::{Faults, Frame, Opcode, RelayStats, Status, MAGIC, SERVER_NAME};
 use ratchet_demo::relay_net::Net;
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{decode_request, reply_archive, reply_bad_kind, reply_error, reply_ok, scalar_args, Kind};
-use xous::MessageEnvelope;
+use service_ipc::server::{decode_request, prepare_archive_in_place, reply_archive, reply_bad_kind, reply_error, reply_ok, scalar_args, Kind};
+use xous::{Message, MessageEnvelope};
 
 const OPTS: &[Opt] = &[
     Opt { flag: "--seed", env: Some("CHAT_RELAY_SEED"), takes: Takes::Value },
@@ -26,13 +33,93 @@ fn frame_request(env: &MessageEnvelope) -> Result<Frame, Status> {
     Ok(f)
 }
 
-fn dispatch(net: &mut Net, env: MessageEnvelope, t0: Instant) {
+/// The relay's state: the network model and the `RecvWait` requests it keeps (mailbox ->
+/// envelope), with the timer that wakes it for held-back frames.
+struct Relay {
+    net: Net,
+    waiters: BTreeMap<u32, MessageEnvelope>,
+    timer: mpsc::Sender<u64>,
+    /// the release time the timer is set for
+    armed: Option<u64>,
+}
+
+/// Answers a kept `RecvWait` with `f`. False if its sender could not be answered (its process
+/// is gone): the caller keeps the frame. The reply is sent here rather than by dropping the
+/// envelope, whose drop panics when the memory cannot go back.
+fn answer(env: MessageEnvelope, f: Frame) -> bool {
+    let Some(mut env) = prepare_archive_in_place(env, f, Status::BadMessage) else { return true };
+    let sender = env.sender;
+    let r = match &mut env.body {
+        Message::MutableBorrow(m) => xous::return_memory_offset_valid(sender, m.buf, m.offset, m.valid),
+        _ => return true,
+    };
+    std::mem::forget(env); // answered above
+    if let Err(e) = &r {
+        log::warn!("chat-relay: a waiting receiver could not be answered ({e:?}); its frame stays queued");
+    }
+    r.is_ok()
+}
+
+impl Relay {
+    /// Answers every kept `RecvWait` whose mailbox now holds a frame; then sets the timer if a
+    /// request still waits while frames are held back.
+    fn serve_waiters(&mut self, now: u64) {
+        let boxes: Vec<u32> = self.waiters.keys().copied().collect();
+        for to in boxes {
+            if let Ok(Some(p)) = self.net.recv(to, now) {
+                let env = self.waiters.remove(&to).expect("a kept request");
+                let f = Frame::new(p.from, to, &p.data).expect("a frame the relay took");
+                if !answer(env, f) {
+                    self.net.unrecv(to, p);
+                }
+            }
+        }
+        let due = if self.waiters.is_empty() { None } else { self.net.next_deadline() };
+        if let Some(d) = due {
+            if self.armed != Some(d) {
+                self.armed = Some(d);
+                let _ = self.timer.send(d);
+            }
+        }
+    }
+}
+
+/// The timer thread: after the relay names a release time (ms since `t0`; a later one replaces
+/// it), sends the relay `Wake` when it comes.
+fn start_timer(sid: xous::SID, t0: Instant) -> mpsc::Sender<u64> {
+    let (tx, rx) = mpsc::channel::<u64>();
+    let cid = xous::connect(sid).expect("connect to the relay itself");
+    std::thread::Builder::new()
+        .name("chat-relay-timer".into())
+        .spawn(move || {
+            let mut due: Option<u64> = None;
+            loop {
+                let r = match due {
+                    None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+                    Some(d) => rx.recv_timeout(Duration::from_millis(d.saturating_sub(t0.elapsed().as_millis() as u64))),
+                };
+                match r {
+                    Ok(d) => due = Some(d),
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        due = None;
+                        let _ = xous::send_message(cid, Message::new_scalar(Opcode::Wake as usize, 0, 0, 0, 0));
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => return,
+                }
+            }
+        })
+        .expect("spawn the relay's timer");
+    tx
+}
+
+fn dispatch(relay: &mut Relay, env: MessageEnvelope, t0: Instant) {
     let now = t0.elapsed().as_millis() as u64;
     let op = match Opcode::from_usize(env.body.id()) {
         Some(op) => op,
         None => return reply_error(env, Status::UnknownOpcode),
     };
     let kind = Kind::of(&env.body);
+    let net = &mut relay.net;
     match (op, kind) {
         (Opcode::Send, Kind::LendMut) => {
             let r = frame_request(&env).and_then(|f| {
@@ -40,7 +127,11 @@ fn dispatch(net: &mut Net, env: MessageEnvelope, t0: Instant) {
                 net.send(f.from, f.to, p, now).map(|()| f)
             });
             match r {
-                Ok(f) => reply_archive(env, f, Status::BadMessage),
+                Ok(f) => {
+                    reply_archive(env, f, Status::BadMessage);
+                    // the frame (or held ones it released) may be what a receiver waits for
+                    relay.serve_waiters(now);
+                }
                 Err(e) => reply_error(env, e),
             }
         }
@@ -51,6 +142,21 @@ fn dispatch(net: &mut Net, env: MessageEnvelope, t0: Instant) {
                 Ok((to, None)) => reply_archive(env, Frame::new(0, to, &[]).unwrap(), Status::BadMessage),
                 Err(e) => reply_error(env, e),
             }
+        }
+        (Opcode::RecvWait, Kind::LendMut) => match frame_request(&env).and_then(|f| net.recv(f.to, now).map(|p| (f.to, p))) {
+            Ok((to, Some(p))) => reply_archive(env, Frame::new(p.from, to, &p.data).unwrap(), Status::BadMessage),
+            Ok((to, None)) => {
+                // kept until a frame comes; an earlier request for this mailbox is let go empty
+                if let Some(old) = relay.waiters.insert(to, env) {
+                    answer(old, Frame::new(0, to, &[]).unwrap());
+                }
+                relay.serve_waiters(now);
+            }
+            Err(e) => reply_error(env, e),
+        },
+        (Opcode::Wake, Kind::Scalar) => {
+            relay.armed = None;
+            relay.serve_waiters(now);
         }
         (Opcode::PutBundle, Kind::LendMut) => {
             let r = frame_request(&env).and_then(|f| {
@@ -119,6 +225,7 @@ fn main() -> ! {
         }
     };
     let mut net = Net::new(seed);
+    let t0 = Instant::now();
     if let Some(v) = p.get("--faults") {
         match Faults::parse_option(v) {
             Ok(f) => net.set_faults(f),
@@ -132,11 +239,11 @@ fn main() -> ! {
     let sid = xns.register_name(SERVER_NAME, None).expect("register the relay's name");
     log::info!("chat-relay: ready, seed {seed}, faults {:?}", net.faults());
     println!("CHAT-RELAY ready seed={seed}");
-    let t0 = Instant::now();
+    let mut relay = Relay { net, waiters: BTreeMap::new(), timer: start_timer(sid, t0), armed: None };
     // never exits: a client calling a server whose process has exited would block forever
     loop {
         match xous::receive_message(sid) {
-            Ok(env) => dispatch(&mut net, env, t0),
+            Ok(env) => dispatch(&mut relay, env, t0),
             Err(e) => log::error!("chat-relay: receive_message: {e:?}"),
         }
     }

@@ -1,8 +1,10 @@
 //! chat-relay-check: malformed input to the relay server (test step chat:relay-bad-input).
 //! Every opcode as every wrong message kind, bad magic, lengths, mailboxes and percentages, an
-//! archive position outside the page, 2,000 pages of random bytes to random opcodes; each must
-//! get its documented error reply (no hang, no crash), and afterwards the relay must still serve
-//! correct calls. Prints `VERDICT chat-relay-check PASS checks=N` or
+//! archive position outside the page, 2,000 pages of random bytes to random opcodes (all but
+//! RecvWait, whose valid requests wait by design); each must get its documented error reply (no
+//! hang, no crash), and afterwards the relay must still serve correct calls, RecvWait among them
+//! (answered at once, later by a Send or by the relay's timer for a held-back frame, or let go
+//! empty by a second wait for its mailbox). Prints `VERDICT chat-relay-check PASS checks=N` or
 //! `VERDICT chat-relay-check FAIL -- <why>` (libs/verdict);
 //! `--shutdown` ends the hosted system.
 
@@ -63,17 +65,18 @@ fn run() -> Result<u32, String> {
     let mut relay = Relay::new().map_err(|e| e.to_string())?;
     let mut c = Check { conn: relay.conn(), n: 0 };
     // unknown opcodes, every kind we can answer
-    for op in [0u32, 7, 99, 0xFFFF] {
+    for op in [0u32, 9, 99, 0xFFFF] {
         c.expect("unknown opcode (blocking scalar)", c.scalar(op, [0; 4]), Status::UnknownOpcode)?;
         c.expect("unknown opcode (lend_mut)", c.frame(op, Frame::new(1, 1, b"x").unwrap()), Status::UnknownOpcode)?;
     }
     // every known opcode as the wrong kind
-    for op in [Opcode::Send, Opcode::Recv, Opcode::PutBundle, Opcode::GetBundle, Opcode::Stats] {
+    for op in [Opcode::Send, Opcode::Recv, Opcode::PutBundle, Opcode::GetBundle, Opcode::Stats, Opcode::RecvWait, Opcode::Wake] {
         c.expect(&format!("{op:?} as blocking scalar"), c.scalar(op as u32, [1, 2, 3, 4]), Status::BadMessage)?;
     }
     c.expect("SetFaults as lend_mut", c.frame(Opcode::SetFaults as u32, Frame::new(1, 1, b"x").unwrap()), Status::BadMessage)?;
+    c.expect("Wake as lend_mut", c.frame(Opcode::Wake as u32, Frame::new(1, 1, b"x").unwrap()), Status::BadMessage)?;
     // bad field values
-    for op in [Opcode::Send, Opcode::Recv, Opcode::PutBundle, Opcode::GetBundle] {
+    for op in [Opcode::Send, Opcode::Recv, Opcode::PutBundle, Opcode::GetBundle, Opcode::RecvWait] {
         c.expect(&format!("{op:?} with a bad magic"), c.frame(op as u32, frame_with(1, 2, 1, MAGIC ^ 1)), Status::BadMessage)?;
     }
     c.expect("Send of length 0", c.frame(Opcode::Send as u32, frame_with(1, 2, 0, MAGIC)), Status::BadLength)?;
@@ -84,6 +87,8 @@ fn run() -> Result<u32, String> {
     c.expect("Send to mailbox 65", c.frame(Opcode::Send as u32, frame_with(1, 65, 1, MAGIC)), Status::BadMailbox)?;
     c.expect("Recv of mailbox 0", c.frame(Opcode::Recv as u32, frame_with(0, 0, 0, MAGIC)), Status::BadMailbox)?;
     c.expect("Recv of mailbox u32::MAX", c.frame(Opcode::Recv as u32, frame_with(0, u32::MAX, 0, MAGIC)), Status::BadMailbox)?;
+    c.expect("RecvWait of mailbox 0", c.frame(Opcode::RecvWait as u32, frame_with(0, 0, 0, MAGIC)), Status::BadMailbox)?;
+    c.expect("RecvWait of mailbox 65", c.frame(Opcode::RecvWait as u32, frame_with(0, 65, 0, MAGIC)), Status::BadMailbox)?;
     c.expect("GetBundle nobody registered", c.frame(Opcode::GetBundle as u32, frame_with(0, 60, 0, MAGIC)), Status::NoBundle)?;
     c.expect("SetFaults 101 %", c.scalar(Opcode::SetFaults as u32, [0, 0, 0, 101]), Status::BadValue)?;
     c.expect("SetFaults usize::MAX", c.scalar(Opcode::SetFaults as u32, [usize::MAX, 0, 0, 0]), Status::BadValue)?;
@@ -93,7 +98,7 @@ fn run() -> Result<u32, String> {
         c.expect(&format!("Send archive at position {pos}"), c.raw(Opcode::Send as u32, &[], pos), Status::BadMessage)?;
     }
     // non-blocking scalars cannot be answered: the relay must just survive them
-    for op in 0..8usize {
+    for op in 0..10usize {
         xous::send_message(c.conn, Message::new_scalar(op, 1, 2, 3, 4)).map_err(|e| format!("scalar: {e:?}"))?;
     }
     // random pages to random opcodes: each gets a reply (any), nothing hangs
@@ -104,7 +109,7 @@ fn run() -> Result<u32, String> {
         for b in garbage.iter_mut() {
             *b = next() as u8;
         }
-        let op = (next() % 9) as u32;
+        let op = [0u32, 1, 2, 3, 4, 5, 6, 8, 9][(next() % 9) as usize];
         let pos = if next() % 4 == 0 { (next() % 4096) as usize } else { 0 };
         // valid-looking magic half the time, so field checks are reached
         if next() % 2 == 0 {
@@ -124,6 +129,8 @@ fn run() -> Result<u32, String> {
         Ok(Some((63, d))) if d == b"still here" => {}
         other => return Err(format!("after the bad input, Send/Recv: {other:?}")),
     }
+    recv_wait_checks(&mut relay)?;
+    c.n += 5;
     match relay.get_bundle(61) {
         Err(RelayError::Status(Status::NoBundle)) => {}
         other => return Err(format!("after the bad input, GetBundle: {other:?}")),
@@ -134,6 +141,55 @@ fn run() -> Result<u32, String> {
     }
     c.n += 3;
     Ok(c.n)
+}
+
+/// RecvWait: a frame already queued is answered at once; a wait is answered by the Send that
+/// brings a frame; a second wait for the same mailbox lets the first go empty and gets the frame;
+/// a frame the fault injector holds back reaches a waiter at its release time.
+/// Each wait runs on a thread of its own, with a time limit.
+fn recv_wait_checks(relay: &mut Relay) -> Result<(), String> {
+    use std::sync::mpsc;
+    use std::time::Duration;
+    const LIMIT: Duration = Duration::from_secs(20);
+    relay.send(62, 62, b"queued").map_err(|e| e.to_string())?;
+    match relay.recv_wait(62) {
+        Ok(Some((62, d))) if d == b"queued" => {}
+        other => return Err(format!("RecvWait with a frame queued: {other:?}")),
+    }
+    let wait = |tag: &'static str| -> Result<mpsc::Receiver<(&'static str, Result<Option<(u32, Vec<u8>)>, RelayError>)>, String> {
+        let mut r = Relay::new().map_err(|e| e.to_string())?;
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send((tag, r.recv_wait(61)));
+        });
+        Ok(rx)
+    };
+    let first = wait("first")?;
+    // the first wait is kept: no answer while nothing comes
+    if let Ok(got) = first.recv_timeout(Duration::from_millis(300)) {
+        return Err(format!("RecvWait answered with nothing sent: {got:?}"));
+    }
+    let second = wait("second")?;
+    match first.recv_timeout(LIMIT) {
+        Ok(("first", Ok(None))) => {}
+        other => return Err(format!("the first RecvWait, after a second one for its mailbox: {other:?}")),
+    }
+    relay.send(60, 61, b"for the waiter").map_err(|e| e.to_string())?;
+    match second.recv_timeout(LIMIT) {
+        Ok(("second", Ok(Some((60, d))))) if d == b"for the waiter" => {}
+        other => return Err(format!("the second RecvWait, after a Send to its mailbox: {other:?}")),
+    }
+    // a frame held back (reorder: released after later frames or its release time) reaches a
+    // waiting receiver by the relay's timer, with no other frame sent
+    relay.set_faults(Faults { reorder: 100, ..Default::default() }).map_err(|e| e.to_string())?;
+    let third = wait("held")?;
+    relay.send(60, 61, b"held back").map_err(|e| e.to_string())?;
+    let got = third.recv_timeout(LIMIT);
+    relay.set_faults(Faults::default()).map_err(|e| e.to_string())?;
+    match got {
+        Ok(("held", Ok(Some((60, d))))) if d == b"held back" => Ok(()),
+        other => Err(format!("RecvWait for a held-back frame: {other:?}")),
+    }
 }
 
 fn main() {
