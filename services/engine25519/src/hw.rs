@@ -109,8 +109,12 @@ struct Bell {
     /// thread that settles the job logs it)
     reply_failed: AtomicBool,
     /// the detached job and where to answer it: written by the starting thread while dstate is
-    /// D_IDLE, read by the handler while it is D_ARMED (one CPU; the state orders them)
+    /// D_IDLE, read by the handler while it is D_ARMED and by the settling thread after (one
+    /// CPU; the state orders them)
     detached: UnsafeCell<Option<(engine25519_driver::Launch, DetachedReply)>>,
+    /// the connection on which a detached job wakes a server thread (its `wake_cid`; 0: none
+    /// yet), an atomic because the ticker reads it too
+    wake: AtomicUsize,
 }
 
 // The CSR pointer is used only by the interrupt handler (interrupts off, nothing else runs) to
@@ -202,8 +206,10 @@ fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &Det
 impl Bell {
     /// The connection on which a detached job wakes a server thread.
     fn wake_cid(&self) -> xous::CID {
-        // Safety: see `detached`
-        unsafe { (*self.detached.get()).map(|(_, r)| r.wake_cid).unwrap_or(self.cid) }
+        match self.wake.load(Ordering::SeqCst) {
+            0 => self.cid,
+            c => c as xous::CID,
+        }
     }
 }
 
@@ -438,6 +444,7 @@ impl HwEngine {
             dev: AtomicUsize::new(0),
             reply_failed: AtomicBool::new(false),
             detached: UnsafeCell::new(None),
+            wake: AtomicUsize::new(0),
         }));
         // events latched before (the start-up jobs ran with the interrupt masked)
         self.drv.bus().csr_write(csr::ev_pending::OFFSET, EVENTS as u32);
@@ -714,6 +721,7 @@ impl EngineBackend for HwEngine {
         let launch = engine25519_driver::Launch { window: l.window, mpstart: l.mpstart, mplen: l.mplen };
         // Safety: the handler reads it only while the state is D_ARMED (set below)
         unsafe { *bell.detached.get() = Some((launch, reply)) };
+        bell.wake.store(reply.wake_cid as usize, Ordering::SeqCst);
         bell.dev.store(0, Ordering::SeqCst);
         self.dticks = 0;
         if self.dlimit_for != reply.max_cycles {

@@ -559,7 +559,14 @@ fn callers_drive_concurrently_with_suspend() {
         }));
     }
     for _ in 0..3 {
-        std::thread::sleep(Duration::from_millis(2));
+        // land each suspend while a thread holds the engine with a job on it (after the first
+        // job ended: the programs are in the microcode RAM), not after a fixed sleep: on a loaded
+        // machine the 20 jobs could all end before the first suspend
+        let t = Instant::now();
+        while !(ex.st.lock().unwrap().driving && (1..20).contains(&ex.stats().jobs)) && ex.stats().jobs < 20 {
+            assert!(t.elapsed() < T, "no job ever took the engine");
+            std::thread::yield_now();
+        }
         let (tx, rx) = mpsc::channel();
         ex.suspend(Box::new(move |s, n| tx.send((s, n)).unwrap()));
         ex.drive();
@@ -677,7 +684,44 @@ fn x25519_now_runs_at_once_when_idle_and_queues_behind_a_busy_engine() {
 /// them); every result is right, none is lost.
 #[test]
 fn x25519_now_concurrently_with_suspend() {
-    let ex = start(Config { driver: Driver::Callers, slice: 97, quantum: 3_000, ..Config::default() });
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+    /// Holds the first X25519 on the engine until a suspend is requested, so that one suspend
+    /// surely lands mid-job (timing alone did not: on a loaded machine the 20 jobs could all end
+    /// before the first suspend, or after the last)
+    struct HoldsFirstJob {
+        inner: ModelEngine,
+        suspend: Option<Arc<AtomicBool>>,
+        holding: Arc<AtomicBool>,
+        held: bool,
+    }
+    impl EngineBackend for HoldsFirstJob {
+        delegate_to_inner!();
+        fn run(&mut self, l: Launch, at: Option<u32>, slice: u64, max: u64) -> RunEnd {
+            if !self.held && max > WIPE_BUDGET {
+                self.held = true;
+                self.holding.store(true, SeqCst);
+                let t = Instant::now();
+                while !self.suspend.as_ref().unwrap().load(SeqCst) {
+                    assert!(t.elapsed() < T, "no suspend came");
+                    std::thread::yield_now();
+                }
+            }
+            self.inner.run(l, at, slice, max)
+        }
+        fn suspend_flag(&mut self, f: Arc<AtomicBool>) {
+            self.suspend = Some(f);
+        }
+        // the model keeps its paused sequencer states in its snapshot
+        fn snapshot(&mut self) -> Snapshot {
+            self.inner.snapshot()
+        }
+        fn restore(&mut self, s: &Snapshot) {
+            self.inner.restore(s)
+        }
+    }
+    let holding = Arc::new(AtomicBool::new(false));
+    let engine = HoldsFirstJob { inner: ModelEngine::new(Isa::V1), suspend: None, holding: holding.clone(), held: false };
+    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, slice: 97, quantum: 3_000, ..Config::default() });
     let mut threads = vec![];
     for c in 0..4u32 {
         let ex = ex.clone();
@@ -700,8 +744,17 @@ fn x25519_now_concurrently_with_suspend() {
             }
         }));
     }
-    for _ in 0..3 {
-        std::thread::sleep(Duration::from_millis(2));
+    for round in 0..3 {
+        if round == 0 {
+            // the first job is on the engine, held until this suspend
+            let t = Instant::now();
+            while !holding.load(SeqCst) {
+                assert!(t.elapsed() < T, "no job reached the engine");
+                std::thread::yield_now();
+            }
+        } else {
+            std::thread::sleep(Duration::from_millis(2));
+        }
         let (tx, rx) = mpsc::channel();
         ex.suspend(Box::new(move |s, n| tx.send((s, n)).unwrap()));
         ex.drive();
