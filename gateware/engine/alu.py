@@ -14,10 +14,14 @@ and per bit there are two LUTs: the adder's propagate term X ^ b (five inputs; b
 carry chain's other input) and the result select (six inputs).
 
 FADD and FSUB take two passes (their issue cost is 2, so the ALU is free in the second cycle):
-pass 1 computes s = a + b (FADD) or s = ~a + b (FSUB, so a - b = ~s) into the register r (257
-bits, with the carry / borrow) and, combinationally, `fix`: s >= p (FADD) or a borrow (FSUB). The
-sequencer reads p or zero on port B in that cycle, by `fix`, so pass 2 is r - p or r
-(~(~r + b)) for FADD and d + p or d (d = ~r, ~r + b) for FSUB, on the same adder.
+pass 1 computes s = a + b (FADD) or s = ~a + b (FSUB, so d = a - b = ~s) into the register r
+(257 bits, with the carry / borrow), and its q (r, or d) is written as the result. Pass 2 always
+has p on port B (a fixed row, nothing read from the array decides an address) and computes the
+corrected value on the same adder, r - p = ~(~r + p) for FADD, d + p = ~r + p for FSUB; `fix`
+says whether it replaces pass 1's word (a second write): for FADD the adder's carry out of bit
+257 is clear (~r + p < 2^257, i.e. r >= p), for FSUB pass 1 borrowed (r[256] clear, a < b). So
+`fix` is taken in pass 2 from the r register through one carry chain, never from the block
+RAM's output into its own read address.
 
 The ALU is driven by a control word (`ctl`), not by an opcode: `control(mnemonic, pass2)` gives
 the word of one pass, and the sequencer loads it into a register when it issues the op (and
@@ -41,7 +45,7 @@ O_SUM, O_NSUM, O_BG, O_XOR = range(4)
 # the gate of O_BG
 G_ONE, G_A0, G_GE, G_TOP = range(4)
 # control word fields: name -> width
-CTL = {"xn": 1, "xr": 1, "osel": 2, "gsel": 2, "fsub1": 1}
+CTL = {"xn": 1, "xr": 1, "osel": 2, "gsel": 2, "bor": 1}
 _OPS = {
     # mnemonic: (B operand, pass-1 controls, pass-2 controls or None)
     "psa": (B_ZERO, dict(), None),
@@ -55,7 +59,7 @@ _OPS = {
     "shl": (B_RA, dict(), None),
     "xbt": (B_ONE, dict(osel=O_BG, gsel=G_TOP), None),
     "fadd": (B_REG, dict(), dict(xr=1, osel=O_NSUM)),
-    "fsub": (B_REG, dict(xn=1, fsub1=1), dict(xr=1)),
+    "fsub": (B_REG, dict(xn=1, osel=O_NSUM), dict(xr=1, bor=1)),
 }
 assert set(_OPS) == set(OPS) and TWO_PASS == {m for m, v in _OPS.items() if v[2] is not None}
 
@@ -85,6 +89,16 @@ def hardware_rows() -> dict[int, int]:
     return {B_ZERO: 0, B_ONE: 1, B_P: spec.prime()}
 
 
+def _ge_p(a, p: int):
+    """a >= p for p = 2^(n-1) - c (small c; p < 2^(n-1) < 2^256): a's bits above n - 2 set, or bits
+    k..n-2 all ones (as p's) and the low k bits >= p's. An AND / OR tree, no carry chain (a
+    compare is a carry chain in synthesis, and this one sits after the register file's output)."""
+    n = p.bit_length()
+    k = next(k for k in range(n) if (p >> k) == (1 << (n - k)) - 1)
+    lo = p & ((1 << k) - 1)
+    return (a[n:] != 0) | ((a[k:n] == (1 << (n - k)) - 1) & (a[:k] >= lo))
+
+
 class Alu(Module):
     def __init__(self, isa: str):
         p = spec.prime()
@@ -96,7 +110,7 @@ class Alu(Module):
         self.a = Signal(256)
         self.b = Signal(256)
         self.q = Signal(256)
-        self.fix = Signal()             # pass 1 of FADD: s >= p; of FSUB: a borrow (a < b)
+        self.fix = Signal()             # pass 2 of FADD: r >= p; of FSUB: pass 1 borrowed (a < b)
 
         c, lsb = {}, 0
         for name, width in CTL.items():
@@ -105,16 +119,16 @@ class Alu(Module):
 
         r = Signal(w)                   # pass-1 result with its carry / borrow
         x = Signal(w)
-        s = Signal(w)
+        s = Signal(w + 1)               # with the carry out of bit 256 (FADD's pass-2 decision)
         ge = Signal()
         g = Signal()
         self.comb += [
-            ge.eq(self.a >= p),
+            ge.eq(_ge_p(self.a, p)),
             g.eq(Mux(c["gsel"][1], Mux(c["gsel"][0], self.a[n - 1], ge), Mux(c["gsel"][0], self.a[0], 1))),
             x.eq(Mux(c["xr"], ~r, Cat(self.a, 0) ^ Replicate(c["xn"], w))),
             # b is the adder's first operand: the carry chain's DI, so X ^ b is one LUT per bit
             s.eq(self.b + x),
-            self.fix.eq(Mux(c["fsub1"], ~s[256], s >= p)),
+            self.fix.eq(Mux(c["bor"], ~r[w - 1], ~s[w])),
             self.q.eq(Mux(c["osel"][1], Mux(c["osel"][0], self.a ^ self.b, self.b & Replicate(g, 256)),
                           Mux(c["osel"][0], ~s[:256], s[:256]))),
         ]

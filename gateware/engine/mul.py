@@ -18,8 +18,10 @@ sits in each DSP48E1's P register). Then:
 * the result q = (s mod 2^255 + 19 * (s[255] + c)) mod 2^255: an add of a constant-sized term
   (f - p when c, else f); no 255-bit mux; again over two mul_clk, low half first.
 
-Schedule after the start edge (mul_clk): load, 15 rows, carry, add (2), decide, result (2):
-`cycles` = 21 mul_clk until `done`, whatever the operands; q holds until the next start. No carry
+Schedule after the start edge (mul_clk): load, 15 rows and the last row's accumulate (each row's
+limb select, products and accumulate are three register stages), carry, add (2; the
+normalize decision is taken with the high half, from local terms of its operands, not after
+it), result (2): `cycles` = 22 mul_clk until `done`, whatever the operands; q holds until the next start. No carry
 chain in the multiplier is longer than 128 bits within one mul_clk (a 256-bit one, 64 CARRY4 on
 xc7, was its longest path; docs/gateware.md, "Timing"). The sequencer takes the product when its
 latency countdown says so (sequencer.py checks `cycles` fits the spec's MUL latency).
@@ -85,15 +87,20 @@ class FieldMul(Module):
         s = Signal(n_bits + 1)
         c = Signal()
 
-        ROWS0, ROWS1 = 1, nl                       # steps 1..15: schoolbook rows
+        ROWS0, ROWS1 = 1, nl                       # steps 1..15: schoolbook rows (products)
+        ACC1 = nl + 1                              # step 16: the last row's accumulate
         # each 256-bit add over two mul_clk, its low half first (the carry between the halves is
         # registered): no carry chain longer than 128 bits in one 10 ns cycle
-        CARRY, ADD_LO, ADD_HI, DECIDE, NORM_LO, NORM_HI = (nl + k for k in range(1, 7))
+        CARRY, ADD_LO, ADD_HI, NORM_LO, NORM_HI = (ACC1 + k for k in range(1, 6))
         self.cycles = NORM_HI + 1                  # start edge -> done (mul_clk)
 
-        self.comb += a_limb.eq(Array([a_hold[k * LIMB:(k + 1) * LIMB] for k in range(nl)])[row])
-        for k in range(nl):
-            self.comb += prod[k].eq(a_limb * brot[k])
+        # three register stages per row (the DSP48E1's A, M and P registers): the limb of A, picked
+        # a step ahead (row + 1; limb 0 straight from the operand at the start); its products
+        # with the rotating B limbs; the accumulate. Without them a row was one path from the row
+        # counter through the limb mux, the multiply and the add (19.3 ns placed on an ECP5)
+        a_next = Signal(LIMB)
+        prod_first = Signal()                      # prod holds row 0's products: the accumulate starts from zero
+        self.comb += a_next.eq(Array([a_hold[k * LIMB:(k + 1) * LIMB] for k in range(1, nl)] + [0])[row])
 
         # the carry pass: low 17 bits of each column plus the carry of the column below; the top
         # column's carry wraps into limb 0 times 19
@@ -104,47 +111,55 @@ class FieldMul(Module):
         self.comb += [hi[0].eq(times(car[nl - 1][LIMB:], c19))] + [hi[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
         lo_cat = Cat(*[car[k][:LIMB] for k in range(nl)])
         hi_cat = Cat(*hi)
-        # normalize: f = s mod 2^255 + 19 s[255]; f >= p iff f + 19 >= 2^255
+        # normalize: f = s mod 2^255 + 19 s[255]; f >= p iff f + 19 >= 2^255 (the flag c)
         dec_low = Signal(low + 1)
-        fix = Signal(2)
         half = 128
         s_lo = Signal(half + 1)                    # low half of s = L + H and its carry out
-        q_lo = Signal(half + 1)                    # low half of the normalized result and its carry
+        q_lo = Signal(half + 1)                    # low half of s mod 2^255 + 19 s[255] and its carry
         # the high halves as signals of their own (inside a Verilog concatenation a sum has the
         # width of its widest operand: the carry out would be dropped)
         s_hi = Signal(n_bits + 1 - half)
         q_hi = Signal(n_bits - half)
         self.comb += [
             dec_low.eq(s[:low] + Mux(s[n_bits], 2 * c19, c19)),
-            fix.eq(s[n_bits] + c),
             s_hi.eq(lo_cat[half:] + hi_cat[half:] + s_lo[half]),
             q_hi.eq(s[half:n_bits] + q_lo[half]),
         ]
 
         sync += [
             If(go,
-                a_hold.eq(self.a[:n_bits]), row.eq(0),
+                a_hold.eq(self.a[:n_bits]), a_limb.eq(self.a[:LIMB]), row.eq(0),
                 *[brot[k].eq(self.b[k * LIMB:(k + 1) * LIMB]) for k in range(nl)],
                 step.eq(ROWS0), first.eq(1), self.done.eq(0), self.busy.eq(1),
-            ).Elif((step >= ROWS0) & (step <= ROWS1),
-                *[acc[k].eq(Mux(first, 0, acc[k]) + prod[k]) for k in range(nl)],
-                row.eq(row + 1),
-                brot[0].eq(times(brot[nl - 1], c19)),
-                *[brot[k].eq(brot[k - 1]) for k in range(1, nl)],
-                first.eq(0), step.eq(step + 1),
+            ).Elif((step >= ROWS0) & (step <= ACC1),
+                If(step <= ROWS1,
+                    *[prod[k].eq(a_limb * brot[k]) for k in range(nl)],
+                    a_limb.eq(a_next), row.eq(row + 1),
+                    brot[0].eq(times(brot[nl - 1], c19)),
+                    *[brot[k].eq(brot[k - 1]) for k in range(1, nl)],
+                ),
+                If(step >= ROWS0 + 1,
+                    *[acc[k].eq(Mux(prod_first, 0, acc[k]) + prod[k]) for k in range(nl)],
+                ),
+                prod_first.eq(first), first.eq(0), step.eq(step + 1),
             ).Elif(step == CARRY,
                 *carry_pass, step.eq(step + 1),
             ).Elif(step == ADD_LO,
                 s_lo.eq(lo_cat[:half] + hi_cat[:half]), step.eq(step + 1),
             ).Elif(step == ADD_HI,
                 s.eq(Cat(s_lo[:half], s_hi)), step.eq(step + 1),
-            ).Elif(step == DECIDE,
-                c.eq(dec_low[low] & (s[low:n_bits] == (1 << (n_bits - low)) - 1)), step.eq(step + 1),
             ).Elif(step == NORM_LO,
-                q_lo.eq(s[:half] + times(fix, c19)), step.eq(step + 1),
+                # f's low half (without c: when c is set the result is known apart, below), and c
+                q_lo.eq(s[:half] + times(s[n_bits], c19)),
+                c.eq(dec_low[low] & (s[low:n_bits] == (1 << (n_bits - low)) - 1)), step.eq(step + 1),
             ).Elif(step == NORM_HI,
                 self.q.eq(Cat(q_lo[:half], q_hi)),
                 self.done.eq(1), self.busy.eq(0), step.eq(0),
             )
         ]
+        # c set: bits 8..254 of s are ones and the low byte plus 19 (s[255] + 1) carries, so
+        # f + 19 = 2^255 + (low byte + 19 (s[255] + 1) - 256): the result is that low byte, every
+        # other bit zero. Written after the step chain so it takes priority: the result register's
+        # synchronous reset (bits 8..254) and an 8-bit choice, not a 255-bit mux
+        sync += If((step == NORM_HI) & c, self.q.eq(Cat(dec_low[:low], 0)))
         self.ios = {self.a, self.b, self.start, self.q, self.done, self.busy}

@@ -9,8 +9,9 @@ FIN, 3 per illegal opcode, 1 cycle from GO).
 
 Pipeline (eng_clk): the microcode RAM reads synchronously, so the next mpc (`mpc_next`) is its
 address one cycle ahead; issue in cycle t (register file addressed: a register of the window or
-a constant ROM row), execute in t + 1 (ALU results written at the end of t + 1, FADD/FSUB after
-their second pass at the end of t + 2; BRZ decides the next mpc); CSWAP reads its condition Rb
+a constant ROM row), execute in t + 1 (ALU results written at the end of t + 1; FADD/FSUB write
+their first pass's word then and, when it needs the p correction, their second pass's at the end
+of t + 2; BRZ decides the next mpc); CSWAP reads its condition Rb
 and Ra in t and Wd in t + 1, and writes Ra's old word at the end of t + 1 and Wd's at the end of
 t + 2, each to the other register when Rb[0] = 1 or back to its own (one write slot); a multiply
 starts in t + 1 on the mul_clk edge mid-cycle and its result is written at the end of cycle
@@ -69,8 +70,9 @@ class Engine(Module):
             uca = bits_for(g["ucode_words"] - 1)
             c = self.cut_ios
             port = lambda: _Cut(c, adr=rfa, dat_r=256, dat_w=256, we=1)  # noqa: E731
-            rf = type("RF", (), {"ra": port(), "rb": port(), "wa": port(), "wm": port()})()
-            uc = type("UC", (), {"rd": _Cut(c, adr=uca, dat_r=32), "wr": _Cut(c, adr=uca, dat_w=32, we=1)})()
+            rf = type("RF", (), {"ra": port(), "rb": port(), "wa": port(),
+                                 "wm": _Cut(c, adr=rfa, dat_r=256, dat_w=256, we=1, keep=256 // 32)})()
+            uc = type("UC", (), {"port": _Cut(c, adr=uca, dat_r=32, dat_w=32, we=1, re=1)})()
             ops = Alu(isa).ops
             alu = _Cut(c, ctl=alu_mod.CTL_BITS, a=256, b=256, q=256, fix=1)
             alu.ops = ops
@@ -117,7 +119,7 @@ class Engine(Module):
         self.bus_rf_dat_w = Signal(256)
         self.bus_rf_keep = Signal(256 // 32)  # 32-bit words of the row the bus write leaves as they are
         self.bus_rf_dat_r = Signal(256)   # port A data: address in one cycle, data the next
-        self.bus_uc_adr = Signal(len(uc.wr.adr))
+        self.bus_uc_adr = Signal(len(uc.port.adr))
         self.bus_uc_we = Signal()
         self.bus_uc_dat_w = Signal(32)
         self.bus_uc_dat_r = Signal(32)
@@ -125,11 +127,22 @@ class Engine(Module):
 
         f = s.fields
         word = Signal(32)
-        mpc_next = Signal(len(self.mpc))  # mpc in the next cycle: the microcode RAM reads synchronously
-        fetch = Signal()                  # the sequencer needs the word at mpc_next in the next cycle
-        self.comb += [uc.rd.adr.eq(Mux(fetch, mpc_next, self.bus_uc_adr)), word.eq(uc.rd.dat_r),
-                      self.bus_uc_dat_r.eq(uc.rd.dat_r),
-                      uc.wr.adr.eq(self.bus_uc_adr), uc.wr.dat_w.eq(self.bus_uc_dat_w), uc.wr.we.eq(self.bus_uc_we & self.bus_ok)]
+        mpc_next = Signal(len(self.mpc))  # mpc in the next cycle
+        fetch = Signal()                  # the sequencer needs a word in the next cycle
+        fetch_adr = Signal(len(self.mpc))  # which word: mpc_next, or mpc + 1 when mpc_next may be mpc
+        stay = Signal()                   # running and mpc stays: the port keeps the word at mpc
+        # one port: the sequencer's fetch, else the bus (which writes only while idle or paused,
+        # never in a cycle the sequencer fetches: the GO cycle and the resume cycle fetch).
+        # Prefetch without a decision in the address: while running, the RAM is addressed at
+        # mpc + 1 whether or not the word at mpc issues; if it does not, mpc stays and the port's
+        # read enable is low, so it keeps the word at mpc. The RAM's address never waits for this
+        # cycle's decode and scoreboard (a block RAM's output through them and the address muxes
+        # back into its address was the eng_clk loop on the ECP5), and the word in every cycle is
+        # the word at mpc, as before: no cycle count changes.
+        self.comb += [uc.port.adr.eq(Mux(fetch, fetch_adr, self.bus_uc_adr)), word.eq(uc.port.dat_r),
+                      uc.port.re.eq(~(fetch & stay)),
+                      self.bus_uc_dat_r.eq(uc.port.dat_r),
+                      uc.port.dat_w.eq(self.bus_uc_dat_w), uc.port.we.eq(self.bus_uc_we & self.bus_ok & ~fetch)]
         fld = {k: word[f[k].lsb:f[k].lsb + f[k].width] for k in ("opcode", "ra", "ca", "rb", "cb", "wd", "imm")}
 
         cw = bits_for(max([e.cycles for e in table.values()] + [e.latency for e in table.values()] + [I.illegal_cycles, I.go_cycles]))
@@ -234,12 +247,13 @@ class Engine(Module):
             ).Else(
                 rf.ra.adr.eq(row(fld["ra"], fld["ca"])),
             ),
-            # port B: CSWAP's Wd in t + 1 (its Ra at issue); in pass 1 of FADD/FSUB, p or zero for
-            # pass 2 (by the ALU's fix); at issue, what the op's B operand is (alu.B_*)
+            # port B: CSWAP's Wd in t + 1 (its Ra at issue); in pass 1 of FADD/FSUB, p for pass 2
+            # (always: pass 2's `fix` decides whether its word is written, alu.py); at issue, what
+            # the op's B operand is (alu.B_*)
             If(cs_ex,
                 rf.rb.adr.eq(base | ex_wd),
             ).Elif(ex_v & (ex_kind == dec.K_ALU) & ex_two,
-                rf.rb.adr.eq(Mux(alu.fix, hw_rows[alu_mod.B_P], hw_rows[alu_mod.B_ZERO])),
+                rf.rb.adr.eq(hw_rows[alu_mod.B_P]),
             ).Elif(d_kind == dec.K_CSWAP,
                 rf.rb.adr.eq(base | fld["ra"]),
             ).Else(
@@ -257,7 +271,10 @@ class Engine(Module):
         # array's per-word enables (`keep`), so the bus's 32-bit write needs no merge
         alu_we = Signal()
         self.comb += [
-            alu_we.eq(((ex_v & (ex_kind == dec.K_ALU) & ~ex_two) | p2) & en),
+            # FADD / FSUB write pass 1's word (t + 1) and, when the ALU's fix says so, pass 2's
+            # corrected word over it (t + 2): readable at t + 3 either way (the scoreboard keeps
+            # every reader of Wd off it until then)
+            alu_we.eq(((ex_v & (ex_kind == dec.K_ALU)) | (p2 & alu.fix)) & en),
             rf.wa.adr.eq(base | Mux(cs_ex, Mux(swap, ex_wd, ex_ra), Mux(cs2, Mux(cs_swap, ex_ra, ex_wd), ex_wd))),
             rf.wa.dat_w.eq(alu.q), rf.wa.we.eq(~self.bus_ok & (alu_we | ((cs_ex | cs2) & en))),
         ]
@@ -300,6 +317,30 @@ class Engine(Module):
 
         brz_halt = Signal()
         self.comb += brz_halt.eq(Mux(zero, (target == stop) | (target < start) | (target > stop), ex_mpc == stop))
+        brz_ex = Signal()
+        self.comb += brz_ex.eq(ex_v & (ex_kind == dec.K_BRZ))
+        # the word to fetch, from registers (and BRZ's zero test) only: mpc_next exactly where it
+        # does not depend on an issue (GO, resume, a BRZ's next word; a BRZ that halts fetches a
+        # word nobody uses), else mpc + 1, read only when mpc moves there (`stay` low)
+        self.comb += [
+            If(state == IDLE,
+                fetch_adr.eq(self.mpstart),
+            ).Elif(paused,
+                fetch_adr.eq(Mux(self.mpresume_we, self.mpresume_dat, self.mpc)),
+            ).Elif(brz_ex,
+                fetch_adr.eq(Mux(zero, target, ex_mpc + 1)),
+            ).Else(
+                fetch_adr.eq(self.mpc + 1),
+            ),
+        ]
+        # mpc stays unless it advances past an issued word; running, outside a BRZ's execute
+        # cycle, mpc_next is mpc or mpc + 1, which differ in bit 0: one XOR, not a 10-bit equality
+        # (a carry chain at the end of the loop)
+        advance = Signal()
+        self.comb += [
+            advance.eq(is_issue & (d_kind != dec.K_ILLEGAL) & (d_kind != dec.K_FIN) & (d_kind != dec.K_BRZ) & (self.mpc != stop)),
+            stay.eq((state != IDLE) & ~paused & ~brz_ex & (mpc_next[0] == self.mpc[0])),
+        ]
         self.comb += [
             mpc_next.eq(self.mpc),
             If(state == IDLE,
@@ -310,7 +351,7 @@ class Engine(Module):
                 If(ex_v & (ex_kind == dec.K_BRZ) & ~brz_halt,
                     mpc_next.eq(Mux(zero, target, ex_mpc + 1)),
                 ),
-                If(is_issue & (d_kind != dec.K_ILLEGAL) & (d_kind != dec.K_FIN) & (d_kind != dec.K_BRZ) & (self.mpc != stop),
+                If(advance,
                     mpc_next.eq(self.mpc + 1),
                 ),
             ),

@@ -12,9 +12,10 @@ own (out-of-context), with the spec's periods.
 Exceptions the design relies on (docs/gateware.md, "Register file and clocks"), and nothing
 else: the register-file array samples its read addresses only on the mul_clk edges aligned with
 eng_clk and its outputs change only there, so the eng_clk -> array (read address) and array ->
-eng_clk paths get two mul_clk periods (a multicycle of 2 on the mul_clk side), and so do the paths
-from the array's output back into its read address through eng_clk logic alone (FADD / FSUB's
-pass-1 decision picks port B's next row); the write
+eng_clk paths get two mul_clk periods (a multicycle of 2 on the mul_clk side). No path goes from
+the array's output back into its read address without a register (FADD / FSUB read p on port B
+for their second pass whatever the first gave, alu.py), so there is no array -> array exception;
+the write
 requests (`wa_*_q`, `wm_*_q`, eng_clk registers written on the next mid-cycle edge) keep the
 default single mul_clk period. Every other crossing (the Wishbone adapter's handshake between
 sys_clk and eng_clk, the multipliers' start and product between eng_clk and mul_clk) is timed
@@ -69,10 +70,6 @@ set_multicycle_path 0 -hold -end -from $rf_wreq -to $rf_array
 # eng_clk period later (2 x mul_clk, counted on the launching mul_clk)
 set_multicycle_path 2 -setup -start -from $rf_array -to [get_clocks eng_clk]
 set_multicycle_path 1 -hold -start -from $rf_array -to [get_clocks eng_clk]
-# read data into the next read address through eng_clk logic without a register (FADD / FSUB's
-# pass-1 decision picks port B's row p or zero): launched and sampled on aligned edges only
-set_multicycle_path 2 -setup -from $rf_array -to $rf_array
-set_multicycle_path 1 -hold -from $rf_array -to $rf_array
 """
 
 

@@ -1,6 +1,7 @@
 """ALU on Verilator against Python integers, driven as the sequencer drives it: the op's control
 word, the B operand its `b_source` names (Rb, Ra again, or a hardware row: zero, one, p), and
-for FADD / FSUB a second pass whose B operand is p or zero by the first pass's `fix`. Edge
+for FADD / FSUB pass 1's word, then a second pass with p on the B port whose word replaces it
+when the ALU's `fix` says so (the sequencer's second write). Edge
 operands (0, 1, p - 1, p, p + 1, 2^255 +- 1, 2^256 - 19, 2^256 - 1, ...) in every pair, plus
 random ones; every op of v2 (a superset of v1's)."""
 
@@ -66,14 +67,14 @@ def run(sim, m, a, b):
     sim.poke("b", bv)
     if m not in alu_mod.TWO_PASS:
         return sim.peek("q")
-    fix = sim.peek("fix")
+    q1 = sim.peek("q")                           # pass 1's word, written
     sim.tick()                                   # pass 1 into r
     sim.poke("ctl", alu_mod.control(m, True))
     sim.poke("a", random.getrandbits(256))       # the A port carries nothing for pass 2
-    sim.poke("b", rows[alu_mod.B_P] if fix else rows[alu_mod.B_ZERO])
-    q = sim.peek("q")
+    sim.poke("b", rows[alu_mod.B_P])             # and the B port always p
+    q2, fix = sim.peek("q"), sim.peek("fix")
     sim.tick()
-    return q
+    return q2 if fix else q1
 
 
 def edges():
