@@ -131,13 +131,17 @@ impl Screen {
     pub fn show(&mut self, rows: &[String]) -> usize {
         let mut n = 0;
         for (i, r) in rows.iter().enumerate() {
-            let cut: String = r.chars().take(COLS).collect();
-            if i < ROWS && self.shown[i].as_deref() == Some(cut.as_str()) {
+            // compared without a copy: most rows are unchanged most frames
+            let cut: &str = match r.char_indices().nth(COLS) {
+                Some((at, _)) => &r[..at],
+                None => r,
+            };
+            if i < ROWS && self.shown[i].as_deref() == Some(cut) {
                 continue;
             }
-            self.glyphs.draw_row(&mut self.fb, i, &cut);
+            self.glyphs.draw_row(&mut self.fb, i, cut);
             if i < ROWS {
-                self.shown[i] = Some(cut);
+                self.shown[i] = Some(cut.to_string());
             }
             n += 1;
         }

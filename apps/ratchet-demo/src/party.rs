@@ -194,6 +194,11 @@ pub struct Party {
     /// Bob: the reply to an accepted message, queued in the same store write as the acceptance
     /// (a crash can never lose a reply).
     pub auto_reply: Option<Box<dyn Fn(u32, &str) -> String + Send>>,
+    /// Called between the pieces of work of one [`Self::tick`] (before each further frame, each
+    /// text to encrypt, the store write): Bob on the device passes the core on there
+    /// (`xous::yield_slice`), so a process that woke meanwhile (Alice's UI) need not wait for
+    /// his whole tick or quantum. None: no pauses.
+    pub pause: Option<fn()>,
     pub saves: u64,
     pub save_time: Duration,
 }
@@ -284,6 +289,7 @@ impl Party {
             last_dh: None,
             last_kem: None,
             auto_reply: None,
+            pause: None,
             saves: 0,
             save_time: Duration::ZERO,
         }
@@ -383,6 +389,9 @@ impl Party {
             let mut n = 0;
             while self.inflight.is_none() && n < INBOX_PER_TICK && self.retry_after.is_none() {
                 let Some((from, data)) = self.inbox.pop_front() else { break };
+                if n > 0 {
+                    self.pause();
+                }
                 n += 1;
                 self.handle_frame(from, data, dh, rng, now);
                 // a synchronous runner finishes at once
@@ -390,6 +399,10 @@ impl Party {
             }
             let mut n = 0;
             while self.inflight.is_none() && n < INBOX_PER_TICK {
+                if !self.can_encrypt() {
+                    break;
+                }
+                self.pause();
                 if !self.encrypt_next() {
                     break;
                 }
@@ -397,6 +410,7 @@ impl Party {
             }
         }
         if self.dirty {
+            self.pause();
             self.save()?;
         }
         // the store holds everything these depend on: release them
@@ -416,6 +430,17 @@ impl Party {
             }
         }
         Ok(())
+    }
+
+    fn pause(&self) {
+        if let Some(p) = self.pause {
+            p();
+        }
+    }
+
+    /// The next queued text can be encrypted now (its session can send).
+    fn can_encrypt(&self) -> bool {
+        self.to_send.front().is_some_and(|(peer, _)| self.sessions.get(peer).is_some_and(|s| s.can_send()))
     }
 
     /// How long a responder's owner may wait for an event (a frame, a finished DH batch: they
@@ -440,8 +465,7 @@ impl Party {
             // tick takes nothing from the inbox or the texts before then
             Some(t) if now < t => at(t - now),
             _ if self.inflight.is_none() => {
-                let can_encrypt = self.to_send.front().is_some_and(|(peer, _)| self.sessions.get(peer).is_some_and(|s| s.can_send()));
-                if !self.inbox.is_empty() || can_encrypt {
+                if !self.inbox.is_empty() || self.can_encrypt() {
                     return Some(Duration::ZERO);
                 }
             }

@@ -414,12 +414,18 @@ fn a_full_store_refuses_texts_and_releases_no_frame_it_could_not_store() {
 }
 
 /// A responder says how long its owner may wait for an event: nothing to do (None), a frame
-/// to handle now (zero), a reply waiting for its acknowledgement (its retransmission's time).
+/// to handle now (zero), a reply waiting for its acknowledgement (its retransmission's time);
+/// and his tick pauses between its pieces of work.
 #[test]
-fn a_responder_says_how_long_it_may_wait_for_an_event() {
+fn a_responder_says_how_long_it_may_wait_and_pauses_between_pieces_of_work() {
     let mut w = World::new("wait-hint", Faults::default(), 9);
     // longer than a tick takes here (a debug build's PQXDH acceptance): no retransmission due yet
     w.bob.retry = Duration::from_secs(60);
+    static PAUSES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    fn pause() {
+        PAUSES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    w.bob.pause = Some(pause);
     assert_eq!(w.bob.wait_hint(Instant::now()), None);
     w.send_alice();
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -441,6 +447,8 @@ fn a_responder_says_how_long_it_may_wait_for_an_event() {
     w.bob.tick(Instant::now(), w.db.as_mut(), &mut OsRng).unwrap();
     let out = w.bob.take_outgoing();
     assert!(!out.is_empty(), "Bob sent no reply");
+    // his tick paused between its pieces: before encrypting the reply and before the store write
+    assert!(PAUSES.load(std::sync::atomic::Ordering::SeqCst) >= 2, "Bob's tick never paused");
     let h = w.bob.wait_hint(Instant::now()).expect("his reply waits for its acknowledgement");
     assert!(h > Duration::ZERO && h <= w.bob.retry, "{h:?}");
     for (to, f) in out {

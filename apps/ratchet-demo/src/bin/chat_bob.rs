@@ -121,6 +121,12 @@ fn main() -> ! {
     })
     .unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
     party.auto_reply = Some(Box::new(reply));
+    // on the device, Alice's UI shares the one core: between the pieces of a tick Bob passes it
+    // on to whoever woke meanwhile (hosted, every process has a host thread: no pauses)
+    #[cfg(target_os = "xous")]
+    {
+        party.pause = Some(xous::yield_slice);
+    }
     match refill_pq(&mut party, &mut rng, pq_opks) {
         Ok(n) if n > 0 => log::info!("chat-bob: {n} new ML-KEM-1024 prekeys"),
         Ok(_) => {}
