@@ -274,7 +274,13 @@ mod device {
         step_us: u64,
         /// the rows last built (the screen's text)
         rows: Vec<String>,
+        /// the conversation's rows, and the history they show: (entries, acknowledged, the
+        /// last entry's direction, peer and number)
+        conv: Vec<String>,
+        conv_key: Option<ConvKey>,
     }
+
+    type ConvKey = (usize, usize, Option<(bool, u32, u32)>);
 
     /// The ticker's text row (xtask's device-chat bench reads frames off it).
     const TICKER: usize = 49;
@@ -428,7 +434,7 @@ mod device {
             format!("frame {} {:.0} ms p99 {:.0} worst {:.0}", self.stats.frames, self.stats.last(), self.stats.p99(), self.stats.worst)
         }
 
-        fn rows(&self) -> Vec<String> {
+        fn rows(&mut self) -> Vec<String> {
             const W: usize = Screen::COLS;
             let sep = "-".repeat(W);
             let c = self.party.counters();
@@ -440,16 +446,23 @@ mod device {
             };
             rows.push(format!("DH: {dev}, {}", if self.args.sync_dh { "on the UI thread" } else { "async" }));
             rows.push(sep.clone());
-            let entries: Vec<String> = self
-                .party
-                .history()
-                .iter()
-                .map(|e| match e.dir {
-                    Dir::Out => format!("you #{} {} {}", e.seq, e.text, if e.acked { "[ok]" } else { "[..]" }),
-                    Dir::In => format!("Bob #{} {}", e.seq, e.text),
-                })
-                .collect();
-            rows.extend(conversation_rows(&entries, W, 38));
+            // the conversation's rows change only with a new entry or an acknowledgement: built
+            // again (every entry formatted and wrapped) only then. The key names the last entry
+            // too: a full history drops its oldest as a new one comes, its length stays.
+            let h = self.party.history();
+            let key = (h.len(), h.iter().filter(|e| e.acked).count(), h.last().map(|e| (e.dir == Dir::Out, e.peer, e.seq)));
+            if self.conv_key != Some(key) {
+                let entries: Vec<String> = h
+                    .iter()
+                    .map(|e| match e.dir {
+                        Dir::Out => format!("you #{} {} {}", e.seq, e.text, if e.acked { "[ok]" } else { "[..]" }),
+                        Dir::In => format!("Bob #{} {}", e.seq, e.text),
+                    })
+                    .collect();
+                self.conv = conversation_rows(&entries, W, 38);
+                self.conv_key = Some(key);
+            }
+            rows.extend(self.conv.iter().cloned());
             rows.push(sep.clone());
             let mut act: Vec<String> = self.activity.iter().cloned().collect();
             act.resize(5, String::new());
@@ -516,6 +529,8 @@ mod device {
             steps: 0,
             step_us: 0,
             rows: Vec::new(),
+            conv: Vec::new(),
+            conv_key: None,
         };
         // the first frame clears the whole panel
         ui.screen.fb.clear_screen();
