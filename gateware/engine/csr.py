@@ -111,12 +111,18 @@ class EngineBus(Module):
         win = Signal(8)
         reg = Signal(8)
         word = Signal(3)
+        # both regions are aligned powers of two: membership is an equality of the high address
+        # bits and the offset is the low bits (no subtraction or comparison: each is a carry
+        # chain after the bus adapter's registers, on the way into the microcode RAM's port)
+        luc, lrf = m["ucode_size"].bit_length() - 1, m["rf_size"].bit_length() - 1
+        assert m["ucode_size"] == 1 << luc and uc0 % (1 << luc) == 0, "the microcode window is an aligned power of two"
+        assert m["rf_size"] == 1 << lrf and rf0 % (1 << lrf) == 0, "the register window is an aligned power of two"
         self.comb += [
-            in_uc.eq((self.adr >= uc0) & (self.adr < ucn) & (self.adr[:2] == 0)),
-            rel.eq(self.adr - rf0),
+            in_uc.eq((self.adr[luc:] == uc0 >> luc) & (self.adr[:2] == 0)),
+            rel.eq(self.adr[:lrf]),
             win.eq(rel[lws:]), reg.eq(rel[lrs:lws]), word.eq(rel[2:lrs]),
-            in_rf.eq((self.adr >= rf0) & (self.adr < rfn) & (self.adr[:2] == 0) & (reg < regs) & (win < g["windows"])),
-            e.bus_uc_adr.eq((self.adr - uc0) >> 2),
+            in_rf.eq((self.adr[lrf:] == rf0 >> lrf) & (self.adr[:2] == 0) & (reg < regs) & (win < g["windows"])),
+            e.bus_uc_adr.eq(self.adr[2:luc]),
             e.bus_rf_adr.eq(win * regs + reg),
             e.bus_uc_dat_w.eq(self.dat_w),
         ]

@@ -104,11 +104,16 @@ class FieldMul(Module):
 
         # the carry pass: low 17 bits of each column plus the carry of the column below; the top
         # column's carry wraps into limb 0 times 19
-        carry_pass = [car[k].eq(acc[k][:LIMB] + (acc[k - 1][LIMB:col_bits] if k else times(acc[nl - 1][LIMB:col_bits], c19)))
+        car_nx = [Signal(len(car[k]), name=f"car_nx{k}") for k in range(nl)]
+        self.comb += [car_nx[k].eq(acc[k][:LIMB] + (acc[k - 1][LIMB:col_bits] if k else times(acc[nl - 1][LIMB:col_bits], c19)))
                       for k in range(nl)]
+        # the top carry times 19 (it re-enters limb 0 of H) is registered with the carry pass,
+        # not computed in front of the 128-bit add that takes it
+        hi0 = Signal(LIMB)
+        carry_pass = [car[k].eq(car_nx[k]) for k in range(nl)] + [hi0.eq(times(car_nx[nl - 1][LIMB:], c19))]
         # L + H: the 17-bit parts, and the carries one limb up (the top one wrapped x19)
         hi = [Signal(LIMB, name=f"hi{k}") for k in range(nl)]
-        self.comb += [hi[0].eq(times(car[nl - 1][LIMB:], c19))] + [hi[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
+        self.comb += [hi[0].eq(hi0)] + [hi[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
         lo_cat = Cat(*[car[k][:LIMB] for k in range(nl)])
         hi_cat = Cat(*hi)
         # normalize: f = s mod 2^255 + 19 s[255]; f >= p iff f + 19 >= 2^255 (the flag c)
