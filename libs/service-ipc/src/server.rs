@@ -155,6 +155,23 @@ where
     drop(prepare_archive_in_place(env, msg, bad_message)); // dropping the envelope replies
 }
 
+/// Sends a reply made ready by [`prepare_archive_in_place`] and says whether it reached its
+/// sender. Dropping an envelope whose memory cannot go back (its sender is gone) panics, so a
+/// server that keeps requests for a long time sends them this way and keeps what it could not
+/// deliver. A message that carries no memory is answered by dropping it, as usual.
+pub fn send_prepared(env: MessageEnvelope) -> Result<(), xous::Error> {
+    let sender = env.sender;
+    let r = match &env.body {
+        Message::MutableBorrow(m) => xous::return_memory_offset_valid(sender, m.buf, m.offset, m.valid),
+        _ => {
+            drop(env);
+            return Ok(());
+        }
+    };
+    core::mem::forget(env); // its memory went back above (or cannot go back at all)
+    r
+}
+
 /// [`reply_archive_in_place`] without sending: the envelope comes back ready (the archive
 /// written, `offset` and `valid` set), for the caller to send by dropping it or with its next
 /// receive (`xous::reply_and_receive_next`: one syscall for both). A page too small for the

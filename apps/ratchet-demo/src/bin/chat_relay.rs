@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use ratchet_demo::relay_api::{Faults, Frame, Opcode, RelayStats, Status, MAGIC, SERVER_NAME};
 use ratchet_demo::relay_net::Net;
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{decode_request, prepare_archive_in_place, reply_archive, reply_bad_kind, reply_error, reply_ok, scalar_args, Kind};
+use service_ipc::server::{decode_request, prepare_archive_in_place, reply_archive, send_prepared, reply_bad_kind, reply_error, reply_ok, scalar_args, Kind};
 use xous::{Message, MessageEnvelope};
 
 const OPTS: &[Opt] = &[
@@ -43,21 +43,17 @@ struct Relay {
     armed: Option<u64>,
 }
 
-/// Answers a kept `RecvWait` with `f`. False if its sender could not be answered (its process
-/// is gone): the caller keeps the frame. The reply is sent here rather than by dropping the
-/// envelope, whose drop panics when the memory cannot go back.
+/// Answers a kept `RecvWait` with `f`. False if `f` did not reach its sender (its process is
+/// gone, or its page cannot hold the reply and got an error instead): the caller keeps the frame.
 fn answer(env: MessageEnvelope, f: Frame) -> bool {
-    let Some(mut env) = prepare_archive_in_place(env, f, Status::BadMessage) else { return true };
-    let sender = env.sender;
-    let r = match &mut env.body {
-        Message::MutableBorrow(m) => xous::return_memory_offset_valid(sender, m.buf, m.offset, m.valid),
-        _ => return true,
-    };
-    std::mem::forget(env); // answered above
-    if let Err(e) = &r {
-        log::warn!("chat-relay: a waiting receiver could not be answered ({e:?}); its frame stays queued");
+    let Some(env) = prepare_archive_in_place(env, f, Status::BadMessage) else { return false };
+    match send_prepared(env) {
+        Ok(()) => true,
+        Err(e) => {
+            log::warn!("chat-relay: a waiting receiver could not be answered ({e:?}); its frame stays queued");
+            false
+        }
     }
-    r.is_ok()
 }
 
 impl Relay {
