@@ -117,6 +117,33 @@ impl Relay {
         Ok(Some((f.from, p.to_vec())))
     }
 
+    /// A thread of its own (named `name`) that waits on the relay for mailbox `me`'s frames
+    /// ([`Relay::recv_wait`]: nobody polls) and hands each, or each error, to `deliver`; it ends
+    /// when `deliver` returns false. After an error it waits 500 ms before asking again (a relay
+    /// that fails is not hammered).
+    pub fn spawn_receiver<F>(mut self, me: u32, name: &str, mut deliver: F) -> std::io::Result<()>
+    where
+        F: FnMut(Result<(u32, Vec<u8>), RelayError>) -> bool + Send + 'static,
+    {
+        std::thread::Builder::new().name(name.into()).spawn(move || loop {
+            match self.recv_wait(me) {
+                Ok(Some(frame)) => {
+                    if !deliver(Ok(frame)) {
+                        return;
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    if !deliver(Err(e)) {
+                        return;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(500));
+                }
+            }
+        })?;
+        Ok(())
+    }
+
     /// Every frame waiting in mailbox `me`, in order, to `take` (see [`drain_with`]).
     pub fn drain(&mut self, me: u32, take: impl FnMut(u32, Vec<u8>) -> bool) -> (usize, DrainEnd<RelayError>) {
         drain_with(|| self.recv(me), take)

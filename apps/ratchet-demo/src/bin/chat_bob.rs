@@ -233,28 +233,16 @@ const REPORT: Duration = Duration::from_secs(5);
 /// A thread of its own that waits on the relay for Bob's frames (`RecvWait`: answered when one
 /// comes) and hands them to his loop.
 fn start_receiver(tx: mpsc::Sender<Wake>) -> Result<(), String> {
-    let mut relay = Relay::new().map_err(|e| e.to_string())?;
-    std::thread::Builder::new()
-        .name("chat-bob-recv".into())
-        .spawn(move || loop {
-            match relay.recv_wait(BOB) {
-                Ok(Some((from, data))) => {
-                    if tx.send(Wake::Frame(from, data)).is_err() {
-                        return;
-                    }
-                }
-                Ok(None) => {}
-                Err(e) => {
-                    if tx.send(Wake::RelayError(e.to_string())).is_err() {
-                        return;
-                    }
-                    // a relay that fails is asked again, not hammered
-                    std::thread::sleep(Duration::from_millis(500));
-                }
-            }
+    let relay = Relay::new().map_err(|e| e.to_string())?;
+    relay
+        .spawn_receiver(BOB, "chat-bob-recv", move |r| {
+            tx.send(match r {
+                Ok((from, data)) => Wake::Frame(from, data),
+                Err(e) => Wake::RelayError(e.to_string()),
+            })
+            .is_ok()
         })
-        .map_err(|e| format!("spawn the relay receiver: {e}"))?;
-    Ok(())
+        .map_err(|e| format!("spawn the relay receiver: {e}"))
 }
 
 #[cfg(test)]

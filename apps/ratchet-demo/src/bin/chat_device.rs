@@ -197,26 +197,15 @@ mod device {
     /// on the relay for Alice's frames (`RecvWait`: the relay answers when one comes), each on
     /// its own connection. Neither polls.
     fn start_net(mut relay: Relay, tx: mpsc::Sender<Ev>) -> mpsc::Sender<NetCmd> {
-        let mut inbound = Relay::new().unwrap_or_else(|e| die(&e.to_string()));
+        let inbound = Relay::new().unwrap_or_else(|e| die(&e.to_string()));
         let rtx = tx.clone();
-        std::thread::Builder::new()
-            .name("chat-recv".into())
-            .spawn(move || loop {
-                match inbound.recv_wait(ALICE) {
-                    Ok(Some((from, data))) => {
-                        if rtx.send(Ev::Frame(from, data)).is_err() {
-                            return;
-                        }
-                    }
-                    Ok(None) => {}
-                    Err(e) => {
-                        if rtx.send(Ev::NetError(format!("recv: {e}"))).is_err() {
-                            return;
-                        }
-                        // a relay that fails is asked again, not hammered
-                        std::thread::sleep(Duration::from_millis(500));
-                    }
-                }
+        inbound
+            .spawn_receiver(ALICE, "chat-recv", move |r| {
+                rtx.send(match r {
+                    Ok((from, data)) => Ev::Frame(from, data),
+                    Err(e) => Ev::NetError(format!("recv: {e}")),
+                })
+                .is_ok()
             })
             .expect("spawn the receiver thread");
         let (ctx, crx) = mpsc::channel::<NetCmd>();
