@@ -25,7 +25,8 @@ pub const CONTROL_NAME: &str = "_Engine25519 control_";
 pub const CONTROL_SLOTS: u32 = 1;
 /// Protocol version (answered by `Opcode::Version`).
 /// 2: error replies follow docs/ipc.md, privileged opcodes moved to the control server.
-pub const API_VERSION: u32 = 2;
+/// 3: `Opcode::X25519Batch`.
+pub const API_VERSION: u32 = 3;
 /// Every request struct starts with this magic; anything else is rejected as `BadMessage`.
 pub const MAGIC: u32 = 0x4532_3551; // "E25Q"
 
@@ -64,9 +65,12 @@ pub enum Opcode {
     /// engine where it stopped
     Resume = 6,
     /// CONTROL server only. blocking scalar -> Scalar1(0) once every queued job has been
-    /// answered; from then on X25519, LoadProgram and RunJob are refused with `BadState` (the
-    /// process stays to answer: clients never hang on a vanished server)
+    /// answered; from then on X25519, X25519Batch, LoadProgram and RunJob are refused with
+    /// `BadState` (the process stays to answer: clients never hang on a vanished server)
     Quit = 7,
+    /// lend_mut [`X25519BatchMsg`]: 1..=[`MAX_BATCH`] X25519s in one request, run back to back
+    /// on the engine and answered together (one reply with every result, or one error)
+    X25519Batch = 8,
 }
 
 impl Opcode {
@@ -204,6 +208,60 @@ pub struct X25519Msg {
 impl X25519Msg {
     pub fn new(scalar: [u8; 32], u: [u8; 32]) -> Self {
         X25519Msg { magic: MAGIC, status: Status::Internal as u32, backend: 0, window: 0, cycles: 0, scalar, u, result: [0; 32] }
+    }
+}
+
+/// Most X25519s one [`Opcode::X25519Batch`] request carries.
+pub const MAX_BATCH: usize = 4;
+
+/// Several X25519s in one request ([`Opcode::X25519Batch`]). Jobs `0..count` are used; the
+/// unused slots must be zero in a request and are zero in a reply. One reply carries every
+/// result (each computed as [`Opcode::X25519`] computes it), or the request fails as a whole
+/// with one error code (the first job's error in job order; the results of the other jobs are
+/// then not returned).
+#[derive(Archive, Serialize, Deserialize, Debug, Clone, Copy)]
+pub struct X25519BatchMsg {
+    pub magic: u32,
+    /// response: [`Status::Ok`]
+    pub status: u32,
+    /// request: jobs in the batch, 1..=[`MAX_BATCH`] (anything else: `BadArgument`)
+    pub count: u32,
+    /// response: [`BackendId`] that computed the results
+    pub backend: u32,
+    /// response: engine window each job ran in
+    pub windows: [u32; MAX_BATCH],
+    /// response: engine cycles (eng_clk) each job spent (the `hw` backend: full ticks, as for X25519)
+    pub cycles: [u64; MAX_BATCH],
+    /// request: scalars (clamped by the engine program); zeroed in the reply
+    pub scalars: [[u8; 32]; MAX_BATCH],
+    /// request: u coordinates; zeroed in the reply
+    pub us: [[u8; 32]; MAX_BATCH],
+    /// response: result u coordinates
+    pub results: [[u8; 32]; MAX_BATCH],
+}
+
+impl X25519BatchMsg {
+    /// A request for `jobs` (at most [`MAX_BATCH`]; more are an error of the caller).
+    pub fn new(jobs: &[([u8; 32], [u8; 32])]) -> Option<Self> {
+        if jobs.len() > MAX_BATCH {
+            return None;
+        }
+        let mut m = X25519BatchMsg {
+            magic: MAGIC,
+            status: Status::Internal as u32,
+            count: jobs.len() as u32,
+            backend: 0,
+            windows: [0; MAX_BATCH],
+            cycles: [0; MAX_BATCH],
+            scalars: [[0; 32]; MAX_BATCH],
+            us: [[0; 32]; MAX_BATCH],
+            results: [[0; 32]; MAX_BATCH],
+        };
+        for (i, (k, u)) in jobs.iter().enumerate() {
+            m.scalars[i] = *k;
+            m.us[i] = *u;
+        }
+        Some(m)
     }
 }
 

@@ -10,8 +10,8 @@ use xous::CID;
 use xous_ipc::Buffer;
 
 use crate::api::{
-    self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, NUM_WINDOWS,
-    UCODE_WORDS, WINDOW_ANY,
+    self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519BatchMsg, X25519Msg, MAGIC, MAX_BATCH, NUM_REGS,
+    NUM_WINDOWS, UCODE_WORDS, WINDOW_ANY,
 };
 
 /// Errors returned by the client library.
@@ -77,6 +77,8 @@ pub(crate) struct Inner {
     pub(crate) conn: CID,
     /// reused one-page buffer for X25519 calls (a new Buffer per call costs ~30 us)
     xbuf: Mutex<Option<Buffer<'static>>>,
+    /// the same for X25519Batch calls
+    bbuf: Mutex<Option<Buffer<'static>>>,
     /// program content hash -> (words, server handle)
     programs: Mutex<HashMap<u64, (Vec<u32>, u32)>>,
     /// the async worker pool, started on first use
@@ -105,7 +107,7 @@ impl Engine25519 {
         let xns = xous_api_names::XousNames::new()?;
         let conn = xns.request_connection_blocking(api::SERVER_NAME)?;
         Ok(Engine25519 {
-            inner: Arc::new(Inner { conn, xbuf: Mutex::new(None), programs: Mutex::new(HashMap::new()), pool: OnceLock::new() }),
+            inner: Arc::new(Inner { conn, xbuf: Mutex::new(None), bbuf: Mutex::new(None), programs: Mutex::new(HashMap::new()), pool: OnceLock::new() }),
         })
     }
 
@@ -154,6 +156,57 @@ impl Engine25519 {
         let r: X25519Msg = service_ipc::client::lend_mut_wiping(self.inner.conn, buf, Opcode::X25519 as u32)?;
         status_result(r.status)?;
         Ok(X25519Reply { result: r.result, backend: BackendId::from_u32(r.backend), cycles: r.cycles, window: r.window })
+    }
+}
+
+impl Engine25519 {
+    /// Several X25519s (RFC 7748) on the engine, each `scalar * u` for one `(scalar, u)` of
+    /// `jobs`, results in the same order. Up to [`MAX_BATCH`] jobs travel in one request
+    /// (`Opcode::X25519Batch`): the server runs them back to back and answers them together,
+    /// which saves the per-call IPC and scheduling cost of separate calls; a longer list is
+    /// sent as consecutive requests of at most [`MAX_BATCH`]. An empty list returns at once
+    /// with no result. All or nothing: any job's error fails the call (no result is returned).
+    /// Blocks until every result is ready (see [`Engine25519::x25519_batch_async`]).
+    pub fn x25519_batch(&self, jobs: &[([u8; 32], [u8; 32])]) -> Result<Vec<X25519Reply>, Error> {
+        let mut out = Vec::with_capacity(jobs.len());
+        for chunk in jobs.chunks(MAX_BATCH) {
+            self.x25519_batch_one(chunk, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    /// One X25519Batch request of 1..=MAX_BATCH jobs; the replies are appended to `out`.
+    fn x25519_batch_one(&self, jobs: &[([u8; 32], [u8; 32])], out: &mut Vec<X25519Reply>) -> Result<(), Error> {
+        use zeroize::Zeroize;
+        let mut msg = X25519BatchMsg::new(jobs).ok_or(Error::Protocol("batch too long"))?;
+        let mut guard = self.inner.bbuf.lock().unwrap();
+        let written = match guard.as_mut() {
+            Some(b) => b.rewrite(msg).is_ok(),
+            None => Buffer::into_buf(msg).map(|b| *guard = Some(b)).is_ok(),
+        };
+        msg.scalars.zeroize();
+        if !written {
+            return Err(Error::Protocol("serialize"));
+        }
+        let buf = guard.as_mut().expect("written above");
+        // the page holds our scalars, then the results: both archives' bytes are wiped after the
+        // call, whatever happened
+        let mut r: X25519BatchMsg = service_ipc::client::lend_mut_wiping(self.inner.conn, buf, Opcode::X25519Batch as u32)?;
+        let ok = status_result(r.status).and_then(|_| {
+            if r.count as usize == jobs.len() {
+                Ok(())
+            } else {
+                Err(Error::Protocol("batch reply count differs from the request"))
+            }
+        });
+        if ok.is_ok() {
+            for i in 0..jobs.len() {
+                out.push(X25519Reply { result: r.results[i], backend: BackendId::from_u32(r.backend), cycles: r.cycles[i], window: r.windows[i] });
+            }
+        }
+        r.results.zeroize();
+        r.scalars.zeroize();
+        ok
     }
 }
 
@@ -347,30 +400,61 @@ pub const ASYNC_BUSY_DEADLINE: Duration = Duration::from_secs(30);
 
 type Callback = Box<dyn FnOnce(Result<X25519Reply, Error>) + Send>;
 
-struct AsyncReq {
-    scalar: zeroize::Zeroizing<[u8; 32]>,
-    u: [u8; 32],
-    done: Callback,
+type BatchCallback = Box<dyn FnOnce(Result<Vec<X25519Reply>, Error>) + Send>;
+
+enum AsyncReq {
+    One { scalar: zeroize::Zeroizing<[u8; 32]>, u: [u8; 32], done: Callback },
+    Batch { jobs: zeroize::Zeroizing<Vec<([u8; 32], [u8; 32])>>, done: BatchCallback },
+}
+
+/// A call retried while the server answers `Busy`, for up to [`ASYNC_BUSY_DEADLINE`] (backing off).
+fn retry_busy<T>(mut call: impl FnMut() -> Result<T, Error>) -> Result<T, Error> {
+    let deadline = Instant::now() + ASYNC_BUSY_DEADLINE;
+    let mut backoff = Duration::from_micros(500);
+    loop {
+        match call() {
+            Err(Error::Service(Status::Busy)) if Instant::now() < deadline => {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
 }
 
 pub(crate) struct AsyncPool {
     tx: Mutex<mpsc::Sender<AsyncReq>>,
 }
 
-struct Slot {
-    value: Mutex<Option<Result<X25519Reply, Error>>>,
+struct Slot<T> {
+    value: Mutex<Option<Result<T, Error>>>,
     cv: Condvar,
+}
+
+impl<T> Slot<T> {
+    fn new() -> Arc<Self> {
+        Arc::new(Slot { value: Mutex::new(None), cv: Condvar::new() })
+    }
+    fn put(&self, r: Result<T, Error>) {
+        *self.value.lock().unwrap() = Some(r);
+        self.cv.notify_all();
+    }
 }
 
 /// A pending asynchronous X25519: poll it with `try_take`, or wait (off the UI thread). The
 /// reply carries the result and the job's details (backend, engine cycles, window).
-pub struct PendingX25519 {
-    slot: Arc<Slot>,
+pub type PendingX25519 = Pending<X25519Reply>;
+/// A pending asynchronous batch ([`Engine25519::x25519_batch_async`]): every reply, in job order.
+pub type PendingX25519Batch = Pending<Vec<X25519Reply>>;
+
+/// A result that arrives later from the client library's worker threads.
+pub struct Pending<T> {
+    slot: Arc<Slot<T>>,
 }
 
-impl PendingX25519 {
+impl<T> Pending<T> {
     /// The result if it has arrived (then the handle is spent: later calls return None).
-    pub fn try_take(&self) -> Option<Result<X25519Reply, Error>> {
+    pub fn try_take(&self) -> Option<Result<T, Error>> {
         self.slot.value.lock().unwrap().take()
     }
     /// True once the result has arrived.
@@ -378,7 +462,7 @@ impl PendingX25519 {
         self.slot.value.lock().unwrap().is_some()
     }
     /// Block until the result arrives or `timeout` passes (None on timeout).
-    pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<X25519Reply, Error>> {
+    pub fn wait_timeout(&self, timeout: Duration) -> Option<Result<T, Error>> {
         let deadline = Instant::now() + timeout;
         let mut g = self.slot.value.lock().unwrap();
         loop {
@@ -393,7 +477,7 @@ impl PendingX25519 {
         }
     }
     /// Block until the result arrives.
-    pub fn wait(self) -> Result<X25519Reply, Error> {
+    pub fn wait(self) -> Result<T, Error> {
         loop {
             if let Some(v) = self.wait_timeout(Duration::from_secs(3600)) {
                 return v;
@@ -415,6 +499,7 @@ impl Engine25519 {
                     inner: Arc::new(Inner {
                         conn: self.inner.conn,
                         xbuf: Mutex::new(None),
+                        bbuf: Mutex::new(None),
                         programs: Mutex::new(HashMap::new()),
                         pool: OnceLock::new(),
                     }),
@@ -426,18 +511,10 @@ impl Engine25519 {
                             Ok(r) => r,
                             Err(_) => return, // every Engine25519 handle is gone
                         };
-                        let deadline = Instant::now() + ASYNC_BUSY_DEADLINE;
-                        let mut backoff = Duration::from_micros(500);
-                        let r = loop {
-                            match me.x25519_detailed(&req.scalar, &req.u) {
-                                Err(Error::Service(Status::Busy)) if Instant::now() < deadline => {
-                                    std::thread::sleep(backoff);
-                                    backoff = (backoff * 2).min(Duration::from_millis(20));
-                                }
-                                other => break other,
-                            }
-                        };
-                        (req.done)(r);
+                        match req {
+                            AsyncReq::One { scalar, u, done } => done(retry_busy(|| me.x25519_detailed(&scalar, &u))),
+                            AsyncReq::Batch { jobs, done } => done(retry_busy(|| me.x25519_batch(&jobs))),
+                        }
                     })
                     .expect("spawn engine25519 async worker");
             }
@@ -451,20 +528,43 @@ impl Engine25519 {
     where
         F: FnOnce(Result<X25519Reply, Error>) + Send + 'static,
     {
-        let req = AsyncReq { scalar: zeroize::Zeroizing::new(*scalar), u: *u, done: Box::new(done) };
+        let req = AsyncReq::One { scalar: zeroize::Zeroizing::new(*scalar), u: *u, done: Box::new(done) };
+        self.send_async(req);
+    }
+
+    fn send_async(&self, req: AsyncReq) {
         if let Err(mpsc::SendError(req)) = self.pool().tx.lock().unwrap().send(req) {
-            (req.done)(Err(Error::Protocol("async pool stopped")));
+            let e = Error::Protocol("async pool stopped");
+            match req {
+                AsyncReq::One { done, .. } => done(Err(e)),
+                AsyncReq::Batch { done, .. } => done(Err(e)),
+            }
         }
+    }
+
+    /// Asynchronous [`Engine25519::x25519_batch`] with a callback: returns at once; `done` runs
+    /// on a client-library worker thread with every reply (job order) or the error.
+    pub fn x25519_batch_with<F>(&self, jobs: &[([u8; 32], [u8; 32])], done: F)
+    where
+        F: FnOnce(Result<Vec<X25519Reply>, Error>) + Send + 'static,
+    {
+        let req = AsyncReq::Batch { jobs: zeroize::Zeroizing::new(jobs.to_vec()), done: Box::new(done) };
+        self.send_async(req);
+    }
+
+    /// Asynchronous [`Engine25519::x25519_batch`]: returns a pollable handle at once.
+    pub fn x25519_batch_async(&self, jobs: &[([u8; 32], [u8; 32])]) -> PendingX25519Batch {
+        let slot = Slot::new();
+        let s2 = slot.clone();
+        self.x25519_batch_with(jobs, move |r| s2.put(r));
+        Pending { slot }
     }
 
     /// Asynchronous X25519: returns a pollable handle at once.
     pub fn x25519_async(&self, scalar: &[u8; 32], u: &[u8; 32]) -> PendingX25519 {
-        let slot = Arc::new(Slot { value: Mutex::new(None), cv: Condvar::new() });
+        let slot = Slot::new();
         let s2 = slot.clone();
-        self.x25519_with(scalar, u, move |r| {
-            *s2.value.lock().unwrap() = Some(r);
-            s2.cv.notify_all();
-        });
-        PendingX25519 { slot }
+        self.x25519_with(scalar, u, move |r| s2.put(r));
+        Pending { slot }
     }
 }

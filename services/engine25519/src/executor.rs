@@ -99,6 +99,49 @@ pub type ReplyFn = Box<dyn FnOnce(Outcome) + Send>;
 /// to deliver it (the pacing deadline).
 type Done = (Option<ReplyFn>, Outcome, Option<Instant>);
 pub type ScalarReplyFn = Box<dyn FnOnce(Status, usize) + Send>;
+/// The reply of a batch (`Executor::submit_x25519_batch`): its status and every job's outcome.
+pub type BatchReplyFn = Box<dyn FnOnce(Status, Vec<Outcome>) + Send>;
+
+/// A batch whose jobs are out: the outcomes so far and how many are still to come.
+struct Batch {
+    outs: Vec<Option<Outcome>>,
+    left: usize,
+    /// the first job refused at submission (it and the jobs after it never ran)
+    refused: Option<Status>,
+    reply: Option<BatchReplyFn>,
+}
+
+impl Batch {
+    /// `k` jobs from `i` on have ended (`o`: the outcome of job `i`) or were refused (`refused`);
+    /// the last one answers the batch (outside the lock).
+    fn arrived(b: &Mutex<Batch>, i: usize, k: usize, o: Option<Outcome>, refused: Option<Status>) {
+        let mut g = b.lock().unwrap();
+        if let Some(o) = o {
+            g.outs[i] = Some(o);
+        }
+        if let Some(s) = refused {
+            g.refused.get_or_insert(s);
+        }
+        g.left -= k;
+        if g.left > 0 {
+            return;
+        }
+        let reply = g.reply.take();
+        let refused = g.refused;
+        let mut outs: Vec<Outcome> = std::mem::take(&mut g.outs).into_iter().flatten().collect();
+        drop(g);
+        let first_err = outs.iter().map(|o| o.status).find(|s| *s != Status::Ok);
+        let status = first_err.or(refused).unwrap_or(Status::Ok);
+        if status != Status::Ok {
+            for o in outs.iter_mut() {
+                o.result.zeroize();
+            }
+        }
+        if let Some(reply) = reply {
+            reply(status, outs);
+        }
+    }
+}
 
 enum Work {
     X25519 { scalar: Zeroizing<[u8; 32]>, u: [u8; 32] },
@@ -349,6 +392,32 @@ impl Executor {
                 let reply = job.reply.take().expect("the job was built with its reply");
                 st.ucode.release(handle);
                 Err((self.refuse(&mut st, r), reply))
+            }
+        }
+    }
+
+    /// Queue a batch of X25519s (`Opcode::X25519Batch`): each job is queued as
+    /// [`Self::submit_x25519`] queues one (same program, windows, fairness and limits), and
+    /// `reply` is called exactly once, when the last of them has ended, with every job's
+    /// outcome in job order and the batch's status: `Ok` if each job succeeded, otherwise the
+    /// first error in job order (a job refused at submission, e.g. `Busy`, fails the batch
+    /// and the jobs after it are not queued; those queued before it still run, and their
+    /// results are wiped). On an error every result in the outcomes is zero. An empty batch or
+    /// one of more than `api::MAX_BATCH` jobs is refused with `BadArgument` (counted).
+    pub fn submit_x25519_batch(&self, client: u32, jobs: &[(Zeroizing<[u8; 32]>, [u8; 32])], reply: BatchReplyFn) {
+        let n = jobs.len();
+        if n == 0 || n > crate::api::MAX_BATCH {
+            self.count_error();
+            return reply(Status::BadArgument, Vec::new());
+        }
+        let batch = Arc::new(Mutex::new(Batch { outs: (0..n).map(|_| None).collect(), left: n, refused: None, reply: Some(reply) }));
+        for (i, (k, u)) in jobs.iter().enumerate() {
+            let b = batch.clone();
+            let one: ReplyFn = Box::new(move |o: Outcome| Batch::arrived(&b, i, 1, Some(o), None));
+            if let Err((s, _)) = self.x25519_or_back(client, k, u, one) {
+                // this job and the ones after it never run
+                Batch::arrived(&batch, i, n - i, None, Some(s));
+                break;
             }
         }
     }

@@ -30,7 +30,7 @@ use service_ipc::options::{Opt, Takes};
 use service_ipc::server::{decode_request, prepare_archive_in_place, reply_archive, reply_bad_kind, reply_error, reply_ok, reply_scalar2, scalar_args, sender_pid, Kind};
 use xous::MessageEnvelope;
 
-use engine25519_server::api::{self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519Msg, MAGIC, NUM_REGS, WINDOW_ANY};
+use engine25519_server::api::{self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519BatchMsg, X25519Msg, MAGIC, MAX_BATCH, NUM_REGS, WINDOW_ANY};
 use engine25519_server::backend::{DetachedReply, WAKE_ID, WAKE_TICK};
 use engine25519_server::executor::{Config, Driver, Executor, Outcome};
 use engine25519_server::scheduler::WindowReq;
@@ -237,7 +237,53 @@ fn x25519_operands(env: &MessageEnvelope) -> Option<(zeroize::Zeroizing<[u8; 32]
     (a.magic == MAGIC).then(|| (zeroize::Zeroizing::new(a.scalar), a.u))
 }
 
-/// Public server: Version, Stats, X25519, LoadProgram, RunJob.
+/// The jobs of an X25519Batch request, read from its archive in the lent page (bounds and magic
+/// checked; no copy of the whole archive). `Err(BadMessage)`: not an archive of the type at its
+/// position, or a wrong magic; `Err(BadArgument)`: a count outside 1..=MAX_BATCH, or an unused
+/// slot that is not zero.
+fn batch_operands(env: &MessageEnvelope) -> Result<Vec<(zeroize::Zeroizing<[u8; 32]>, [u8; 32])>, Status> {
+    let xous::Message::MutableBorrow(mem) = &env.body else { return Err(Status::BadMessage) };
+    let pos = mem.offset.map(|o| o.get()).unwrap_or(0);
+    if !service_ipc::archive::archive_fits::<X25519BatchMsg>(mem.buf.len(), pos) {
+        return Err(Status::BadMessage);
+    }
+    // Safety: in bounds (checked), the page is mapped into this process until the reply
+    let a = unsafe { rkyv::archived_value::<X25519BatchMsg>(mem.buf.as_slice(), pos) };
+    if a.magic != MAGIC {
+        return Err(Status::BadMessage);
+    }
+    let n = a.count as usize;
+    if n == 0 || n > MAX_BATCH {
+        return Err(Status::BadArgument);
+    }
+    // unused slots must be zero (the OR of their bytes: no early exit on a secret)
+    let mut unused = 0u8;
+    for i in n..MAX_BATCH {
+        for b in a.scalars[i].iter().chain(a.us[i].iter()) {
+            unused |= *b;
+        }
+    }
+    if unused != 0 {
+        return Err(Status::BadArgument);
+    }
+    Ok((0..n).map(|i| (zeroize::Zeroizing::new(a.scalars[i]), a.us[i])).collect())
+}
+
+/// The success reply of a batch: every result, window and cycle count (scalars and u zero).
+fn batch_reply(outs: &[Outcome], backend: BackendId) -> X25519BatchMsg {
+    let mut m = X25519BatchMsg::new(&[]).expect("an empty batch fits");
+    m.status = Status::Ok as u32;
+    m.count = outs.len() as u32;
+    m.backend = outs.first().map(|o| o.backend).unwrap_or(backend) as u32;
+    for (i, o) in outs.iter().enumerate().take(MAX_BATCH) {
+        m.results[i] = o.result;
+        m.windows[i] = o.window;
+        m.cycles[i] = o.cycles;
+    }
+    m
+}
+
+/// Public server: Version, Stats, X25519, X25519Batch, LoadProgram, RunJob.
 fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
     let client = sender_pid(&env);
     let kind = Kind::of(&env.body);
@@ -281,6 +327,23 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
             } else {
                 ex.submit_x25519_answering(client, &k, &u, Box::new(reply));
             }
+        }
+        (Some(Opcode::X25519Batch), Kind::LendMut) => {
+            let jobs = match batch_operands(&env) {
+                Ok(j) => j,
+                Err(s) => return refuse(ex, env, s),
+            };
+            let backend = ex.backend();
+            ex.submit_x25519_batch(
+                client,
+                &jobs,
+                Box::new(move |s, mut outs: Vec<Outcome>| {
+                    answer_now(env, s, || batch_reply(&outs, backend));
+                    for o in outs.iter_mut() {
+                        zeroize::Zeroize::zeroize(&mut o.result);
+                    }
+                }),
+            );
         }
         (Some(Opcode::LoadProgram), Kind::LendMut) => {
             let Some(m) = decode_request::<ProgramMsg>(&env).filter(|m| m.magic == MAGIC) else {

@@ -1,13 +1,14 @@
 //! engine25519 malformed-message client: sends `--count N` (default 10,000) random malformed
 //! messages to the server (every opcode and unknown ones, every message kind, short/oversized
 //! buffers, bad archive offsets, garbage archives, bad magic, out-of-range windows, lengths and
-//! handles, illegal and runaway microcode), checks that each one that can be answered gets an
+//! handles, X25519Batch counts, unused slots and truncated archives, illegal and runaway
+//! microcode), checks that each one that can be answered gets an
 //! error answer (never success), then checks that valid X25519 calls still succeed.
 //! Prints `VERDICT engine-fuzz PASS|FAIL sent=N answered=A bad_ok=B valid_after=V valid_tried=20
 //! -- kinds, server stats, first bad answer`: PASS only if all N were sent, none was answered
 //! with success and all valid calls afterwards succeeded.
 
-use engine25519::api::{self, JobMsg, Opcode, ProgramMsg, Status, X25519Msg, MAGIC, NUM_REGS, UCODE_WORDS};
+use engine25519::api::{self, JobMsg, Opcode, ProgramMsg, Status, X25519BatchMsg, X25519Msg, MAGIC, MAX_BATCH, NUM_REGS, UCODE_WORDS};
 use xous::{Message, MemoryMessage, MemoryRange};
 use xous_ipc::Buffer;
 
@@ -58,7 +59,7 @@ fn main() {
     let pages: Vec<MemoryRange> = (1..=3)
         .map(|n| xous::map_memory(None, None, n * 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).unwrap())
         .collect();
-    let memory_ops = [Opcode::Stats, Opcode::X25519, Opcode::LoadProgram, Opcode::RunJob];
+    let memory_ops = [Opcode::Stats, Opcode::X25519, Opcode::LoadProgram, Opcode::RunJob, Opcode::X25519Batch];
     let illegal = engine25519_core::isa::UDF_WORD;
 
     while t.sent < count {
@@ -68,7 +69,7 @@ fn main() {
             // the public server) or an unknown opcode (Version, valid as a scalar, is left out)
             0 => {
                 let id = match rng.below(3) {
-                    0 => memory_ops[rng.below(4) as usize] as usize,
+                    0 => memory_ops[rng.below(memory_ops.len() as u64) as usize] as usize,
                     1 => 5 + rng.below(1000) as usize,
                     _ => rng.next() as usize,
                 };
@@ -86,8 +87,8 @@ fn main() {
                 let range = pages[which];
                 let page = unsafe { core::slice::from_raw_parts_mut(range.as_mut_ptr(), range.len()) };
                 rng.fill(page);
-                let id = if rng.below(4) == 0 { rng.below(64) as usize } else { memory_ops[rng.below(4) as usize] as usize };
-                if id == Opcode::X25519 as usize || id == Opcode::Stats as usize || id == Opcode::LoadProgram as usize || id == Opcode::RunJob as usize {
+                let id = if rng.below(4) == 0 { rng.below(64) as usize } else { memory_ops[rng.below(memory_ops.len() as u64) as usize] as usize };
+                if memory_ops.iter().any(|&op| op as usize == id) {
                     // never let random bytes carry the right magic at the archive position
                     for w in page.chunks_mut(4) {
                         if w.len() == 4 && u32::from_le_bytes(w.try_into().unwrap()) == MAGIC {
@@ -141,7 +142,7 @@ fn main() {
             5 | 6 => {
                 t.sent += 1;
                 *t.kinds.entry("bad-fields").or_default() += 1;
-                let sub = rng.below(6);
+                let sub = rng.below(7);
                 let (status, what) = match sub {
                     0 => {
                         let mut m = X25519Msg::new([1; 32], [9; 32]);
@@ -182,6 +183,37 @@ fn main() {
                         let mut b = Buffer::into_buf(m).unwrap();
                         let r = b.lend_mut(conn, Opcode::LoadProgram as u32);
                         (r.ok().and_then(|r| memory_reply_status(&r)), "loadprogram with an x25519 archive")
+                    }
+                    5 => {
+                        // X25519Batch: a wrong count (0, one over MAX_BATCH, huge), a nonzero
+                        // unused slot, a wrong magic, or the archive truncated by the page's end
+                        let mut m = X25519BatchMsg::new(&[([3; 32], [9; 32]); 2]).unwrap();
+                        let what = match rng.below(5) {
+                            0 => {
+                                m.count = [0, MAX_BATCH as u32 + 1, rng.next() as u32 | 0x100][rng.below(3) as usize];
+                                "x25519batch bad count"
+                            }
+                            1 => {
+                                m.us[MAX_BATCH - 1][rng.below(32) as usize] = 1 + rng.below(255) as u8;
+                                "x25519batch unused slot not zero"
+                            }
+                            2 => {
+                                m.magic = rng.next() as u32 | 0x8000_0000;
+                                "x25519batch bad magic"
+                            }
+                            _ => "x25519batch truncated",
+                        };
+                        let mut b = Buffer::into_buf(m).unwrap();
+                        let r = if what == "x25519batch truncated" {
+                            // the archive's position so close to the page's end that it cannot fit
+                            let range = unsafe { MemoryRange::new(b.as_mut_ptr() as usize, b.len()).unwrap() };
+                            let at = range.len() - 1 - rng.below(core::mem::size_of::<rkyv::Archived<X25519BatchMsg>>() as u64 - 1) as usize;
+                            let mm = MemoryMessage { id: Opcode::X25519Batch as usize, buf: range, offset: xous::MemoryAddress::new(at), valid: xous::MemorySize::new(range.len()) };
+                            xous::send_message(conn, Message::MutableBorrow(mm))
+                        } else {
+                            b.lend_mut(conn, Opcode::X25519Batch as u32)
+                        };
+                        (r.ok().and_then(|r| memory_reply_status(&r)), what)
                     }
                     _ => {
                         let m = api::StatsMsg { magic: MAGIC ^ 0xFF, ..Default::default() };
@@ -242,14 +274,21 @@ fn main() {
             ok += 1;
         }
     }
+    // and a batch
+    let jobs: Vec<([u8; 32], [u8; 32])> = (0..MAX_BATCH as u8).map(|i| ([i | 0x40; 32], x25519_dalek::X25519_BASEPOINT_BYTES)).collect();
+    let batch_ok = match e.x25519_batch(&jobs) {
+        Ok(r) => jobs.iter().zip(&r).all(|((k, u), r)| r.result == x25519_dalek::x25519(*k, *u)),
+        Err(_) => false,
+    };
     let stats = e.stats().map(|s| format!("errors={} jobs={} busy={}", s.errors, s.jobs, s.busy)).unwrap_or_else(|e| e.to_string());
     hosted_tests::report(
-        &hosted_tests::Verdict::judged("engine-fuzz", t.sent >= count && t.bad_ok == 0 && ok == VALID_AFTER)
+        &hosted_tests::Verdict::judged("engine-fuzz", t.sent >= count && t.bad_ok == 0 && ok == VALID_AFTER && batch_ok)
             .with("sent", t.sent)
             .with("answered", t.answered)
             .with("bad_ok", t.bad_ok)
             .with("valid_after", ok)
             .with("valid_tried", VALID_AFTER)
+            .with("batch_after", if batch_ok { "ok" } else { "failed" })
             .detail(format_args!("kinds={:?} server_stats[{stats}] first_bad={:?}", t.kinds, t.first_bad.unwrap_or_default())),
     );
 }

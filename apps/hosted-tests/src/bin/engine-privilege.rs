@@ -7,8 +7,8 @@
 //! 3. each privileged opcode (Suspend, Resume, Quit) sent to the PUBLIC server, as every
 //!    message kind, gets the error reply `NotPermitted` (blocking scalar: `Scalar1(13)`;
 //!    lend/lend_mut: memory back with `offset = 13`, `valid = None`; scalar/move: no answer);
-//! 4. none of it had an effect: the engine is not suspended, and 20 X25519 calls still match
-//!    x25519-dalek.
+//! 4. none of it had an effect: the engine is not suspended, and 20 X25519 calls and one
+//!    X25519Batch of 4 still match x25519-dalek.
 //!
 //! Prints `VERDICT engine-privilege PASS|FAIL refused=R of=N lookup=refused claim=refused
 //! served_after=S of_valid=20 suspended=0 -- first problem`.
@@ -59,6 +59,12 @@ fn main() {
             Ok(r) if r == x25519_dalek::x25519(k, u) => served += 1,
             other => bad.push(format!("x25519 after the attempts: {other:?}")),
         }
+    }
+    // an ordinary app is served the batch call too (it is no privileged operation)
+    let jobs: Vec<([u8; 32], [u8; 32])> = (0..4u8).map(|i| ([i.wrapping_mul(41) | 1; 32], x25519_dalek::X25519_BASEPOINT_BYTES)).collect();
+    match e.x25519_batch(&jobs) {
+        Ok(r) if r.len() == jobs.len() && jobs.iter().zip(&r).all(|((k, u), r)| r.result == x25519_dalek::x25519(*k, *u)) => {}
+        other => bad.push(format!("x25519_batch after the attempts: {:?}", other.map(|r| r.len()))),
     }
     let suspended = match e.stats() {
         Ok(s) => s.suspended,

@@ -966,3 +966,75 @@ fn detached_x25519_is_answered_by_the_backend_and_settled_by_the_next_thread() {
         assert!(ex.with_engine(|e| e.read_window(w)).iter().all(|r| r == &[0u8; 32]), "window {w} wiped");
     }
 }
+
+fn batch_chan() -> (BatchReplyFn, mpsc::Receiver<(Status, Vec<Outcome>)>) {
+    let (tx, rx) = mpsc::channel();
+    (Box::new(move |s, o| {
+        let _ = tx.send((s, o));
+    }), rx)
+}
+
+/// X25519Batch: 1..=MAX_BATCH jobs, each result equal to x25519-dalek's (and RFC 7748's first
+/// vector among them), in job order, one reply per batch; the callers' driver runs them.
+#[test]
+fn batch_results_match_dalek_in_job_order() {
+    for driver in [Driver::Thread, Driver::Callers] {
+        let ex = start(Config { driver, ..Config::default() });
+        let mut rng = Rng(0xba7c_4000_0000_0001);
+        let (k0, u0, want0) = crate::programs::X25519_KAT;
+        for n in 1..=crate::api::MAX_BATCH {
+            let mut jobs: Vec<(Zeroizing<[u8; 32]>, [u8; 32])> = (0..n).map(|_| (Zeroizing::new(rng.bytes32()), rng.bytes32())).collect();
+            jobs[0] = (Zeroizing::new(k0), u0);
+            let (reply, rx) = batch_chan();
+            ex.submit_x25519_batch(9, &jobs, reply);
+            ex.drive();
+            let (s, outs) = rx.recv_timeout(T).unwrap();
+            assert_eq!(s, Status::Ok, "{driver:?} batch of {n}");
+            assert_eq!(outs.len(), n);
+            assert_eq!(outs[0].result, want0, "RFC 7748 5.2's first vector");
+            for (o, (k, u)) in outs.iter().zip(&jobs) {
+                assert_eq!((o.status, o.result), (Status::Ok, x25519_dalek::x25519(**k, *u)));
+            }
+            assert!(rx.try_recv().is_err(), "one reply per batch");
+        }
+        let s = ex.stats();
+        assert_eq!((s.jobs, s.errors, s.queue_depth), (10, 0, 0), "{driver:?}");
+    }
+}
+
+/// A batch that is empty or too long is refused (BadArgument, counted) without running a job;
+/// a batch refused in the middle (queue full) fails as a whole with Busy and returns no result
+/// (the jobs queued before the refusal still run and are wiped); the executor keeps serving.
+#[test]
+fn bad_and_refused_batches_fail_whole_and_the_executor_keeps_serving() {
+    let ex = start(Config { driver: Driver::Callers, per_client_cap: 2, ..Config::default() });
+    let job = (Zeroizing::new([5u8; 32]), [9u8; 32]);
+    for n in [0, crate::api::MAX_BATCH + 1, 100] {
+        let jobs = vec![job.clone(); n];
+        let (reply, rx) = batch_chan();
+        ex.submit_x25519_batch(1, &jobs, reply);
+        let (s, outs) = rx.recv_timeout(T).unwrap();
+        assert_eq!((s, outs.len()), (Status::BadArgument, 0), "batch of {n}");
+    }
+    assert_eq!((ex.stats().errors, ex.stats().jobs), (3, 0));
+    // three jobs against a per-client share of two: the third is refused
+    let (reply, rx) = batch_chan();
+    ex.submit_x25519_batch(1, &vec![job.clone(); 3], reply);
+    ex.drive();
+    let (s, outs) = rx.recv_timeout(T).unwrap();
+    assert_eq!(s, Status::Busy);
+    assert_eq!(outs.len(), 2, "the two queued jobs ran");
+    assert!(outs.iter().all(|o| o.result == [0; 32]), "no result of a failed batch survives");
+    // a job that fails fails the batch with its own status: none here, so serve a good one
+    let (reply, rx) = batch_chan();
+    ex.submit_x25519_batch(1, &vec![job.clone(); 2], reply);
+    ex.drive();
+    let (s, outs) = rx.recv_timeout(T).unwrap();
+    assert_eq!(s, Status::Ok);
+    assert!(outs.iter().all(|o| o.result == x25519_dalek::x25519([5; 32], [9; 32])));
+    // closed: refused with BadState
+    assert!(ex.close());
+    let (reply, rx) = batch_chan();
+    ex.submit_x25519_batch(1, &vec![job; 2], reply);
+    assert_eq!(rx.recv_timeout(T).unwrap().0, Status::BadState);
+}
