@@ -73,10 +73,55 @@ pub struct Version {
     pub backend: Option<BackendId>,
 }
 
+/// The page an X25519 call lends: one X25519Msg archive at `pos`, written in place for every
+/// call (the fields, not a new serialization) and wiped after it.
+pub(crate) struct XPage {
+    range: xous::MemoryRange,
+    pos: usize,
+}
+
+impl XPage {
+    fn new() -> Result<Self, Error> {
+        let range = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W)?;
+        // Safety: just mapped, 4096 bytes, ours until unmapped in Drop
+        let page = unsafe { core::slice::from_raw_parts_mut(range.as_mut_ptr(), range.len()) };
+        let mut ser = rkyv::ser::serializers::BufferSerializer::new(page);
+        let pos = rkyv::ser::Serializer::serialize_value(&mut ser, &X25519Msg::new([0; 32], [0; 32])).map_err(|_| Error::Protocol("serialize"))?;
+        if !api::archive_fits::<X25519Msg>(range.len(), pos) {
+            return Err(Error::Protocol("X25519 archive does not fit a page"));
+        }
+        Ok(XPage { range, pos })
+    }
+    /// The archive in the page.
+    /// Safety: nothing else may use the page meanwhile (the caller holds the `xbuf` lock and
+    /// the page is not lent).
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn archive(&self) -> &mut rkyv::Archived<X25519Msg> {
+        let page = core::slice::from_raw_parts_mut(self.range.as_mut_ptr(), self.range.len());
+        rkyv::archived_value_mut::<X25519Msg>(core::pin::Pin::new(page), self.pos).get_unchecked_mut()
+    }
+    /// Wipe the bytes an archive can occupy ([0, pos + its size)).
+    fn wipe(&mut self) {
+        let n = (self.pos + core::mem::size_of::<rkyv::Archived<X25519Msg>>()).min(self.range.len());
+        // Safety: n <= the page's length; the page is ours
+        unsafe { service_ipc::wipe_raw(self.range.as_mut_ptr(), n) };
+    }
+}
+
+impl Drop for XPage {
+    fn drop(&mut self) {
+        self.wipe();
+        let _ = xous::unmap_memory(self.range);
+    }
+}
+
+// the page is only reached through the `xbuf` mutex
+unsafe impl Send for XPage {}
+
 pub(crate) struct Inner {
     pub(crate) conn: CID,
-    /// reused one-page buffer for X25519 calls (a new Buffer per call costs ~30 us)
-    xbuf: Mutex<Option<Buffer<'static>>>,
+    /// reused page for X25519 calls (a new Buffer per call costs ~30 us), written in place
+    xbuf: Mutex<Option<XPage>>,
     /// the same for X25519Batch calls
     bbuf: Mutex<Option<Buffer<'static>>>,
     /// program content hash -> (words, server handle)
@@ -140,22 +185,40 @@ impl Engine25519 {
     /// X25519 with the reply details (backend, cycles, window).
     pub fn x25519_detailed(&self, scalar: &[u8; 32], u: &[u8; 32]) -> Result<X25519Reply, Error> {
         let mut guard = self.inner.xbuf.lock().unwrap();
-        let msg = X25519Msg::new(*scalar, *u);
-        let buf = match guard.as_mut() {
-            Some(b) => {
-                b.rewrite(msg).map_err(|_| Error::Protocol("serialize"))?;
-                b
-            }
-            None => {
-                *guard = Some(Buffer::into_buf(msg).map_err(|_| Error::Protocol("serialize"))?);
-                guard.as_mut().unwrap()
-            }
+        if guard.is_none() {
+            *guard = Some(XPage::new()?);
+        }
+        let p = guard.as_mut().expect("set above");
+        // the request's fields written over the archive in place (no serialization per call)
+        // Safety: the page is ours (mapped in XPage::new), the archive fits it (checked there)
+        let a = unsafe { p.archive() };
+        a.magic = MAGIC;
+        a.status = Status::Internal as u32;
+        a.backend = 0;
+        a.window = 0;
+        a.cycles = 0;
+        a.scalar = *scalar;
+        a.u = *u;
+        a.result = [0; 32];
+        let msg = xous::MemoryMessage {
+            id: Opcode::X25519 as usize,
+            buf: p.range,
+            offset: xous::MemoryAddress::new(p.pos),
+            valid: xous::MemorySize::new(p.range.len()),
         };
-        // the page holds our scalar, then the result: both archives' bytes are wiped after the
-        // call, whatever happened
-        let r: X25519Msg = service_ipc::client::lend_mut_wiping(self.inner.conn, buf, Opcode::X25519 as u32)?;
-        status_result(r.status)?;
-        Ok(X25519Reply { result: r.result, backend: BackendId::from_u32(r.backend), cycles: r.cycles, window: r.window })
+        let r = xous::send_message(self.inner.conn, xous::Message::MutableBorrow(msg)).map_err(Error::Ipc).and_then(|r| {
+            let (pos, _) = service_ipc::client::memory_reply(r)?;
+            if pos.unwrap_or(0) != p.pos {
+                return Err(Error::Protocol("reply archive not where the request was"));
+            }
+            // Safety: as above; the server wrote the reply over the request (same type, same place)
+            let a = unsafe { p.archive() };
+            status_result(a.status)?;
+            Ok(X25519Reply { result: a.result, backend: BackendId::from_u32(a.backend), cycles: a.cycles, window: a.window })
+        });
+        // the page held our scalar, then the result: the archive's bytes are wiped whatever happened
+        p.wipe();
+        r
     }
 }
 

@@ -720,16 +720,31 @@ impl Executor {
         F: FnOnce(Outcome) + Send + 'static,
         D: FnOnce(u32) -> Option<DetachedReply>,
     {
-        // a detached job the backend has answered still holds the token: release it first
-        self.settle(false);
-        if let Some((mut e, mut ctx)) = self.dispatch_now(client, scalar, u) {
+        // a detached job the backend has answered still holds the token: the new job takes it
+        // over (`handover`), or it is released first
+        let taken = match self.handover(client, scalar, u) {
+            Some((e, ctx, prev)) => Some((e, ctx, Some(prev))),
+            None => {
+                self.settle(false);
+                self.dispatch_now(client, scalar, u).map(|(e, ctx)| (e, ctx, None))
+            }
+        };
+        if let Some((mut e, mut ctx, prev)) = taken {
             if let Some(d) = detach {
                 if ctx.engine.can_detach() && self.start_detached(&mut ctx, &mut e, before_job, d) {
                     // the backend answers it: no thread waits for the engine
                     e.job.reply = Some(Box::new(reply));
                     ctx.detached = Some(e);
+                    drop(ctx);
+                    // the previous job's end is dealt with in the new job's shadow
+                    if let Some(p) = prev {
+                        self.deliver_answered(p);
+                    }
                     return true;
                 }
+            }
+            if let Some(p) = prev {
+                self.deliver_answered(p);
             }
             let mut slot = Some(reply);
             let done = self.drive_holding(&mut ctx, Some((e, false)), before_job, &mut || slot.take().map(|f| Box::new(f) as ReplyFn));
@@ -789,10 +804,19 @@ impl Executor {
             if polled == Detached::Running {
                 return true;
             }
-            let e = ctx.detached.take().expect("checked above");
+            self.settle_polled(&mut ctx, polled)
+        };
+        Self::deliver(done);
+        false
+    }
+
+    /// The detached job ended as `polled` (not `Running`): finish it; returns its reply.
+    fn settle_polled(&self, ctx: &mut EngineCtx, polled: Detached) -> Done {
+        let e = ctx.detached.take().expect("a detached job");
+        {
             match polled {
                 Detached::Running => unreachable!(),
-                Detached::Answered { wiped } => self.finish_answered(&mut ctx, e, wiped),
+                Detached::Answered { wiped } => self.finish_answered(ctx, e, wiped),
                 Detached::Unanswered(end) => {
                     let status = match &end {
                         RunEnd::Finished { .. } => Status::Ok,
@@ -807,12 +831,72 @@ impl Executor {
                             Status::EngineFault
                         }
                     };
-                    self.finish(&mut ctx, e, status)
+                    self.finish(ctx, e, status)
                 }
             }
+        }
+    }
+
+    /// The fast path of [`Self::x25519_now`] on a busy device: the previous detached X25519 has
+    /// been answered by the backend and its window wiped by the engine, and nothing else waits
+    /// (no queued job, request or microcode write; not closed or suspended). The new X25519
+    /// takes over its engine token, window and program as they are (the scheduler's
+    /// `handover`), and the previous job is counted here; its reply closure and record are
+    /// released by the caller after the new job has started (`deliver_answered`), in its
+    /// shadow. None: no answered detached job, or others wait (then the answered job, if any,
+    /// has been settled the usual way).
+    fn handover(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32]) -> Option<(Entry<Job>, std::sync::MutexGuard<'_, EngineCtx>, Entry<Job>)> {
+        let mut ctx = self.engine.try_lock().ok()?;
+        ctx.detached.as_ref()?;
+        match ctx.engine.poll_detached(false) {
+            Detached::Answered { wiped: true } => {}
+            Detached::Running => return None,
+            other => {
+                let done = self.settle_polled(&mut ctx, other);
+                drop(ctx);
+                Self::deliver(done);
+                return None;
+            }
+        }
+        let prev = ctx.detached.take().expect("checked above");
+        let window = prev.window.expect("dispatched job holds a window");
+        {
+            let mut st = self.st.lock().unwrap();
+            let free = !st.closed && !st.suspended && st.suspend_req.is_none() && st.resume_req.is_none() && st.pending_ucode.is_empty();
+            if !(free && st.sched.handover(&prev, client)) {
+                drop(st);
+                let done = self.finish_answered(&mut ctx, prev, true);
+                drop(ctx);
+                Self::deliver(done);
+                return None;
+            }
+            st.c.jobs += 1;
+            st.c.add_client(client);
+            self.want_wake.store(false, std::sync::atomic::Ordering::SeqCst);
+        }
+        // the engine's wipe program zeroed the window (`wiped`)
+        ctx.dirty &= !(1 << window);
+        let job = Job {
+            work: Work::X25519 { scalar: Zeroizing::new(*scalar), u: *u },
+            handle: prev.job.handle,
+            launch: prev.job.launch,
+            max_cycles: self.cfg.x25519_max_cycles,
+            cycles: 0,
+            resume_at: None,
+            reply: None,
         };
-        Self::deliver(done);
-        false
+        let e = Entry { client, want: WindowReq::Any, window: Some(window), dispatches: 1, job };
+        Some((e, ctx, prev))
+    }
+
+    /// The previous job of a `handover`: its reply (it was answered by the backend) and record.
+    fn deliver_answered(&self, mut prev: Entry<Job>) {
+        let mut out = Outcome::error(Status::Ok, self.backend);
+        out.window = prev.window.unwrap_or(0) as u32;
+        out.answered = true;
+        let reply = prev.job.reply.take();
+        drop(prev);
+        Self::deliver((reply, out, None));
     }
 
     /// A server thread woken by the backend about the detached job (`backend::WAKE_ID`):

@@ -187,6 +187,18 @@ impl<J> Scheduler<J> {
         Some(w)
     }
 
+    /// The running job `e` finished and a job of `client` takes over the engine at once, in the
+    /// same window (the engine idle, nothing queued): as `complete` then `dispatch_now` with
+    /// that window, without releasing it. False (nothing changed) if anything is queued.
+    pub fn handover(&mut self, e: &Entry<J>, client: u32) -> bool {
+        assert_eq!(self.running, Some(e.client));
+        if !self.ring.is_empty() || e.window.is_none() {
+            return false;
+        }
+        self.running = Some(client);
+        true
+    }
+
     /// The running job finished (successfully or not): free its window.
     pub fn complete(&mut self, e: &Entry<J>) {
         assert_eq!(self.running, Some(e.client));

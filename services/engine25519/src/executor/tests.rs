@@ -1038,3 +1038,55 @@ fn bad_and_refused_batches_fail_whole_and_the_executor_keeps_serving() {
     ex.submit_x25519_batch(1, &vec![job; 2], reply);
     assert_eq!(rx.recv_timeout(T).unwrap().0, Status::BadState);
 }
+
+/// Back-to-back detached X25519s (one client after another, as the device's clients call): each
+/// new job takes over the answered previous one's token and window (`handover`), the previous
+/// one's closure still runs once (answered), every result is right and counted once; a pending
+/// suspend request, or a queued job, stops the take-over (the answered job is settled the usual
+/// way and the request served first); every window is zero at the end.
+#[test]
+fn back_to_back_detached_jobs_hand_the_engine_over() {
+    let d = Arc::new(Mutex::new(FakeDetached::default()));
+    let engine = Detaching { inner: ModelEngine::new(Isa::V1), d: d.clone() };
+    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, ..Config::default() });
+    let target = |_w: u32| Some(crate::backend::DetachedReply { sender: 1, page: 0x1000, page_len: 4096, offset: 0, valid: 4096, result_at: 64, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1 });
+    ex.drive();
+    let (tx, rx) = mpsc::channel();
+    let mut rng = Rng(0x4a4d_0001);
+    let mut want = vec![];
+    let mut windows = HashSet::new();
+    for i in 0..6u32 {
+        let (k, u) = (rng.bytes32(), rng.bytes32());
+        want.push(x25519_dalek::x25519(k, u));
+        let t = tx.clone();
+        let detached = ex.x25519_now(7 + i % 2, &k, &u, &|| {}, move |o: Outcome| t.send(o).unwrap(), Some(target));
+        assert!(detached, "job {i} ran detached");
+        if i > 0 {
+            let o = rx.recv_timeout(T).unwrap();
+            assert!(o.answered && o.status == Status::Ok, "job {} released once the next one started", i - 1);
+            windows.insert(o.window);
+        }
+        assert!(rx.try_recv().is_err(), "one release per job");
+        d.lock().unwrap().fired = true;
+    }
+    assert_eq!(windows.len(), 1, "the take-over keeps the window: {windows:?}");
+    // a suspend request pending: no take-over; the answered job is settled, the suspend served
+    let (stx, srx) = mpsc::channel();
+    ex.suspend(Box::new(move |s, _| stx.send(s).unwrap()));
+    let t = tx.clone();
+    ex.x25519_now(9, &[1; 32], &[9; 32], &|| {}, move |o: Outcome| t.send(o).unwrap(), Some(target));
+    assert!(rx.recv_timeout(T).unwrap().answered, "the sixth job settled");
+    assert_eq!(srx.recv_timeout(T).unwrap(), Status::Ok);
+    let (rtx, rrx) = mpsc::channel();
+    ex.resume(Box::new(move |s, _| rtx.send(s).unwrap()));
+    ex.drive();
+    assert_eq!(rrx.recv_timeout(T).unwrap(), Status::Ok);
+    let o = rx.recv_timeout(T).unwrap();
+    assert_eq!((o.status, o.result), (Status::Ok, x25519_dalek::x25519([1; 32], [9; 32])), "queued behind the suspend, run the usual way");
+    assert_eq!(d.lock().unwrap().answered, want);
+    let s = ex.stats();
+    assert_eq!((s.jobs, s.errors, s.queue_depth), (7, 0, 0));
+    for w in 0..crate::api::NUM_WINDOWS {
+        assert!(ex.with_engine(|e| e.read_window(w)).iter().all(|r| r == &[0u8; 32]), "window {w} wiped");
+    }
+}
