@@ -19,6 +19,7 @@ pub const CHECKS: &[&str] = &[
     "selftest/x25519-rfc7748-4",
     "selftest/x25519-rfc7748-5",
     "selftest/x25519-exchange",
+    "selftest/x25519-batch",
     "selftest/x25519-timing",
     "selftest/trng-words",
     "selftest/trng-fill",

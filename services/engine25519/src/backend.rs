@@ -81,6 +81,24 @@ pub struct DetachedReply {
     /// connection on which the backend wakes a server thread (its own public server), with a
     /// scalar message of id [`WAKE_ID`]
     pub wake_cid: u32,
+    /// a batch of X25519s (`Opcode::X25519Batch`) run back to back in the job's window: None
+    /// for a single X25519
+    pub batch: Option<DetachedBatch>,
+}
+
+/// The jobs of a detached batch after the first (whose operands the executor loaded): the
+/// backend takes job i + 1's scalar and u from the lent page (and wipes them there) when job i
+/// ends, and puts job i's result at `result_at + 32 * i`; the page is returned after the last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DetachedBatch {
+    /// jobs in the batch (2..=`api::MAX_BATCH`)
+    pub count: usize,
+    /// byte offsets in the page of scalar 0 and u 0 (32 bytes apart per job)
+    pub scalars_at: usize,
+    pub us_at: usize,
+    /// the program's input registers (the executor fills them in)
+    pub scalar_reg: usize,
+    pub u_reg: usize,
 }
 
 /// Id of the scalar message with which a backend wakes a server thread about a detached job

@@ -150,6 +150,8 @@ enum Work {
 
 pub struct Job {
     work: Work,
+    /// X25519s this job stands for: 1, or the size of a detached batch (`x25519_batch_now`)
+    count: u32,
     handle: u32,
     launch: Launch,
     max_cycles: u64,
@@ -381,6 +383,7 @@ impl Executor {
             cycles: 0,
             resume_at: None,
             reply: Some(reply),
+            count: 1,
         };
         match st.sched.submit(client, WindowReq::Any, job) {
             Ok(()) => {
@@ -490,6 +493,7 @@ impl Executor {
             cycles: 0,
             resume_at: None,
             reply: Some(reply),
+            count: 1,
         };
         match st.sched.submit(client, window, job) {
             Ok(()) => {
@@ -764,6 +768,71 @@ impl Executor {
         false
     }
 
+    /// A batch of X25519s (`Opcode::X25519Batch`) started at once and detached when the engine
+    /// is idle and nothing else waits (as [`Self::x25519_now`]): the first job's operands go
+    /// into one window, `detach` writes the reply into the request and says where the others'
+    /// operands and the results are, and the backend runs the jobs back to back in that window
+    /// (the hw backend from its interrupt handler: the window wiped by the engine between two
+    /// jobs, no thread woken in between) and answers the client after the last. The backend's
+    /// time limits cover the whole batch (`x25519_max_cycles` per job). `reply` gets `(Ok, [an
+    /// answered outcome])` once the backend has answered, or the batch's error with no outcome
+    /// (a batch that ended without the backend's answer fails as a whole: `EngineFault` if it
+    /// stopped without an error of its own). Otherwise (engine busy, others waiting, no detach,
+    /// a backend that cannot) the batch goes through [`Self::submit_x25519_batch`] and
+    /// [`Self::drive_with`]. True: started detached.
+    pub fn x25519_batch_now<D>(&self, client: u32, jobs: &[(Zeroizing<[u8; 32]>, [u8; 32])], before_job: &dyn Fn(), reply: BatchReplyFn, detach: Option<D>) -> bool
+    where
+        D: FnOnce(u32) -> Option<DetachedReply>,
+    {
+        let n = jobs.len();
+        if (2..=crate::api::MAX_BATCH).contains(&n) {
+            if let Some(d) = detach {
+                let (k0, u0) = (&jobs[0].0, &jobs[0].1);
+                let taken = match self.handover(client, k0, u0) {
+                    Some((e, ctx, prev)) => Some((e, ctx, Some(prev))),
+                    None => {
+                        self.settle(false);
+                        self.dispatch_now(client, k0, u0).map(|(e, ctx)| (e, ctx, None))
+                    }
+                };
+                if let Some((mut e, mut ctx, prev)) = taken {
+                    e.job.count = n as u32;
+                    e.job.max_cycles = self.cfg.x25519_max_cycles.saturating_mul(n as u64);
+                    let started = ctx.engine.can_detach() && self.start_detached(&mut ctx, &mut e, before_job, d);
+                    if started {
+                        e.job.reply = Some(Box::new(move |o: Outcome| match (o.answered, o.status) {
+                            (true, _) => reply(Status::Ok, vec![o]),
+                            (false, Status::Ok) => reply(Status::EngineFault, Vec::new()),
+                            (false, s) => reply(s, Vec::new()),
+                        }));
+                        ctx.detached = Some(e);
+                        drop(ctx);
+                        if let Some(p) = prev {
+                            self.deliver_answered(p);
+                        }
+                        return true;
+                    }
+                    // not started: give the dispatch back (the window is wiped before its next use
+                    // if anything went into it) and queue the batch the usual way
+                    {
+                        let mut st = self.st.lock().unwrap();
+                        st.ucode.release(e.job.handle);
+                        st.sched.complete(&e);
+                        st.driving = false;
+                    }
+                    drop(ctx);
+                    drop(e);
+                    if let Some(p) = prev {
+                        self.deliver_answered(p);
+                    }
+                }
+            }
+        }
+        self.submit_x25519_batch(client, jobs, reply);
+        self.drive_with(before_job);
+        false
+    }
+
     /// Start the direct X25519 `e` detached: its operands go into its window, `detach` writes
     /// the reply (all but the result) into the request and says where, and the backend starts the
     /// job and answers it itself at its end. False: not started (run it the usual way).
@@ -775,6 +844,9 @@ impl Executor {
         let Some(mut target) = detach(window as u32) else { return false };
         target.out_reg = self.x25519.out_reg;
         target.max_cycles = e.job.max_cycles;
+        if let Some(b) = target.batch.as_mut() {
+            (b.scalar_reg, b.u_reg) = (self.x25519.scalar_reg, self.x25519.u_reg);
+        }
         target.wipe = self.wipe_at.map(|(start, len)| Launch { window, mpstart: start, mplen: len });
         let EngineCtx { engine, dirty, .. } = ctx;
         e.job.launch.window = window;
@@ -870,7 +942,7 @@ impl Executor {
                 Self::deliver(done);
                 return None;
             }
-            st.c.jobs += 1;
+            st.c.jobs += prev.job.count as u64;
             st.c.add_client(client);
             self.want_wake.store(false, std::sync::atomic::Ordering::SeqCst);
         }
@@ -884,6 +956,7 @@ impl Executor {
             cycles: 0,
             resume_at: None,
             reply: None,
+            count: 1,
         };
         let e = Entry { client, want: WindowReq::Any, window: Some(window), dispatches: 1, job };
         Some((e, ctx, prev))
@@ -919,12 +992,12 @@ impl Executor {
         *dirty &= !(1 << window);
         let job = &mut e.job;
         let reply = job.reply.take();
-        let handle = job.handle;
+        let (handle, count) = (job.handle, job.count);
         {
             let mut st = self.st.lock().unwrap();
             st.ucode.release(handle);
             st.sched.complete(&e);
-            st.c.jobs += 1;
+            st.c.jobs += count as u64;
             st.driving = false;
         }
         let mut out = Outcome::error(Status::Ok, self.backend);
@@ -959,6 +1032,7 @@ impl Executor {
             cycles: 0,
             resume_at: None,
             reply: None,
+            count: 1,
         };
         let e = Entry { client, want: WindowReq::Any, window: Some(window), dispatches: 1, job };
         Some((e, self.engine.lock().unwrap()))

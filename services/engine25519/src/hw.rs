@@ -115,6 +115,8 @@ struct Bell {
     /// the connection on which a detached job wakes a server thread (its `wake_cid`; 0: none
     /// yet), an atomic because the ticker reads it too
     wake: AtomicUsize,
+    /// the job of a detached batch now on the engine (0 for a single X25519)
+    dnext: AtomicUsize,
 }
 
 // The CSR pointer is used only by the interrupt handler (interrupts off, nothing else runs) to
@@ -152,12 +154,18 @@ fn engine_irq(_irq: usize, arg: *mut usize) {
         if pending == 0 {
             return; // spurious: the job still runs
         }
-        let answered = csr::ev_pending::ILLEGAL_OPCODE.get(pending as u32) == 0;
+        let mut answered = csr::ev_pending::ILLEGAL_OPCODE.get(pending as u32) == 0;
         if answered {
             // Safety: written before the job started, not touched while it is armed
             if let Some((launch, reply)) = unsafe { *bell.detached.get() } {
-                answer_detached(bell, &launch, &reply);
+                match answer_detached(bell, &launch, &reply) {
+                    Answer::Returned => {}
+                    Answer::Next => return, // the batch's next job runs: its end comes the same way
+                    Answer::Failed => answered = false,
+                }
             }
+        }
+        if answered {
             bell.dstate.store(D_ANSWERED, Ordering::SeqCst);
         } else {
             bell.dev.store(pending, Ordering::SeqCst);
@@ -177,7 +185,7 @@ fn engine_irq(_irq: usize, arg: *mut usize) {
 /// masked, so it raises no interrupt), put the result into the reply archive the server wrote
 /// in the client's page, and return the page to the client (ReturnMemory may be called from an
 /// interrupt handler: the client becomes ready, nothing switches here).
-fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &DetachedReply) {
+fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &DetachedReply) -> Answer {
     use zeroize::Zeroize;
     // Safety: both pointers are this process's mappings of the engine (they stay mapped)
     let mut drv = Driver::new(unsafe { MmioBus::new(bell.csr, bell.mem) });
@@ -185,7 +193,8 @@ fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &Det
     if let Some(w) = reply.wipe {
         let _ = drv.start(engine25519_driver::Launch { window: w.window, mpstart: w.mpstart, mplen: w.mplen });
     }
-    let dst = (reply.page + reply.result_at) as *mut u8;
+    let i = bell.dnext.load(Ordering::SeqCst);
+    let dst = (reply.page + reply.result_at + 32 * i) as *mut u8;
     for (i, w) in words.iter().enumerate() {
         for (j, b) in w.to_le_bytes().iter().enumerate() {
             // Safety: result_at + 32 <= page_len (start_detached); the page is lent to us
@@ -193,6 +202,11 @@ fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &Det
         }
     }
     words.zeroize();
+    if let Some(b) = reply.batch {
+        if i + 1 < b.count {
+            return start_next(bell, &mut drv, launch, reply, &b, i + 1);
+        }
+    }
     let sender = xous::MessageSender::from_usize(reply.sender);
     let r = match unsafe { xous::MemoryRange::new(reply.page, reply.page_len) } {
         Ok(range) => xous::return_memory_offset_valid(sender, range, xous::MemorySize::new(reply.offset), xous::MemorySize::new(reply.valid)),
@@ -201,7 +215,56 @@ fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &Det
     if r.is_err() {
         bell.reply_failed.store(true, Ordering::SeqCst);
     }
+    Answer::Returned
 }
+
+/// What the handler did with a detached job that finished.
+enum Answer {
+    /// the client's page went back (the last or only job)
+    Returned,
+    /// the batch's next job was started
+    Next,
+    /// the batch's next job could not be started (the window's wipe did not end): the job is
+    /// left to the server's thread, which fails it
+    Failed,
+}
+
+/// In the handler: start job `i` of a detached batch in the same window. The wipe program
+/// started on it after job i - 1 must end first (a few dozen engine cycles: polled; the window's
+/// registers are zero again before new operands go in); then job i's scalar and u go from the
+/// lent page into the window, are wiped in the page, and the X25519 program starts with the
+/// line unmasked again.
+fn start_next(bell: &Bell, drv: &mut Driver<MmioBus>, launch: &engine25519_driver::Launch, reply: &DetachedReply, b: &crate::backend::DetachedBatch, i: usize) -> Answer {
+    use zeroize::Zeroize;
+    if reply.wipe.is_none() || !(0..WIPE_POLLS).any(|_| !drv.status().running) {
+        return Answer::Failed;
+    }
+    for (at, reg) in [(b.scalars_at, b.scalar_reg), (b.us_at, b.u_reg)] {
+        let src = (reply.page + at + 32 * i) as *mut u8;
+        let mut v = [0u8; 32];
+        for (j, byte) in v.iter_mut().enumerate() {
+            // Safety: the batch's slots lie inside the lent page (checked by the server)
+            *byte = unsafe { src.add(j).read_volatile() };
+        }
+        let ok = drv.write_reg(launch.window, reg, &v).is_ok();
+        v.zeroize();
+        // Safety: as above
+        unsafe { service_ipc::wipe_raw(src, 32) };
+        if !ok {
+            return Answer::Failed;
+        }
+    }
+    bell.dnext.store(i, Ordering::SeqCst);
+    drv.bus().csr_write(csr::ev_enable::OFFSET, EVENTS as u32);
+    if drv.start(*launch).is_err() {
+        return Answer::Failed;
+    }
+    Answer::Next
+}
+
+/// STATUS polls the handler waits for the window wipe between two jobs of a batch (it takes a
+/// few dozen engine cycles: a few polls).
+const WIPE_POLLS: u32 = 100_000;
 
 impl Bell {
     /// The connection on which a detached job wakes a server thread.
@@ -445,6 +508,7 @@ impl HwEngine {
             reply_failed: AtomicBool::new(false),
             detached: UnsafeCell::new(None),
             wake: AtomicUsize::new(0),
+            dnext: AtomicUsize::new(0),
         }));
         // events latched before (the start-up jobs ran with the interrupt masked)
         self.drv.bus().csr_write(csr::ev_pending::OFFSET, EVENTS as u32);
@@ -712,9 +776,12 @@ impl EngineBackend for HwEngine {
     fn start_detached(&mut self, l: Launch, reply: DetachedReply) -> bool {
         let Some(w) = self.irq.as_ref() else { return false };
         let (bell, tick) = (w.bell, w.tick_cycles);
-        if reply.page == 0 || reply.result_at.checked_add(32).is_none_or(|end| end > reply.page_len) || bell.dstate.load(Ordering::SeqCst) != D_IDLE {
+        let jobs = reply.batch.map_or(1, |b| b.count);
+        let fits = |at: usize| at.checked_add(32 * jobs).is_some_and(|end| end <= reply.page_len);
+        if reply.page == 0 || !fits(reply.result_at) || reply.batch.is_some_and(|b| b.count < 2 || !fits(b.scalars_at) || !fits(b.us_at)) || bell.dstate.load(Ordering::SeqCst) != D_IDLE {
             return false;
         }
+        bell.dnext.store(0, Ordering::SeqCst);
         if let Some(f) = &self.wake_flag {
             let _ = bell.want_wake.set(f.clone());
         }

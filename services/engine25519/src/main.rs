@@ -31,7 +31,7 @@ use service_ipc::server::{decode_request, prepare_archive_in_place, reply_archiv
 use xous::MessageEnvelope;
 
 use engine25519_server::api::{self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519BatchMsg, X25519Msg, MAGIC, MAX_BATCH, NUM_REGS, WINDOW_ANY};
-use engine25519_server::backend::{DetachedReply, WAKE_ID, WAKE_TICK};
+use engine25519_server::backend::{DetachedBatch, DetachedReply, WAKE_ID, WAKE_TICK};
 use engine25519_server::executor::{Config, Driver, Executor, Outcome};
 use engine25519_server::scheduler::WindowReq;
 
@@ -220,7 +220,44 @@ fn detach_target(env: &MessageEnvelope, backend: BackendId) -> Option<impl FnOnc
         a.window = window;
         a.cycles = 0;
         let result_at = a.result.as_ptr() as usize - page as usize;
-        Some(DetachedReply { sender, page: page as usize, page_len: len, offset: pos, valid: len, result_at, out_reg: 0, wipe: None, max_cycles: 0, wake_cid })
+        Some(DetachedReply { sender, page: page as usize, page_len: len, offset: pos, valid: len, result_at, out_reg: 0, wipe: None, max_cycles: 0, wake_cid, batch: None })
+    })
+}
+
+/// [`detach_target`] for an X25519Batch of `n` jobs (read and checked by `batch_operands`): the
+/// reply goes over the request in place (status, backend, every used job's window, zero cycles,
+/// results zero; the first job's scalar and u wiped, its operands are with the executor), and
+/// the backend takes the other jobs' scalar and u from the page (wiping each as it loads it) and
+/// puts each result into its slot.
+fn batch_detach_target(env: &MessageEnvelope, backend: BackendId, n: usize) -> Option<impl FnOnce(u32) -> Option<DetachedReply>> {
+    let wake_cid = *WAKE_CID.get()?;
+    let xous::Message::MutableBorrow(mem) = &env.body else { return None };
+    let (sender, page, len) = (env.sender.to_usize(), mem.buf.as_mut_ptr(), mem.buf.len());
+    let pos = mem.offset.map(|o| o.get()).unwrap_or(0);
+    if !service_ipc::archive::archive_fits::<X25519BatchMsg>(len, pos) || !(2..=MAX_BATCH).contains(&n) {
+        return None;
+    }
+    Some(move |window: u32| {
+        // Safety: the archive fits the lent page (checked above), which stays mapped writable
+        // into this process until its reply; rkyv 0.4 archives these integer and byte-array
+        // fields as themselves
+        let a = unsafe { rkyv::archived_value_mut::<X25519BatchMsg>(core::pin::Pin::new(core::slice::from_raw_parts_mut(page, len)), pos) };
+        let a = unsafe { a.get_unchecked_mut() };
+        unsafe {
+            service_ipc::wipe_raw(a.scalars[0].as_mut_ptr(), 32);
+            service_ipc::wipe_raw(a.us[0].as_mut_ptr(), 32);
+            service_ipc::wipe_raw(a.results.as_mut_ptr() as *mut u8, 32 * MAX_BATCH);
+        }
+        a.status = Status::Ok as u32;
+        a.backend = backend as u32;
+        for i in 0..MAX_BATCH {
+            a.windows[i] = if i < n { window } else { 0 };
+            a.cycles[i] = 0;
+        }
+        let at = |p: *const u8| p as usize - page as usize;
+        let batch = DetachedBatch { count: n, scalars_at: at(a.scalars.as_ptr() as *const u8), us_at: at(a.us.as_ptr() as *const u8), scalar_reg: 0, u_reg: 0 };
+        let result_at = at(a.results.as_ptr() as *const u8);
+        Some(DetachedReply { sender, page: page as usize, page_len: len, offset: pos, valid: len, result_at, out_reg: 0, wipe: None, max_cycles: 0, wake_cid, batch: Some(batch) })
     })
 }
 
@@ -334,16 +371,25 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
                 Err(s) => return refuse(ex, env, s),
             };
             let backend = ex.backend();
-            ex.submit_x25519_batch(
-                client,
-                &jobs,
-                Box::new(move |s, mut outs: Vec<Outcome>| {
-                    answer_now(env, s, || batch_reply(&outs, backend));
-                    for o in outs.iter_mut() {
-                        zeroize::Zeroize::zeroize(&mut o.result);
-                    }
-                }),
-            );
+            let callers = ex.config().driver == Driver::Callers;
+            let detach = if callers { batch_detach_target(&env, backend, jobs.len()) } else { None };
+            // the success of a detached batch was answered by the backend: only release it
+            let reply: engine25519_server::executor::BatchReplyFn = Box::new(move |s, mut outs: Vec<Outcome>| {
+                if s == Status::Ok && outs.first().is_some_and(|o| o.answered) {
+                    std::mem::forget(env);
+                    return;
+                }
+                answer_now(env, s, || batch_reply(&outs, backend));
+                for o in outs.iter_mut() {
+                    zeroize::Zeroize::zeroize(&mut o.result);
+                }
+            });
+            if callers {
+                let detached = ex.x25519_batch_now(client, &jobs, &send_held, reply, detach);
+                DETACHED.with(|d| d.set(detached));
+            } else {
+                ex.submit_x25519_batch(client, &jobs, reply);
+            }
         }
         (Some(Opcode::LoadProgram), Kind::LendMut) => {
             let Some(m) = decode_request::<ProgramMsg>(&env).filter(|m| m.magic == MAGIC) else {

@@ -882,9 +882,26 @@ impl EngineBackend for Detaching {
         let (l, r) = d.job.expect("a detached job");
         if d.fired {
             d.job = None;
-            let result = self.inner.read_reg(l.window, r.out_reg);
-            d.answered.push(result);
             let w = r.wipe.expect("the wipe program");
+            // a batch: what the hw backend's handler does between two jobs, on a real page
+            let count = r.batch.map_or(1, |b| b.count);
+            for i in 0..count {
+                let result = self.inner.read_reg(l.window, r.out_reg);
+                d.answered.push(result);
+                if let Some(b) = r.batch {
+                    let page = unsafe { std::slice::from_raw_parts_mut(r.page as *mut u8, r.page_len) };
+                    page[r.result_at + 32 * i..][..32].copy_from_slice(&result);
+                    if i + 1 < count {
+                        assert!(matches!(self.inner.run(w, None, 10_000, 10_000), RunEnd::Finished { .. }));
+                        for (at, reg) in [(b.scalars_at, b.scalar_reg), (b.us_at, b.u_reg)] {
+                            let v: [u8; 32] = page[at + 32 * (i + 1)..][..32].try_into().unwrap();
+                            self.inner.write_reg(l.window, reg, &v);
+                            page[at + 32 * (i + 1)..][..32].fill(0);
+                        }
+                        assert!(matches!(self.inner.run(l, None, r.max_cycles, r.max_cycles), RunEnd::Finished { .. }));
+                    }
+                }
+            }
             return Detached::Answered { wiped: matches!(self.inner.run(w, None, 10_000, 10_000), RunEnd::Finished { .. }) };
         }
         if tick && d.lost {
@@ -911,7 +928,7 @@ fn detached_x25519_is_answered_by_the_backend_and_settled_by_the_next_thread() {
     let engine = Detaching { inner: ModelEngine::new(Isa::V1), d: d.clone() };
     let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, ..Config::default() });
     let target = |w: u32| {
-        Some(crate::backend::DetachedReply { sender: 1, page: 0x1000, page_len: 4096, offset: 0, valid: 4096, result_at: 64, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1 })
+        Some(crate::backend::DetachedReply { sender: 1, page: 0x1000, page_len: 4096, offset: 0, valid: 4096, result_at: 64, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1, batch: None })
             .filter(|_| w < 16)
     };
     let (k1, k2, u) = ([5u8; 32], [6u8; 32], [9u8; 32]);
@@ -1049,7 +1066,7 @@ fn back_to_back_detached_jobs_hand_the_engine_over() {
     let d = Arc::new(Mutex::new(FakeDetached::default()));
     let engine = Detaching { inner: ModelEngine::new(Isa::V1), d: d.clone() };
     let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, ..Config::default() });
-    let target = |_w: u32| Some(crate::backend::DetachedReply { sender: 1, page: 0x1000, page_len: 4096, offset: 0, valid: 4096, result_at: 64, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1 });
+    let target = |_w: u32| Some(crate::backend::DetachedReply { sender: 1, page: 0x1000, page_len: 4096, offset: 0, valid: 4096, result_at: 64, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1, batch: None });
     ex.drive();
     let (tx, rx) = mpsc::channel();
     let mut rng = Rng(0x4a4d_0001);
@@ -1089,4 +1106,81 @@ fn back_to_back_detached_jobs_hand_the_engine_over() {
     for w in 0..crate::api::NUM_WINDOWS {
         assert!(ex.with_engine(|e| e.read_window(w)).iter().all(|r| r == &[0u8; 32]), "window {w} wiped");
     }
+}
+
+/// A detached batch (the hw backend runs the jobs back to back from its interrupt handler): the
+/// executor loads the first job's operands, the backend takes the others from the page (here the
+/// test backend does what the handler does), every result lands in its slot and matches
+/// x25519-dalek, the batch counts as its jobs, the closure gets one answered outcome; a batch
+/// whose detached run ends without the backend's answer fails as a whole (EngineFault); the
+/// next batch works and every window is zero afterwards. With the engine busy, a batch queues.
+#[test]
+fn detached_batch_runs_back_to_back_and_answers_once() {
+    let d = Arc::new(Mutex::new(FakeDetached::default()));
+    let engine = Detaching { inner: ModelEngine::new(Isa::V1), d: d.clone() };
+    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, ..Config::default() });
+    ex.drive();
+    let mut page = vec![0u8; 4096];
+    let at = page.as_mut_ptr() as usize;
+    let (scalars_at, us_at, result_at) = (0, 128, 256);
+    let target = move |n: usize| {
+        move |_w: u32| {
+            let b = crate::backend::DetachedBatch { count: n, scalars_at, us_at, scalar_reg: 0, u_reg: 0 };
+            Some(crate::backend::DetachedReply { sender: 1, page: at, page_len: 4096, offset: 0, valid: 4096, result_at, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1, batch: Some(b) })
+        }
+    };
+    let mut rng = Rng(0xba7c_de7a);
+    for n in 2..=crate::api::MAX_BATCH {
+        let jobs: Vec<(Zeroizing<[u8; 32]>, [u8; 32])> = (0..n).map(|_| (Zeroizing::new(rng.bytes32()), rng.bytes32())).collect();
+        for (i, (k, u)) in jobs.iter().enumerate() {
+            page[scalars_at + 32 * i..][..32].copy_from_slice(&**k);
+            page[us_at + 32 * i..][..32].copy_from_slice(u);
+        }
+        d.lock().unwrap().answered.clear();
+        let (reply, rx) = batch_chan();
+        assert!(ex.x25519_batch_now(3, &jobs, &|| {}, reply, Some(target(n))), "batch of {n} detached");
+        assert!(rx.try_recv().is_err());
+        d.lock().unwrap().fired = true;
+        ex.drive();
+        let (s, outs) = rx.recv_timeout(T).unwrap();
+        assert_eq!((s, outs.len()), (Status::Ok, 1));
+        assert!(outs[0].answered);
+        let want: Vec<Reg> = jobs.iter().map(|(k, u)| x25519_dalek::x25519(**k, *u)).collect();
+        assert_eq!(d.lock().unwrap().answered, want);
+        for (i, w) in want.iter().enumerate() {
+            assert_eq!(&page[result_at + 32 * i..][..32], w, "batch of {n}: result {i} in its slot");
+            if i > 0 {
+                assert!(page[scalars_at + 32 * i..][..32].iter().all(|&b| b == 0), "scalar {i} wiped in the page");
+            }
+        }
+    }
+    assert_eq!(ex.stats().jobs, 2 + 3 + 4);
+    // a lost end: the whole batch fails with EngineFault, the closure answers it
+    d.lock().unwrap().lost = true;
+    let jobs = vec![(Zeroizing::new([4u8; 32]), [9u8; 32]); 3];
+    let (reply, rx) = batch_chan();
+    assert!(ex.x25519_batch_now(3, &jobs, &|| {}, reply, Some(target(3))));
+    ex.wake(true, &|| {});
+    ex.wake(true, &|| {});
+    let (s, outs) = rx.recv_timeout(T).unwrap();
+    assert_eq!((s, outs.len()), (Status::EngineFault, 0));
+    d.lock().unwrap().lost = false;
+    // the engine held by a detached X25519: the batch queues, runs once that is settled
+    let t = |_w: u32| Some(crate::backend::DetachedReply { sender: 1, page: 0x1000, page_len: 4096, offset: 0, valid: 4096, result_at: 64, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1, batch: None });
+    let (tx, one) = mpsc::channel();
+    assert!(ex.x25519_now(5, &[7; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send(o).unwrap(), Some(t)));
+    let jobs = vec![(Zeroizing::new([4u8; 32]), [9u8; 32]); 2];
+    let (reply, rx) = batch_chan();
+    assert!(!ex.x25519_batch_now(3, &jobs, &|| {}, reply, Some(target(2))), "queued behind the busy engine");
+    d.lock().unwrap().fired = true;
+    ex.wake(false, &|| {});
+    assert!(one.recv_timeout(T).unwrap().answered);
+    let (s, outs) = rx.recv_timeout(T).unwrap();
+    assert_eq!(s, Status::Ok);
+    assert!(outs.iter().all(|o| !o.answered && o.result == x25519_dalek::x25519([4; 32], [9; 32])));
+    assert_eq!(ex.stats().errors, 1);
+    for w in 0..crate::api::NUM_WINDOWS {
+        assert!(ex.with_engine(|e| e.read_window(w)).iter().all(|r| r == &[0u8; 32]), "window {w} wiped");
+    }
+    drop(page);
 }
