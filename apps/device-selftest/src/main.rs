@@ -382,6 +382,16 @@ fn main() -> ! {
             }
             say(&format!("{TIMING_END_MARKER} calls={n}"));
             let ms = run.tt.elapsed_ms() - t0;
+            // the same X25519 in batches (one request each, the jobs back to back on the engine)
+            let batch = vec![(k, u); BATCH_SIZE];
+            say(&format!("{BATCH_START_MARKER} jobs={}", BATCH_ROUNDS * BATCH_SIZE as u64));
+            for i in 0..BATCH_ROUNDS {
+                let r = e.x25519_batch(&batch).map_err(|e| format!("batch {i}: {e}"))?;
+                if r.len() != BATCH_SIZE || r.iter().any(|r| r.result != want) {
+                    return Err(format!("batch {i}: {} results, not all {}", r.len(), hex(&want)));
+                }
+            }
+            say(&format!("{BATCH_END_MARKER} jobs={}", BATCH_ROUNDS * BATCH_SIZE as u64));
             // then the same calls again beside the spinner (a low-priority process counting
             // loop iterations): its rate with the CPU to itself (this client sleeps), then
             // beside the calls; each count is taken right before / after the stamped line

@@ -62,6 +62,12 @@ pub const BENCH_MARKER: &str = "SELFTEST-BENCH";
 pub const TIMING_START_MARKER: &str = "SELFTEST-TIMING-START";
 /// Printed right after the timed calls end (stamped like the start line).
 pub const TIMING_END_MARKER: &str = "SELFTEST-TIMING-END";
+/// Printed around [`BATCH_ROUNDS`] X25519Batch requests of [`BATCH_SIZE`] jobs each, right after
+/// the timed calls: `<MARKER> jobs=<BATCH_ROUNDS x BATCH_SIZE>` (stamped like the timing lines).
+pub const BATCH_START_MARKER: &str = "SELFTEST-BATCH-START";
+pub const BATCH_END_MARKER: &str = "SELFTEST-BATCH-END";
+pub const BATCH_SIZE: usize = 4;
+pub const BATCH_ROUNDS: u64 = 5;
 /// Printed with the spinner's count around a window where the client sleeps (the spinner's
 /// rate with the CPU to itself) and around a second run of the timed calls (the spinner's rate
 /// beside them): `<MARKER> spin=<count>` (the busy end line also carries `calls=N`).

@@ -32,7 +32,7 @@ use std::time::Duration;
 #[allow(dead_code)] // the whole plan; the harness needs most of it
 mod plan;
 pub use plan::{BAD_OPTIONS, CHECKS, DEVICE_CHECKS, PROGRAM};
-use plan::{RESUMED_MARKER, SUSPEND_MARKER, SPIN_BUSY_END_MARKER, SPIN_BUSY_START_MARKER, SPIN_IDLE_END_MARKER, SPIN_IDLE_START_MARKER, TIMED_CHECK, TIMING_END_MARKER, TIMING_START_MARKER};
+use plan::{BATCH_END_MARKER, BATCH_ROUNDS, BATCH_SIZE, BATCH_START_MARKER, RESUMED_MARKER, SUSPEND_MARKER, SPIN_BUSY_END_MARKER, SPIN_BUSY_START_MARKER, SPIN_IDLE_END_MARKER, SPIN_IDLE_START_MARKER, TIMED_CHECK, TIMING_END_MARKER, TIMING_START_MARKER};
 
 /// The package and its binary.
 pub const PACKAGE: &str = "device-selftest";
@@ -55,6 +55,8 @@ pub fn sim_phases() -> Vec<Phase> {
         if *c == TIMED_CHECK {
             v.push(Phase::new(TIMING_START, &format!(r"^{TIMING_START_MARKER} calls={DEVICE_CALLS}$")));
             v.push(Phase::new(TIMING_END, &format!(r"^{TIMING_END_MARKER} calls={DEVICE_CALLS}$")));
+            v.push(Phase::new(BATCH_START, &format!(r"^{BATCH_START_MARKER} jobs={BATCH_JOBS}$")));
+            v.push(Phase::new(BATCH_END, &format!(r"^{BATCH_END_MARKER} jobs={BATCH_JOBS}$")));
             v.push(Phase::new(SPIN_IDLE_START, &format!(r"^{SPIN_IDLE_START_MARKER} spin=\d+$")));
             v.push(Phase::new(SPIN_IDLE_END, &format!(r"^{SPIN_IDLE_END_MARKER} spin=\d+$")));
             v.push(Phase::new(SPIN_BUSY_START, &format!(r"^{SPIN_BUSY_START_MARKER} spin=\d+$")));
@@ -75,6 +77,11 @@ pub fn sim_phases() -> Vec<Phase> {
 }
 pub const TIMING_START: &str = "timing-start";
 pub const TIMING_END: &str = "timing-end";
+/// Around the batched calls after the timed ones (X25519Batch requests of BATCH_SIZE jobs).
+pub const BATCH_START: &str = "batch-start";
+pub const BATCH_END: &str = "batch-end";
+/// X25519s between the two batch lines.
+pub const BATCH_JOBS: u64 = BATCH_ROUNDS * BATCH_SIZE as u64;
 /// The spinner's counts around the client's idle window and around its second run of the
 /// timed calls (docs/selftest.md, "CPU left to other processes").
 pub const SPIN_IDLE_START: &str = "spin-idle-start";
@@ -267,7 +274,8 @@ mod tests {
         assert_eq!(p.last().unwrap().name, PROGRAM);
         let i = |n: &str| p.iter().position(|x| x.name == n).unwrap();
         assert!(i(TIMING_START) < i(TIMING_END) && i(TIMING_END) < i("selftest/x25519-timing"));
-        assert!(i(TIMING_END) < i(SPIN_IDLE_START) && i(SPIN_IDLE_START) < i(SPIN_IDLE_END));
+        assert!(i(TIMING_END) < i(BATCH_START) && i(BATCH_START) < i(BATCH_END) && i(BATCH_END) < i(SPIN_IDLE_START));
+        assert!(i(SPIN_IDLE_START) < i(SPIN_IDLE_END));
         assert!(i(SPIN_IDLE_END) < i(SPIN_BUSY_START) && i(SPIN_BUSY_START) < i(SPIN_BUSY_END) && i(SPIN_BUSY_END) < i("selftest/x25519-timing"));
         for d in DEVICE_CHECKS {
             assert!(i("selftest/x25519-timing") < i(d) && i(d) < i("selftest/trng-words"), "{d}");

@@ -6,7 +6,7 @@
 //! client's timing-start and timing-end lines (stamped by the simulator with the CPU cycle at
 //! which each was written) over the number of calls.
 
-use crate::areas::selftest::{sim_extras, sim_extras_with, DEVICE_CALLS, LONG_SUSPEND_FEATURE, PACKAGE, RESUMED_LAST, SPIN_BUSY_END, SPIN_BUSY_START, SPIN_IDLE_END, SPIN_IDLE_START, SUSPEND_CYCLES_LONG, SUSPEND_FIRST, TIMING_END, TIMING_START};
+use crate::areas::selftest::{sim_extras, sim_extras_with, BATCH_END, BATCH_JOBS, BATCH_START, DEVICE_CALLS, LONG_SUSPEND_FEATURE, PACKAGE, RESUMED_LAST, SPIN_BUSY_END, SPIN_BUSY_START, SPIN_IDLE_END, SPIN_IDLE_START, SUSPEND_CYCLES_LONG, SUSPEND_FIRST, TIMING_END, TIMING_START};
 use crate::ctx::Ctx;
 use crate::harness::precursor::{self, ProfileReq, RunOptions, SmokeResult, SIM_CLK_HZ};
 use crate::harness::profile::{self, RunInfo};
@@ -30,8 +30,9 @@ fn sim_step(ctx: &Ctx) -> Result<()> {
     let dir = profile::out_dir();
     let (r, info) = profiled_selftest("v1", 256, ctx.verbose, &dir)?;
     eprintln!(
-        "sim:selftest: one X25519 through the hw backend, end to end: {:.1} us at 100 MHz ({DEVICE_CALLS} calls); beside a spinner {:.1} us, which got {:.1}% of the CPU meanwhile",
+        "sim:selftest: one X25519 through the hw backend, end to end: {:.1} us at 100 MHz ({DEVICE_CALLS} calls); in X25519Batch requests {:.1} us per X25519; beside a spinner {:.1} us, which got {:.1}% of the CPU meanwhile",
         us_per_call(&r)?,
+        us_per_batched_job(&r)?,
         us_per_call_beside_spinner(&r)?,
         cpu_free_pct(&r)?
     );
@@ -132,6 +133,17 @@ fn us_per_call(r: &SmokeResult) -> Result<f64> {
     Ok((b - a) as f64 / DEVICE_CALLS as f64 / SIM_CLK_HZ * 1e6)
 }
 
+/// Device microseconds per X25519 at the SoC's clock in the batched calls (X25519Batch requests,
+/// the two stamped batch lines).
+pub fn us_per_batched_job(r: &SmokeResult) -> Result<f64> {
+    let (a, _) = r.phase(BATCH_START).context("no batch-start line")?;
+    let (b, _) = r.phase(BATCH_END).context("no batch-end line")?;
+    if b <= a {
+        bail!("batch lines out of order ({a} .. {b} cycles)");
+    }
+    Ok((b - a) as f64 / BATCH_JOBS as f64 / SIM_CLK_HZ * 1e6)
+}
+
 /// The share of the CPU (percent) the spinner got during the second run of the timed calls: its
 /// loop rate there over its rate while it had the CPU to itself (the client's idle window), each
 /// rate its count difference over the cycles between the two stamped lines that carry the counts.
@@ -177,8 +189,10 @@ fn sim_bench(ctx: &Ctx) -> Result<BenchResults> {
         let us = us_per_call(&r)?;
         let free = cpu_free_pct(&r)?;
         let beside = us_per_call_beside_spinner(&r)?;
-        eprintln!("sim-selftest: engine {isa}: {us:.1} us per X25519 at 100 MHz; beside a spinner {beside:.1} us, which got {free:.1}% of the CPU meanwhile");
+        let batched = us_per_batched_job(&r)?;
+        eprintln!("sim-selftest: engine {isa}: {us:.1} us per X25519 at 100 MHz; beside a spinner {beside:.1} us, which got {free:.1}% of the CPU meanwhile; in X25519Batch requests {batched:.1} us per X25519");
         out.insert(key.into(), us);
+        out.insert(format!("sim_x25519_batch_hw_us_per_job_at_100mhz{suffix}"), batched);
         out.insert(format!("sim_cpu_free_during_x25519_pct_{isa}"), free);
         out.insert(format!("sim_x25519_hw_us_beside_spinner_{isa}"), beside);
         let show = profile::Show { window: profile::Window::Timing, top: 8, trace: None };
