@@ -146,6 +146,19 @@ struct OutMsg {
     last_sent: Option<Instant>,
 }
 
+/// The state one encryption changes (session, sequence number, outbox, history, counters,
+/// events), as it was before it ([`Party::queue_text`]).
+struct Undo {
+    peer: u32,
+    session: Option<Session>,
+    next_seq: Option<u32>,
+    outbox: usize,
+    history: usize,
+    oldest: Option<Entry>,
+    counters: Counters,
+    events: usize,
+}
+
 enum Role {
     Initiator { peer: u32 },
     Responder,
@@ -164,9 +177,9 @@ pub struct Party {
     me: u32,
     identity: Option<KeyPair>,
     responder: Option<Responder>,
-    /// The responder's encoding (its `to_bytes`, which libs/ratchet frames with a SHA-256),
-    /// kept between store writes: Bob's prekeys are most of his store and change only when a
-    /// prekey is used or added. Dropped wherever the responder may change.
+    /// The responder's encoding (its `to_bytes_unsealed`), kept between store writes: Bob's
+    /// prekeys are most of his store and change only when a prekey is used or added. Dropped
+    /// wherever the responder may change.
     responder_enc: Option<zeroize::Zeroizing<Vec<u8>>>,
     sessions: BTreeMap<u32, Session>,
     next_seq: BTreeMap<u32, u32>,
@@ -357,15 +370,67 @@ impl Party {
     /// Queues a text for `peer` (sent as soon as a session can send) and writes the store: once
     /// this returns Ok the text survives a crash. If the store cannot be written (e.g. it is
     /// full) the text is not queued: the caller still has it (the input line stays).
+    ///
+    /// When nothing is queued or in flight and the session can send, the text is encrypted at
+    /// once and goes into the outbox in that same store write (one write per typed message,
+    /// not one to queue it and one to encrypt it); its frame leaves with the next
+    /// [`Self::tick`]. A write that fails undoes the encryption too: the session is back where
+    /// it was and no ciphertext of that key exists outside this call.
     pub fn queue_text(&mut self, peer: u32, text: &str) -> Result<(), String> {
         check_text(text)?;
+        let now = self.to_send.is_empty() && self.inflight.is_none() && self.retry_after.is_none();
         self.to_send.push_back((peer, text.to_string()));
+        let undo = (now && self.can_encrypt()).then(|| self.undo_point(peer));
+        if undo.is_some() {
+            self.encrypt_next();
+        }
         self.dirty = true;
         if let Err(e) = self.save() {
-            self.to_send.pop_back();
+            match undo {
+                Some(u) => self.undo(u),
+                None => {
+                    self.to_send.pop_back();
+                }
+            }
             return Err(e.to_string());
         }
         Ok(())
+    }
+
+    /// What [`Self::encrypt_next`] changes for `peer`, to undo it if the store write fails.
+    fn undo_point(&self, peer: u32) -> Undo {
+        Undo {
+            peer,
+            session: self.sessions.get(&peer).cloned(),
+            next_seq: self.next_seq.get(&peer).copied(),
+            outbox: self.outbox.len(),
+            history: self.history.len(),
+            oldest: (self.history.len() >= MAX_HISTORY).then(|| self.history[0].clone()),
+            counters: self.counters,
+            events: self.events.len(),
+        }
+    }
+
+    fn undo(&mut self, u: Undo) {
+        match u.session {
+            Some(s) => self.sessions.insert(u.peer, s),
+            None => self.sessions.remove(&u.peer),
+        };
+        match u.next_seq {
+            Some(n) => self.next_seq.insert(u.peer, n),
+            None => self.next_seq.remove(&u.peer),
+        };
+        let encrypted = self.outbox.len() > u.outbox;
+        self.outbox.truncate(u.outbox);
+        if let (true, Some(e)) = (encrypted, u.oldest) {
+            // the entry pushed made the oldest one go
+            self.history.pop();
+            self.history.insert(0, e);
+        }
+        self.history.truncate(u.history);
+        self.counters = u.counters;
+        self.events.truncate(u.events);
+        self.to_send.clear();
     }
 
     pub fn take_outgoing(&mut self) -> Vec<(u32, Vec<u8>)> {
@@ -744,7 +809,7 @@ impl Party {
     pub fn save(&mut self) -> Result<(), StoreError> {
         let t0 = Instant::now();
         if self.responder_enc.is_none() {
-            self.responder_enc = self.responder.as_ref().map(|r| r.to_bytes());
+            self.responder_enc = self.responder.as_ref().map(|r| r.to_bytes_unsealed());
         }
         let body = self.encode();
         self.store.store(&body.0)?;
@@ -782,14 +847,16 @@ impl Party {
             }
             (Some(r), None) => {
                 w.u8(1);
-                w.bytes(&r.to_bytes());
+                w.bytes(&r.to_bytes_unsealed());
             }
             (None, _) => w.u8(0),
         }
         w.u32(self.sessions.len() as u32);
+        // the ratchet states without their own SHA-256: the file store seals the whole body
+        // (store::seal), the RAM store cannot tear it
         for (peer, s) in &self.sessions {
             w.u32(*peer);
-            w.bytes(&s.to_bytes());
+            w.bytes(&s.to_bytes_unsealed());
         }
         w.u32(self.next_seq.len() as u32);
         for (peer, n) in &self.next_seq {

@@ -94,11 +94,15 @@ pub struct Session {
     pub(crate) old_keys: VecDeque<[u8; 32]>,
     /// Associated data of the session (X3DH: Encode(IK_A) || Encode(IK_B)).
     pub(crate) ad: Vec<u8>,
-    /// The X3DH header that started the session (both roles), if it was started by X3DH or
-    /// PQXDH (its curve part).
+    /// The X3DH header that started the session, if it was started by X3DH or PQXDH (its curve
+    /// part): a responder keeps it for the session's life (a repeated prekey message is
+    /// recognised by it), an initiator until the first reply (it sends it until then).
     pub(crate) x3dh: Option<X3dhHeader>,
-    /// The post-quantum part of the PQXDH header that started the session (PQXDH only).
+    /// The post-quantum part of the PQXDH header that started the session (PQXDH only), kept
+    /// as long as `x3dh`.
     pub(crate) pq: Option<PqHeader>,
+    /// The session was started by PQXDH (whether or not its header is still kept).
+    pub(crate) pqxdh: bool,
     /// Initiator only: outgoing messages carry the X3DH header until the first reply arrives.
     pub(crate) attach_prekey: bool,
     pub(crate) limits: Limits,
@@ -212,6 +216,7 @@ impl PendingInit {
             ad: self.ad,
             attach_prekey: self.x3dh.is_some(),
             x3dh: self.x3dh,
+            pqxdh: self.pq.is_some(),
             pq: self.pq,
             limits: Limits::default(),
             generation: 0,
@@ -286,6 +291,7 @@ impl Session {
             ad: ad.to_vec(),
             x3dh: None,
             pq: None,
+            pqxdh: false,
             attach_prekey: false,
             limits: Limits::default(),
             generation: 0,
@@ -335,17 +341,20 @@ impl Session {
     pub fn associated_data(&self) -> &[u8] {
         &self.ad
     }
-    /// The X3DH header of the session, if X3DH started it (for PQXDH: its curve part).
+    /// The X3DH header of the session, if X3DH started it (for PQXDH: its curve part), while
+    /// the session keeps it: a responder's for the session's life, an initiator's until the
+    /// first reply (then it is dropped: the initiator no longer sends it).
     pub fn x3dh_header(&self) -> Option<&X3dhHeader> {
         self.x3dh.as_ref()
     }
-    /// The post-quantum part of the PQXDH header that started the session.
+    /// The post-quantum part of the PQXDH header that started the session, kept as long as
+    /// [`Self::x3dh_header`].
     pub fn pq_header(&self) -> Option<&PqHeader> {
         self.pq.as_ref()
     }
-    /// True when this session was started by PQXDH.
+    /// True when this session was started by PQXDH (also once its header is dropped).
     pub fn is_pqxdh(&self) -> bool {
-        self.pq.is_some()
+        self.pqxdh
     }
     /// True when `env` is a prekey message of the key agreement that started this session
     /// (the same X3DH header, and for PQXDH the same PQ prekey and ciphertext): the responder's
@@ -613,8 +622,15 @@ impl Session {
         }
     }
 
+    /// A message from the peer was accepted. An initiator that still attached its key
+    /// agreement's header now knows the peer has the session: it stops sending the header and
+    /// drops it (with PQXDH, 1,573 bytes of every later serialization).
     fn received(&mut self, generation: u64) {
-        self.attach_prekey = false;
+        if self.attach_prekey {
+            self.attach_prekey = false;
+            self.x3dh = None;
+            self.pq = None;
+        }
         self.generation = generation;
     }
 

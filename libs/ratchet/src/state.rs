@@ -1,19 +1,27 @@
 //! Versioned binary state format for [`Session`] and [`Responder`].
 //!
 //! ```text
-//! magic (4) | version u16 BE | body length u32 BE | body | SHA-256(magic .. body) (32)
+//! version 3:    magic (4) | version u16 BE | seal u8 | body length u32 BE | body | [SHA-256(magic .. body) (32)]
+//! versions 1-2: magic (4) | version u16 BE |           body length u32 BE | body | SHA-256(magic .. body) (32)
 //! ```
-//! Magic `XRS1` = session, `XRR1` = responder. [`STATE_VERSION`] is the only version this
-//! build reads: another version is refused with [`Error::StateVersion`]; a bad magic, length,
-//! checksum or field with [`Error::StateCorrupt`]. The checksum detects accidental damage (a
-//! torn write, a flipped bit); it is not a MAC (the store's protection is the device's job).
-//! Serialized bytes hold secrets: they come back in a `Zeroizing<Vec<u8>>`.
+//! Magic `XRS1` = session, `XRR1` = responder. This build writes [`STATE_VERSION`] and reads
+//! versions [`STATE_VERSION_MIN`] to [`STATE_VERSION`]: another version is refused with
+//! [`Error::StateVersion`]; a bad magic, seal, length, checksum or field with
+//! [`Error::StateCorrupt`]. Serialized bytes hold secrets: they come back in a
+//! `Zeroizing<Vec<u8>>`.
 //!
-//! Session body (version 2; version 1 is the same without bit 4 and its field), integers big
-//! endian:
+//! The seal: `to_bytes` writes seal 1, a SHA-256 of the whole state after the body, which
+//! detects accidental damage (a torn write, a flipped bit; it is not a MAC: the store's
+//! protection is the device's job). `to_bytes_unsealed` writes seal 0 and no checksum, for a
+//! container that guards its bytes itself (a file sealed as a whole, as the chat's store is, or
+//! memory that cannot tear): hashing the state again inside it would only cost time. `from_bytes`
+//! reads both; an unsealed state's integrity is its container's.
+//!
+//! Session body (version 3; version 2 is the same without bit 5, version 1 also without bit 4
+//! and its field), integers big endian:
 //! ```text
 //! flags u8: bit0 receiving chain, bit1 sending chain, bit2 X3DH header, bit3 attach prekey,
-//!           bit4 PQXDH header (only with bit2)
+//!           bit4 PQXDH header (only with bit2), bit5 started by PQXDH (set with bit4)
 //! our ratchet secret (32) | our ratchet public (32) | root key (32)
 //! [their ratchet key (32) | receiving chain key (32)]      if bit0
 //! [sending chain key (32)]                                 if bit1
@@ -24,9 +32,16 @@
 //! skipped count u32 | count x (ratchet key (32) | n u32 | message key (32))
 //! old ratchet key count u8 | count x their previous ratchet key (32)
 //! ```
+//! The key agreement's header (bits 2 and 4) is kept by a responder for the session's life (it
+//! recognises a repeated prekey message by it) and by an initiator until the first reply: then
+//! the initiator stops sending it and drops it (`Session` does so itself), which keeps its
+//! state 1,573 bytes smaller with PQXDH; bit 5 still says the session was started by PQXDH.
+//! A version 1 or 2 state of an initiator that was already confirmed keeps its header (such a
+//! state cannot be told from a responder's); one saved before the first reply drops it then.
+//!
 //! Responder body: identity secret | identity public | count u8 of signed prekeys x (secret |
-//! public | signature (64)) | count u32 of one-time prekeys x (secret | public); version 2 adds
-//! next PQ prekey id u32 | count u8 of last-resort PQ prekeys x PQ prekey | count u32 of
+//! public | signature (64)) | count u32 of one-time prekeys x (secret | public); versions 2 and
+//! 3 add next PQ prekey id u32 | count u8 of last-resort PQ prekeys x PQ prekey | count u32 of
 //! one-time PQ prekeys x PQ prekey, where PQ prekey = id u32 | ML-KEM seed (64) | ML-KEM public
 //! key (1568) | signature (64). Version 1 states (no PQ prekeys) are still read.
 
@@ -44,8 +59,8 @@ use crate::wire::{PqHeader, X3dhHeader};
 use crate::x3dh::{Responder, SignedPreKey, MAX_SIGNED_PREKEYS};
 use crate::Error;
 
-/// The state format version this build writes (it reads this one and version 1).
-pub const STATE_VERSION: u16 = 2;
+/// The state format version this build writes (it reads this one down to [`STATE_VERSION_MIN`]).
+pub const STATE_VERSION: u16 = 3;
 /// The oldest state format version this build still reads (no PQXDH fields).
 pub const STATE_VERSION_MIN: u16 = 1;
 const SESSION_MAGIC: &[u8; 4] = b"XRS1";
@@ -121,14 +136,26 @@ impl<'a> R<'a> {
     }
 }
 
-fn frame(magic: &[u8; 4], body: &[u8]) -> Zeroizing<Vec<u8>> {
-    let mut out = Zeroizing::new(Vec::with_capacity(body.len() + 42));
+/// Whether a state carries its own SHA-256 (the module's documentation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Seal {
+    None = 0,
+    Sha256 = 1,
+}
+
+const SEAL_LEN: usize = 32;
+
+fn frame(magic: &[u8; 4], body: &[u8], seal: Seal) -> Zeroizing<Vec<u8>> {
+    let mut out = Zeroizing::new(Vec::with_capacity(body.len() + 11 + SEAL_LEN));
     out.extend_from_slice(magic);
     out.extend_from_slice(&STATE_VERSION.to_be_bytes());
+    out.push(seal as u8);
     out.extend_from_slice(&(body.len() as u32).to_be_bytes());
     out.extend_from_slice(body);
-    let sum = Sha256::digest(&out[..]);
-    out.extend_from_slice(&sum);
+    if seal == Seal::Sha256 {
+        let sum = Sha256::digest(&out[..]);
+        out.extend_from_slice(&sum);
+    }
     out
 }
 
@@ -136,7 +163,7 @@ fn unframe<'a>(magic: &[u8; 4], b: &'a [u8]) -> Result<(u16, &'a [u8]), Error> {
     if b.len() > MAX_STATE_LEN {
         return Err(Error::StateCorrupt("state larger than MAX_STATE_LEN"));
     }
-    if b.len() < 10 + 32 {
+    if b.len() < 6 {
         return Err(Error::StateCorrupt(
             "state shorter than its frame (truncated?)",
         ));
@@ -160,28 +187,63 @@ fn unframe<'a>(magic: &[u8; 4], b: &'a [u8]) -> Result<(u16, &'a [u8]), Error> {
             supported: STATE_VERSION,
         });
     }
-    let len = u32::from_be_bytes([b[6], b[7], b[8], b[9]]) as usize;
-    if b.len() != 10 + len + 32 {
+    // versions 1 and 2: no seal byte, always sealed
+    let (seal, at) = if version >= 3 {
+        match b.get(6) {
+            Some(0) => (Seal::None, 7),
+            Some(1) => (Seal::Sha256, 7),
+            Some(_) => return Err(Error::StateCorrupt("unknown seal kind")),
+            None => {
+                return Err(Error::StateCorrupt(
+                    "state shorter than its frame (truncated?)",
+                ))
+            }
+        }
+    } else {
+        (Seal::Sha256, 6)
+    };
+    let sum_len = if seal == Seal::Sha256 { SEAL_LEN } else { 0 };
+    if b.len() < at + 4 + sum_len {
+        return Err(Error::StateCorrupt(
+            "state shorter than its frame (truncated?)",
+        ));
+    }
+    let len = u32::from_be_bytes(b[at..at + 4].try_into().expect("4")) as usize;
+    let start = at + 4;
+    if b.len() - start - sum_len != len {
         return Err(Error::StateCorrupt(
             "length field does not match the state size (truncated or extended)",
         ));
     }
-    let sum = Sha256::digest(&b[..10 + len]);
-    if sum.as_slice() != &b[10 + len..] {
-        return Err(Error::StateCorrupt("checksum mismatch"));
+    if seal == Seal::Sha256 {
+        let sum = Sha256::digest(&b[..start + len]);
+        if sum.as_slice() != &b[start + len..] {
+            return Err(Error::StateCorrupt("checksum mismatch"));
+        }
     }
-    Ok((version, &b[10..10 + len]))
+    Ok((version, &b[start..start + len]))
 }
 
 impl Session {
-    /// Serializes the whole session (versioned, checksummed).
+    /// Serializes the whole session (versioned, sealed with its own SHA-256).
     pub fn to_bytes(&self) -> Zeroizing<Vec<u8>> {
+        frame(SESSION_MAGIC, &self.body(), Seal::Sha256)
+    }
+
+    /// Serializes the whole session without its own SHA-256, for a container that guards the
+    /// bytes itself (the module's documentation). [`Session::from_bytes`] reads it.
+    pub fn to_bytes_unsealed(&self) -> Zeroizing<Vec<u8>> {
+        frame(SESSION_MAGIC, &self.body(), Seal::None)
+    }
+
+    fn body(&self) -> Zeroizing<Vec<u8>> {
         let mut w = W::new();
         let flags = u8::from(self.recv.is_some())
             | u8::from(self.cks.is_some()) << 1
             | u8::from(self.x3dh.is_some()) << 2
             | u8::from(self.attach_prekey) << 3
-            | u8::from(self.pq.is_some()) << 4;
+            | u8::from(self.pq.is_some()) << 4
+            | u8::from(self.pqxdh) << 5;
         w.u8(flags);
         w.b(&self.dhs.secret.to_bytes());
         w.b(self.dhs.public.as_bytes());
@@ -225,7 +287,7 @@ impl Session {
         for k in &self.old_keys {
             w.b(k);
         }
-        frame(SESSION_MAGIC, &w.0)
+        w.0
     }
 
     /// Restores a session; any damage is a clear error, never a panic.
@@ -233,13 +295,26 @@ impl Session {
         let (version, body) = unframe(SESSION_MAGIC, b)?;
         let mut r = R { b: body, at: 0 };
         let flags = r.u8()?;
-        let known: u8 = if version >= 2 { 0x1f } else { 0x0f };
+        let known: u8 = match version {
+            1 => 0x0f,
+            2 => 0x1f,
+            _ => 0x3f,
+        };
         if flags & !known != 0 {
             return Err(Error::StateCorrupt("unknown session flags"));
         }
         if flags & 0x10 != 0 && flags & 4 == 0 {
             return Err(Error::StateCorrupt("PQXDH header flag without an X3DH header"));
         }
+        // version 3 says "started by PQXDH" apart from the header (dropped once confirmed)
+        let pqxdh = if version >= 3 {
+            if flags & 0x10 != 0 && flags & 0x20 == 0 {
+                return Err(Error::StateCorrupt("PQXDH header in a session not started by PQXDH"));
+            }
+            flags & 0x20 != 0
+        } else {
+            flags & 0x10 != 0
+        };
         let dhs = r.keypair()?;
         let rk = r.key()?;
         let recv = if flags & 1 != 0 {
@@ -339,6 +414,7 @@ impl Session {
             ad,
             x3dh,
             pq,
+            pqxdh,
             attach_prekey: flags & 8 != 0,
             limits,
             generation,
@@ -347,8 +423,18 @@ impl Session {
 }
 
 impl Responder {
-    /// Serializes the responder's key material (versioned, checksummed).
+    /// Serializes the responder's key material (versioned, sealed with its own SHA-256).
     pub fn to_bytes(&self) -> Zeroizing<Vec<u8>> {
+        frame(RESPONDER_MAGIC, &self.body(), Seal::Sha256)
+    }
+
+    /// Serializes the responder's key material without its own SHA-256, for a container that
+    /// guards the bytes itself (the module's documentation). [`Responder::from_bytes`] reads it.
+    pub fn to_bytes_unsealed(&self) -> Zeroizing<Vec<u8>> {
+        frame(RESPONDER_MAGIC, &self.body(), Seal::None)
+    }
+
+    fn body(&self) -> Zeroizing<Vec<u8>> {
         let mut w = W::new();
         w.b(&self.identity.secret.to_bytes());
         w.b(self.identity.public.as_bytes());
@@ -372,7 +458,7 @@ impl Responder {
         for k in &self.pq_one_time {
             write_pq(&mut w, k);
         }
-        frame(RESPONDER_MAGIC, &w.0)
+        w.0
     }
 
     pub fn from_bytes(b: &[u8]) -> Result<Responder, Error> {

@@ -477,6 +477,7 @@ impl Responder {
         let mut proto = Session::respond(&sk, pending.spk, &ad)?;
         proto.x3dh = Some(x3dh);
         proto.pq = pq.cloned();
+        proto.pqxdh = pq.is_some();
         let (session, pt) = proto.ratchet_step(env.ratchet(), pending.new_secret, &results[n..])?;
         if let Some(o) = &x3dh.one_time_prekey {
             self.one_time_prekeys.retain(|k| k.public.as_bytes() != o);

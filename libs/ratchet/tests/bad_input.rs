@@ -307,20 +307,20 @@ fn corrupted_session_state_refused() {
     ext.push(0);
     assert!(Session::from_bytes(&ext).is_err());
     // Another version, with a valid checksum.
-    let mut v3 = good.to_vec();
-    v3[4..6].copy_from_slice(&3u16.to_be_bytes());
-    refresh_checksum(&mut v3);
-    let e = Session::from_bytes(&v3).err().unwrap();
+    let mut v4 = good.to_vec();
+    v4[4..6].copy_from_slice(&4u16.to_be_bytes());
+    refresh_checksum(&mut v4);
+    let e = Session::from_bytes(&v4).err().unwrap();
     assert_eq!(
         e,
         Error::StateVersion {
-            found: 3,
-            supported: 2
+            found: 4,
+            supported: 3
         }
     );
     assert_eq!(
         e.to_string(),
-        "state is version 3, this build reads versions 1 to 2"
+        "state is version 4, this build reads versions 1 to 3"
     );
     // A responder state is not a session.
     let (_, _, bob) = pair(false);
@@ -348,13 +348,13 @@ fn corrupted_session_state_refused() {
     for _ in 0..5000 {
         let mut t = good.to_vec();
         for _ in 0..1 + g.next_u32() % 4 {
-            let i = 10 + g.next_u32() as usize % (t.len() - 42);
+            let i = HEADER + g.next_u32() as usize % (t.len() - HEADER - 32);
             t[i] = g.next_u32() as u8;
         }
         if g.next_u32() % 4 == 0 {
             // Also lie about the body length.
-            let len = (t.len() - 42) as u32 ^ (1 << (g.next_u32() % 12));
-            t[6..10].copy_from_slice(&len.to_be_bytes());
+            let len = (t.len() - HEADER - 32) as u32 ^ (1 << (g.next_u32() % 12));
+            t[HEADER - 4..HEADER].copy_from_slice(&len.to_be_bytes());
         }
         refresh_checksum(&mut t);
         match Session::from_bytes(&t) {
@@ -391,13 +391,16 @@ fn corrupted_responder_state_refused() {
         assert!(Responder::from_bytes(&good[..len]).is_err(), "len {len}");
     }
     let mut t = good.to_vec();
-    t[74] = 0; // signed prekey count 0
+    t[HEADER + 64] = 0; // signed prekey count 0
     refresh_checksum(&mut t);
     assert_eq!(
         Responder::from_bytes(&t).err(),
         Some(Error::StateCorrupt("signed prekey count"))
     );
 }
+
+/// A version 3 state's header: magic, version, seal, body length.
+const HEADER: usize = 11;
 
 fn refresh_checksum(t: &mut Vec<u8>) {
     use sha2_for_tests::digest;

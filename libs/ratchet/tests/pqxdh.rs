@@ -140,16 +140,26 @@ fn documented_sizes() {
         bx.to_bytes().len(),
         bp.to_bytes().len()
     );
-    assert_eq!((xs.to_bytes().len(), ps.to_bytes().len(), bx.to_bytes().len(), bp.to_bytes().len()), (369, 1_942, 433, 2_006));
+    assert_eq!((xs.to_bytes().len(), ps.to_bytes().len(), bx.to_bytes().len(), bp.to_bytes().len()), (370, 1_943, 434, 2_007));
+    // Without the state's own SHA-256 (a container that seals its bytes itself): 32 less.
+    assert_eq!(ps.to_bytes_unsealed().len(), 1_911);
+    // Once the first reply arrives, the initiator drops its header (X3DH: 97 bytes here, no
+    // one-time prekey; PQXDH 1,573 more): both initiators' states are the same size again.
+    let (mut bx, mut bp) = (bx, bp);
+    dec(&mut xs, &bx.encrypt(b"r").unwrap()).unwrap();
+    dec(&mut ps, &bp.encrypt(b"r").unwrap()).unwrap();
+    assert!(ps.is_pqxdh() && ps.pq_header().is_none() && ps.x3dh_header().is_none());
+    assert_eq!((xs.to_bytes().len(), ps.to_bytes().len()), (337, 337));
+    assert_eq!(ps.to_bytes_unsealed().len(), 305);
     // The chat's Bob: 32 one-time curve prekeys; with PQXDH also 1 last-resort and 8 one-time PQ
     // prekeys.
     let mut chat_bob = Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 32, &mut OsRng, &mut DalekDh).unwrap();
-    assert_eq!(chat_bob.to_bytes().len(), 2_296);
+    assert_eq!(chat_bob.to_bytes().len(), 2_297);
     chat_bob.add_pq_prekeys_with(1, false, &mut OsRng, &mut CpuKem).unwrap();
     chat_bob.add_pq_prekeys_with(8, true, &mut OsRng, &mut CpuKem).unwrap();
-    assert_eq!(chat_bob.to_bytes().len(), 17_596);
+    assert_eq!(chat_bob.to_bytes().len(), 17_597);
     let chat_doc = include_str!("../../../docs/chat.md");
-    for n in ["369 bytes", "1,942", "433", "2,006", "2,296 bytes", "17,596"] {
+    for n in ["370 bytes", "1,943", "434", "2,007", "337 bytes", "2,297 bytes", "17,597"] {
         assert!(chat_doc.contains(n), "docs/chat.md should say {n}");
     }
     let doc = include_str!("../../../docs/ratchet.md");
@@ -417,6 +427,18 @@ fn x3dh_still_works_and_sessions_do_not_mix() {
     assert_eq!(dec(&mut bp, &wc).err(), Some(Error::WrongSession));
 }
 
+/// A state in the frame of versions 1 and 2: magic, version, body length, body, SHA-256.
+fn old_frame(magic: &[u8; 4], version: u16, body: &[u8]) -> Vec<u8> {
+    use sha2::Digest;
+    let mut v = magic.to_vec();
+    v.extend_from_slice(&version.to_be_bytes());
+    v.extend_from_slice(&(body.len() as u32).to_be_bytes());
+    v.extend_from_slice(body);
+    let sum = sha2::Sha256::digest(&v);
+    v.extend_from_slice(&sum);
+    v
+}
+
 /// PQ prekey management: identifiers are unique and never reused, one-time prekeys are capped,
 /// last-resort ones rotate, wrong results are refused, and version-1 states (before PQXDH) are
 /// still read.
@@ -449,28 +471,21 @@ fn pq_prekey_management_and_state_versions() {
     let classic =
         Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 2, &mut OsRng, &mut DalekDh)
             .unwrap();
-    let v2 = classic.to_bytes();
-    let mut v1 = v2[..v2.len() - 32 - 9].to_vec(); // without next id, 0 last-resort, 0 one-time
-    v1[4..6].copy_from_slice(&1u16.to_be_bytes());
-    let body_len = (v1.len() - 10) as u32;
-    v1[6..10].copy_from_slice(&body_len.to_be_bytes());
-    use sha2::Digest;
-    let sum = sha2::Sha256::digest(&v1);
-    v1.extend_from_slice(&sum);
+    let v3 = classic.to_bytes_unsealed();
+    let body = &v3[11..v3.len() - 9]; // without next id, 0 last-resort, 0 one-time
+    let v1 = old_frame(b"XRR1", 1, body);
     let r1 = Responder::from_bytes(&v1).unwrap();
     assert_eq!(r1.bundle(), classic.bundle());
     assert!(!r1.has_pq_prekey());
     // Version 1 knows no PQXDH header flag.
     let (mut a, _, _) = common::pair(false);
-    let s = a.to_bytes();
-    let mut s1 = s[..s.len() - 32].to_vec();
-    s1[4..6].copy_from_slice(&1u16.to_be_bytes());
-    let sum = sha2::Sha256::digest(&s1);
-    s1.extend_from_slice(&sum);
+    let s = a.to_bytes_unsealed();
+    let mut s1 = old_frame(b"XRS1", 1, &s[11..]);
     let mut a1 = Session::from_bytes(&s1).unwrap();
     assert_eq!(a1.encrypt(b"x").unwrap().len(), a.encrypt(b"x").unwrap().len());
     s1[10] |= 0x10;
     let n = s1.len() - 32;
+    use sha2::Digest;
     let sum = sha2::Sha256::digest(&s1[..n]);
     s1[n..].copy_from_slice(&sum);
     assert!(matches!(Session::from_bytes(&s1), Err(Error::StateCorrupt(_))));
