@@ -97,7 +97,14 @@ impl service_ipc::ErrorCode for Status {
     }
 }
 
-/// One frame: a message between parties, or a prekey bundle.
+/// One frame: a message between parties, or a prekey bundle. Its archived form
+/// (`ArchivedFrame`, from the derive) is what lies in a lent page.
+///
+/// Both sides read and write it in place, in the lent page ([`frame_at`], [`frame_at_mut`]): a
+/// frame is a 4 KiB page, but only its `len` bytes of payload are ever copied (the rest of
+/// `data` is whatever the page held before, never read). The archive is rkyv's (this
+/// struct's archived form at the request's position), so a client may also send one built
+/// with `Buffer::into_buf`.
 #[derive(Archive, Serialize, Deserialize, Clone, Copy)]
 pub struct Frame {
     pub magic: u32,
@@ -119,6 +126,43 @@ impl Frame {
     /// The payload, if `len` is in range.
     pub fn payload(&self) -> Option<&[u8]> {
         self.data.get(..self.len as usize)
+    }
+}
+
+/// The frame archived at byte `pos` of `page`, read in place: None if it does not fit the page
+/// or is misaligned there.
+pub fn frame_at(page: &[u8], pos: usize) -> Option<&ArchivedFrame> {
+    let fits = service_ipc::archive::archive_fits::<Frame>(page.len(), pos) && (page.as_ptr() as usize + pos) % core::mem::align_of::<ArchivedFrame>() == 0;
+    // Safety: the archived frame lies inside `page` and is aligned (checked); it holds only
+    // integers and bytes, so any bytes are a valid value.
+    fits.then(|| unsafe { &*(page.as_ptr().add(pos) as *const ArchivedFrame) })
+}
+
+/// [`frame_at`] for writing a frame in place.
+pub fn frame_at_mut(page: &mut [u8], pos: usize) -> Option<&mut ArchivedFrame> {
+    let fits = service_ipc::archive::archive_fits::<Frame>(page.len(), pos) && (page.as_ptr() as usize + pos) % core::mem::align_of::<ArchivedFrame>() == 0;
+    // Safety: as in frame_at, and `page` is borrowed mutably.
+    fits.then(|| unsafe { &mut *(page.as_mut_ptr().add(pos) as *mut ArchivedFrame) })
+}
+
+impl ArchivedFrame {
+    /// The payload, if `len` is in range.
+    pub fn payload(&self) -> Option<&[u8]> {
+        self.data.get(..self.len as usize)
+    }
+
+    /// Writes a whole frame here: the header and `data`'s bytes, nothing else (false, and
+    /// nothing written, if `data` is longer than a frame).
+    pub fn set(&mut self, from: u32, to: u32, data: &[u8]) -> bool {
+        if data.len() > FRAME_DATA {
+            return false;
+        }
+        self.magic = MAGIC;
+        self.from = from;
+        self.to = to;
+        self.len = data.len() as u32;
+        self.data[..data.len()].copy_from_slice(data);
+        true
     }
 }
 

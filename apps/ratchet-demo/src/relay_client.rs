@@ -1,9 +1,7 @@
 //! Client of the relay server (blocking calls: use it from a network thread, never the UI's).
 
-use xous_ipc::Buffer;
-
-use crate::relay_api::{Faults, Frame, Opcode, RelayStats, Status, MAGIC, SERVER_NAME};
-use service_ipc::client::CallError;
+use crate::relay_api::{frame_at, frame_at_mut, ArchivedFrame, Faults, Opcode, RelayStats, Status, MAGIC, SERVER_NAME};
+use service_ipc::client::{memory_reply, CallError};
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum RelayError {
@@ -66,9 +64,21 @@ pub fn drain_with<E>(
     }
 }
 
+/// A connection to the relay and its one page: each call writes its frame into the page in
+/// place, lends it, and reads the reply frame in place (only a frame's payload bytes are ever
+/// copied, not the page's 3 KiB of frame).
 pub struct Relay {
     conn: xous::CID,
-    buf: Buffer<'static>,
+    page: xous::MemoryRange,
+}
+
+/// The page a relay call lends.
+const PAGE: usize = 4096;
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = xous::unmap_memory(self.page);
+    }
 }
 
 impl Relay {
@@ -76,45 +86,54 @@ impl Relay {
     pub fn new() -> Result<Relay, RelayError> {
         let xns = xous_api_names::XousNames::new().map_err(|e| RelayError::Ipc(format!("{e:?}")))?;
         let conn = xns.request_connection_blocking(SERVER_NAME).map_err(|e| RelayError::Ipc(format!("{e:?}")))?;
-        let buf = Buffer::into_buf(Frame::new(0, 0, &[]).unwrap()).map_err(|_| RelayError::Ipc("buffer".into()))?;
-        Ok(Relay { conn, buf })
+        let page = xous::map_memory(None, None, PAGE, xous::MemoryFlags::R | xous::MemoryFlags::W).map_err(|e| RelayError::Ipc(format!("page: {e:?}")))?;
+        Ok(Relay { conn, page })
     }
 
     pub fn conn(&self) -> xous::CID {
         self.conn
     }
 
-    fn frame_call(&mut self, op: Opcode, f: Frame) -> Result<Frame, RelayError> {
-        self.buf.rewrite(f).map_err(|_| RelayError::Ipc("serialize".into()))?;
-        let r = service_ipc::client::lend_mut_in::<Frame>(self.conn, &mut self.buf, op as u32);
-        Ok(r?)
+    /// Writes the frame (from, to, data) at the start of the page, lends the page as `op` and
+    /// returns the reply frame, read in place where the relay put it.
+    fn frame_call(&mut self, op: Opcode, from: u32, to: u32, data: &[u8]) -> Result<&ArchivedFrame, RelayError> {
+        // the page is mapped readable and writable for this Relay's life
+        let page = self.page.as_slice_mut::<u8>();
+        let f = frame_at_mut(page, 0).expect("a page holds a frame");
+        if !f.set(from, to, data) {
+            return Err(RelayError::Status(Status::BadLength));
+        }
+        let r = xous::send_message(self.conn, xous::Message::new_lend_mut(op as usize, self.page, None, xous::MemorySize::new(PAGE)));
+        let (pos, _) = memory_reply(r.map_err(CallError::Ipc)?)?;
+        let page = self.page.as_slice::<u8>();
+        frame_at(page, pos.unwrap_or(0)).ok_or(RelayError::Ipc("reply archive out of range".into()))
     }
 
     pub fn send(&mut self, from: u32, to: u32, data: &[u8]) -> Result<(), RelayError> {
-        let f = Frame::new(from, to, data).ok_or(RelayError::Status(Status::BadLength))?;
-        self.frame_call(Opcode::Send, f).map(|_| ())
+        self.frame_call(Opcode::Send, from, to, data).map(|_| ())
     }
 
-    /// The next frame for mailbox `me`: (from, payload), or None.
-    pub fn recv(&mut self, me: u32) -> Result<Option<(u32, Vec<u8>)>, RelayError> {
-        let f = self.frame_call(Opcode::Recv, Frame::new(0, me, &[]).unwrap())?;
+    /// The payload of a reply frame, copied out; None for an empty one.
+    fn reply(f: &ArchivedFrame) -> Result<Option<(u32, Vec<u8>)>, RelayError> {
         if f.len == 0 {
             return Ok(None);
         }
         let p = f.payload().ok_or(RelayError::Ipc("reply length out of range".into()))?;
         Ok(Some((f.from, p.to_vec())))
+    }
+
+    /// The next frame for mailbox `me`: (from, payload), or None.
+    pub fn recv(&mut self, me: u32) -> Result<Option<(u32, Vec<u8>)>, RelayError> {
+        let f = self.frame_call(Opcode::Recv, 0, me, &[])?;
+        Self::reply(f)
     }
 
     /// The next frame for mailbox `me`, waiting for it as long as it takes (the relay answers
     /// when one comes: nobody polls); None when a later wait for the same mailbox took this
     /// one's place. Blocks the calling thread: give it a thread of its own.
     pub fn recv_wait(&mut self, me: u32) -> Result<Option<(u32, Vec<u8>)>, RelayError> {
-        let f = self.frame_call(Opcode::RecvWait, Frame::new(0, me, &[]).unwrap())?;
-        if f.len == 0 {
-            return Ok(None);
-        }
-        let p = f.payload().ok_or(RelayError::Ipc("reply length out of range".into()))?;
-        Ok(Some((f.from, p.to_vec())))
+        let f = self.frame_call(Opcode::RecvWait, 0, me, &[])?;
+        Self::reply(f)
     }
 
     /// A thread of its own (named `name`) that waits on the relay for mailbox `me`'s frames
@@ -150,12 +169,11 @@ impl Relay {
     }
 
     pub fn put_bundle(&mut self, owner: u32, bundle: &[u8]) -> Result<(), RelayError> {
-        let f = Frame::new(owner, owner, bundle).ok_or(RelayError::Status(Status::BadLength))?;
-        self.frame_call(Opcode::PutBundle, f).map(|_| ())
+        self.frame_call(Opcode::PutBundle, owner, owner, bundle).map(|_| ())
     }
 
     pub fn get_bundle(&mut self, owner: u32) -> Result<Vec<u8>, RelayError> {
-        let f = self.frame_call(Opcode::GetBundle, Frame::new(0, owner, &[]).unwrap())?;
+        let f = self.frame_call(Opcode::GetBundle, 0, owner, &[])?;
         f.payload().map(|p| p.to_vec()).ok_or(RelayError::Ipc("reply length out of range".into()))
     }
 

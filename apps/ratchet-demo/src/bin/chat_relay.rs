@@ -14,10 +14,10 @@ use std::collections::BTreeMap;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use ratchet_demo::relay_api::{Faults, Frame, Opcode, RelayStats, Status, MAGIC, SERVER_NAME};
+use ratchet_demo::relay_api::{frame_at, frame_at_mut, Faults, Opcode, RelayStats, Status, MAGIC, SERVER_NAME};
 use ratchet_demo::relay_net::Net;
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{decode_request, prepare_archive_in_place, reply_archive, send_prepared, reply_bad_kind, reply_error, reply_ok, scalar_args, Kind};
+use service_ipc::server::{decode_request, reply_archive, reply_bad_kind, reply_error, reply_ok, scalar_args, send_prepared, Kind};
 use xous::{Message, MessageEnvelope};
 
 const OPTS: &[Opt] = &[
@@ -25,12 +25,41 @@ const OPTS: &[Opt] = &[
     Opt { flag: "--faults", env: Some("CHAT_RELAY_FAULTS"), takes: Takes::Value },
 ];
 
-fn frame_request(env: &MessageEnvelope) -> Result<Frame, Status> {
-    let f: Frame = decode_request(env).ok_or(Status::BadMessage)?;
+/// The request's frame, read in place in the lent page (its payload is not copied): (from,
+/// to, payload if its length is in range).
+fn frame_request(env: &MessageEnvelope) -> Result<(u32, u32, Option<&[u8]>), Status> {
+    let Message::MutableBorrow(mem) = &env.body else { return Err(Status::BadMessage) };
+    let f = frame_at(mem.buf.as_slice(), mem.offset.map(|o| o.get()).unwrap_or(0)).ok_or(Status::BadMessage)?;
     if f.magic != MAGIC {
         return Err(Status::BadMessage);
     }
-    Ok(f)
+    Ok((f.from, f.to, f.payload()))
+}
+
+/// Writes the reply frame in place over the request's (at its position; only the payload's
+/// bytes are copied) and marks the page answered; the caller sends it (dropping the envelope,
+/// or `send_prepared`). None if the envelope holds no page that can take a frame (it was
+/// answered with an error).
+fn fill(mut env: MessageEnvelope, from: u32, to: u32, data: &[u8]) -> Option<MessageEnvelope> {
+    if let Message::MutableBorrow(mem) = &mut env.body {
+        let pos = mem.offset.map(|o| o.get()).unwrap_or(0);
+        if let Some(f) = frame_at_mut(mem.buf.as_slice_mut(), pos) {
+            if f.set(from, to, data) {
+                mem.valid = xous::MemorySize::new(mem.buf.len());
+                return Some(env);
+            }
+        }
+    }
+    reply_error(env, Status::BadMessage);
+    None
+}
+
+/// The reply to a request whose frame comes back as it was sent (Send, PutBundle): the page
+/// goes back unchanged, with the archive where it was.
+fn reply_same(mut env: MessageEnvelope) {
+    if let Message::MutableBorrow(mem) = &mut env.body {
+        mem.valid = xous::MemorySize::new(mem.buf.len());
+    }
 }
 
 /// The relay's state: the network model and the `RecvWait` requests it keeps (mailbox ->
@@ -45,8 +74,8 @@ struct Relay {
 
 /// Answers a kept `RecvWait` with `f`. False if `f` did not reach its sender (its process is
 /// gone, or its page cannot hold the reply and got an error instead): the caller keeps the frame.
-fn answer(env: MessageEnvelope, f: Frame) -> bool {
-    let Some(env) = prepare_archive_in_place(env, f, Status::BadMessage) else { return false };
+fn answer(env: MessageEnvelope, from: u32, to: u32, data: &[u8]) -> bool {
+    let Some(env) = fill(env, from, to, data) else { return false };
     match send_prepared(env) {
         Ok(()) => true,
         Err(e) => {
@@ -64,8 +93,7 @@ impl Relay {
         for to in boxes {
             if let Ok(Some(p)) = self.net.recv(to, now) {
                 let env = self.waiters.remove(&to).expect("a kept request");
-                let f = Frame::new(p.from, to, &p.data).expect("a frame the relay took");
-                if !answer(env, f) {
+                if !answer(env, p.from, to, &p.data) {
                     self.net.unrecv(to, p);
                 }
             }
@@ -118,33 +146,27 @@ fn dispatch(relay: &mut Relay, env: MessageEnvelope, t0: Instant) {
     let net = &mut relay.net;
     match (op, kind) {
         (Opcode::Send, Kind::LendMut) => {
-            let r = frame_request(&env).and_then(|f| {
-                let p = f.payload().ok_or(Status::BadLength)?;
-                net.send(f.from, f.to, p, now).map(|()| f)
-            });
+            let r = frame_request(&env).and_then(|(from, to, p)| net.send(from, to, p.ok_or(Status::BadLength)?, now));
             match r {
-                Ok(f) => {
-                    reply_archive(env, f, Status::BadMessage);
+                Ok(()) => {
+                    reply_same(env);
                     // the frame (or held ones it released) may be what a receiver waits for
                     relay.serve_waiters(now);
                 }
                 Err(e) => reply_error(env, e),
             }
         }
-        (Opcode::Recv, Kind::LendMut) => {
-            let r = frame_request(&env).and_then(|f| net.recv(f.to, now).map(|p| (f.to, p)));
-            match r {
-                Ok((to, Some(p))) => reply_archive(env, Frame::new(p.from, to, &p.data).unwrap(), Status::BadMessage),
-                Ok((to, None)) => reply_archive(env, Frame::new(0, to, &[]).unwrap(), Status::BadMessage),
-                Err(e) => reply_error(env, e),
-            }
-        }
-        (Opcode::RecvWait, Kind::LendMut) => match frame_request(&env).and_then(|f| net.recv(f.to, now).map(|p| (f.to, p))) {
-            Ok((to, Some(p))) => reply_archive(env, Frame::new(p.from, to, &p.data).unwrap(), Status::BadMessage),
+        (Opcode::Recv, Kind::LendMut) => match frame_request(&env).and_then(|(_, to, _)| net.recv(to, now).map(|p| (to, p))) {
+            Ok((to, Some(p))) => drop(fill(env, p.from, to, &p.data)),
+            Ok((to, None)) => drop(fill(env, 0, to, &[])),
+            Err(e) => reply_error(env, e),
+        },
+        (Opcode::RecvWait, Kind::LendMut) => match frame_request(&env).and_then(|(_, to, _)| net.recv(to, now).map(|p| (to, p))) {
+            Ok((to, Some(p))) => drop(fill(env, p.from, to, &p.data)),
             Ok((to, None)) => {
                 // kept until a frame comes; an earlier request for this mailbox is let go empty
                 if let Some(old) = relay.waiters.insert(to, env) {
-                    answer(old, Frame::new(0, to, &[]).unwrap());
+                    answer(old, 0, to, &[]);
                 }
                 relay.serve_waiters(now);
             }
@@ -155,25 +177,19 @@ fn dispatch(relay: &mut Relay, env: MessageEnvelope, t0: Instant) {
             relay.serve_waiters(now);
         }
         (Opcode::PutBundle, Kind::LendMut) => {
-            let r = frame_request(&env).and_then(|f| {
-                let p = f.payload().ok_or(Status::BadLength)?;
-                net.put_bundle(f.from, p).map(|()| f)
-            });
+            let r = frame_request(&env).and_then(|(from, _, p)| net.put_bundle(from, p.ok_or(Status::BadLength)?).map(|()| from));
             match r {
-                Ok(f) => {
-                    log::info!("chat-relay: prekey bundle of mailbox {} registered", f.from);
-                    reply_archive(env, f, Status::BadMessage)
+                Ok(from) => {
+                    log::info!("chat-relay: prekey bundle of mailbox {from} registered");
+                    reply_same(env)
                 }
                 Err(e) => reply_error(env, e),
             }
         }
-        (Opcode::GetBundle, Kind::LendMut) => {
-            let r = frame_request(&env).and_then(|f| net.get_bundle(f.to).map(|b| Frame::new(f.to, f.to, b).unwrap()));
-            match r {
-                Ok(f) => reply_archive(env, f, Status::BadMessage),
-                Err(e) => reply_error(env, e),
-            }
-        }
+        (Opcode::GetBundle, Kind::LendMut) => match frame_request(&env).and_then(|(_, to, _)| net.get_bundle(to).map(|b| (to, b.to_vec()))) {
+            Ok((to, b)) => drop(fill(env, to, to, &b)),
+            Err(e) => reply_error(env, e),
+        },
         (Opcode::SetFaults, Kind::BlockingScalar) => match Faults::from_args(scalar_args(&env).unwrap()) {
             Ok(f) => {
                 log::info!("chat-relay: faults now {f:?}");
