@@ -57,8 +57,10 @@ impl Pacing {
     }
 }
 
-/// One X25519 provider: the result and the engine cycles it took (0 if not an engine).
-pub type DhFn = Box<dyn FnMut(&DhJob) -> Result<(DhOutput, u64), String> + Send>;
+/// An X25519 provider: the results of a batch of jobs, in job order, each with the engine
+/// cycles it took (0 if not an engine). The engine service takes a step's jobs in one request
+/// (`x25519_batch`: one round trip through the OS, the jobs back to back on the engine).
+pub type DhFn = Box<dyn FnMut(&[DhJob]) -> Result<Vec<(DhOutput, u64)>, String> + Send>;
 
 /// Results of a batch, in job order, with its timing.
 pub struct DhBatch {
@@ -108,11 +110,16 @@ impl Device {
         let mut outputs = Vec::with_capacity(jobs.len());
         let mut cycles = 0u64;
         let mut device = Duration::ZERO;
-        for j in jobs {
-            let (o, c) = f(j)?;
-            outputs.push(o);
-            cycles += c;
-            device += self.pacing.device_time(c);
+        if !jobs.is_empty() {
+            let results = f(jobs)?;
+            if results.len() != jobs.len() {
+                return Err(format!("the X25519 provider gave {} results for {} jobs", results.len(), jobs.len()));
+            }
+            for (o, c) in results {
+                outputs.push(o);
+                cycles += c;
+                device += self.pacing.device_time(c);
+            }
         }
         let host = submitted.elapsed();
         let t = Instant::now();
@@ -242,16 +249,20 @@ impl DhRunner for AsyncRunner {
 
 /// x25519-dalek on the CPU (tests, and the reference the engine is compared with).
 pub fn dalek_fn() -> DhFn {
-    Box::new(|j: &DhJob| Ok((j.run_dalek(), 0)))
+    Box::new(|jobs: &[DhJob]| Ok(jobs.iter().map(|j| (j.run_dalek(), 0)).collect()))
 }
 
-/// X25519 on the engine25519 service (blocking call: only ever on a worker thread, or the UI
-/// thread in `--sync-dh` mode).
+/// A batch's jobs as the engine service takes them: (scalar, u) pairs, wiped when dropped.
+pub fn engine_jobs(jobs: &[DhJob]) -> Zeroizing<Vec<([u8; 32], [u8; 32])>> {
+    Zeroizing::new(jobs.iter().map(|j| (*j.secret_bytes(), j.public)).collect())
+}
+
+/// X25519 on the engine25519 service, a batch per request (blocking call: only ever on a
+/// worker thread, or the UI thread in `--sync-dh` mode).
 pub fn engine_fn(engine: engine25519::Engine25519) -> DhFn {
-    Box::new(move |j: &DhJob| {
-        let r = engine.x25519_detailed(&j.secret_bytes(), &j.public).map_err(|e| format!("engine25519: {e:?}"))?;
-        let out = Zeroizing::new(r.result);
-        Ok((out, r.cycles))
+    Box::new(move |jobs: &[DhJob]| {
+        let r = engine.x25519_batch(&engine_jobs(jobs)).map_err(|e| format!("engine25519: {e:?}"))?;
+        Ok(r.into_iter().map(|r| (Zeroizing::new(r.result), r.cycles)).collect())
     })
 }
 
@@ -268,10 +279,10 @@ mod tests {
         let gate = std::sync::Mutex::new(gate);
         let ran = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let r = ran.clone();
-        let f: DhFn = Box::new(move |j: &DhJob| {
+        let f: DhFn = Box::new(move |jobs: &[DhJob]| {
             let _ = gate.lock().unwrap().recv_timeout(Duration::from_secs(10));
             r.store(true, std::sync::atomic::Ordering::SeqCst);
-            Ok((j.run_dalek(), 1))
+            Ok(jobs.iter().map(|j| (j.run_dalek(), 1)).collect())
         });
         (f, open, ran)
     }
@@ -310,7 +321,7 @@ mod tests {
     #[test]
     fn async_runner_returns_at_once_and_paces_to_device_time() {
         // 10,000 "cycles" per job at 1 MHz = 10 ms per job
-        let f: DhFn = Box::new(|j: &DhJob| Ok((j.run_dalek(), 10_000)));
+        let f: DhFn = Box::new(|jobs: &[DhJob]| Ok(jobs.iter().map(|j| (j.run_dalek(), 10_000)).collect()));
         let mut r = AsyncRunner::new(f, Device::new(Pacing::Engine { clock_hz: 1_000_000 }));
         let jobs = vec![job(), job(), job()];
         let want: Vec<[u8; 32]> = jobs.iter().map(|j| *j.run_dalek()).collect();
@@ -336,7 +347,7 @@ mod tests {
 
     #[test]
     fn provider_errors_are_delivered() {
-        let f: DhFn = Box::new(|_j: &DhJob| Err("engine down".to_string()));
+        let f: DhFn = Box::new(|_jobs: &[DhJob]| Err("engine down".to_string()));
         let mut r = AsyncRunner::new(f, Device::new(Pacing::Off { clock_hz: 0 }));
         let t = r.submit(vec![job()], vec![]);
         assert_eq!(r.wait(t, Duration::from_secs(5)).unwrap().err().unwrap(), "engine down");

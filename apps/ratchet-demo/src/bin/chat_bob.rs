@@ -84,7 +84,7 @@ fn die(msg: &str) -> ! {
 
 /// Blocking X25519 on the engine for Bob's key set-up (a headless process: no UI to stall).
 fn blocking_dh(f: &mut DhFn) -> impl FnMut(&[DhJob]) -> Result<Vec<DhOutput>, ratchet::Error> + '_ {
-    move |jobs: &[DhJob]| jobs.iter().map(|j| f(j).map(|(o, _)| o).map_err(ratchet::Error::Dh)).collect()
+    move |jobs: &[DhJob]| f(jobs).map(|r| r.into_iter().map(|(o, _)| o).collect()).map_err(ratchet::Error::Dh)
 }
 
 /// Bob's answer to message `seq` (queued in the same store write as the acceptance).

@@ -85,7 +85,7 @@ mod device {
     use engine25519::{BackendId, Engine25519};
     use ratchet_demo::config::EngineMode;
     use ratchet_demo::device_ui::{conversation_rows, FrameStats, Key, LineEditor, Screen};
-    use ratchet_demo::dh::{dalek_fn, AsyncRunner, Device, DhFn, DhRunner, Pacing, SyncRunner};
+    use ratchet_demo::dh::{dalek_fn, engine_jobs, AsyncRunner, Device, DhFn, DhRunner, Pacing, SyncRunner};
     use ratchet_demo::party::{Dir, Event, Party, Reject, VerifiedBundle};
     use ratchet_demo::relay_client::Relay;
     use ratchet_demo::{store, ALICE, BOB};
@@ -106,14 +106,20 @@ mod device {
         xous::terminate_process(2)
     }
 
-    /// X25519 on the engine service; the reply must come from the engine (`hw`).
+    /// X25519 on the engine service, a batch per request (a DH ratchet step's three jobs in
+    /// one round trip through the OS, back to back on the engine); every reply must come from
+    /// the engine (`hw`).
     fn hw_fn(engine: Engine25519) -> DhFn {
-        Box::new(move |j| {
-            let r = engine.x25519_detailed(&j.secret_bytes(), &j.public).map_err(|e| format!("engine25519: {e:?}"))?;
-            if r.backend != Some(BackendId::Hw) {
-                return Err(format!("engine25519 answered from backend {:?}, not hw", r.backend));
-            }
-            Ok((Zeroizing::new(r.result), r.cycles))
+        Box::new(move |jobs| {
+            let r = engine.x25519_batch(&engine_jobs(jobs)).map_err(|e| format!("engine25519: {e:?}"))?;
+            r.into_iter()
+                .map(|r| {
+                    if r.backend != Some(BackendId::Hw) {
+                        return Err(format!("engine25519 answered from backend {:?}, not hw", r.backend));
+                    }
+                    Ok((Zeroizing::new(r.result), r.cycles))
+                })
+                .collect()
         })
     }
 
