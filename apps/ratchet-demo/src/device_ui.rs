@@ -158,6 +158,9 @@ impl Screen {
 #[derive(Debug)]
 pub struct FrameStats {
     intervals: VecDeque<f64>,
+    /// the same intervals, sorted (kept in order as they come and go: the p99 shown every
+    /// frame is an index, not a sort of 300 values)
+    sorted: Vec<f64>,
     keep: usize,
     pub frames: u64,
     pub worst: f64,
@@ -165,14 +168,19 @@ pub struct FrameStats {
 
 impl FrameStats {
     pub fn new(keep: usize) -> FrameStats {
-        FrameStats { intervals: VecDeque::new(), keep: keep.max(1), frames: 0, worst: 0.0 }
+        FrameStats { intervals: VecDeque::new(), sorted: Vec::new(), keep: keep.max(1), frames: 0, worst: 0.0 }
     }
     pub fn push(&mut self, ms: f64) {
         self.frames += 1;
         if self.intervals.len() == self.keep {
-            self.intervals.pop_front();
+            if let Some(old) = self.intervals.pop_front() {
+                let i = self.sorted.partition_point(|v| v.total_cmp(&old).is_lt());
+                self.sorted.remove(i);
+            }
         }
         self.intervals.push_back(ms);
+        let i = self.sorted.partition_point(|v| v.total_cmp(&ms).is_le());
+        self.sorted.insert(i, ms);
         self.worst = self.worst.max(ms);
     }
     pub fn last(&self) -> f64 {
@@ -180,7 +188,11 @@ impl FrameStats {
     }
     /// The 99th percentile (nearest rank) of the kept intervals.
     pub fn p99(&self) -> f64 {
-        p99(self.intervals.iter().copied().collect())
+        if self.sorted.is_empty() {
+            return 0.0;
+        }
+        let rank = ((0.99 * self.sorted.len() as f64).ceil() as usize).clamp(1, self.sorted.len());
+        self.sorted[rank - 1]
     }
 }
 
@@ -290,5 +302,24 @@ mod tests {
         assert_eq!(f.p99(), 90.0);
         assert_eq!(f.worst, 95.0);
         assert_eq!(p99(vec![]), 0.0);
+    }
+
+    /// The kept sorted copy gives the same p99 as sorting the window, as intervals come and
+    /// the oldest go (equal values among them).
+    #[test]
+    fn frame_stats_p99_matches_a_sort_of_the_window() {
+        let mut f = FrameStats::new(50);
+        let mut window = VecDeque::new();
+        let mut x = 12345u64;
+        for _ in 0..1000 {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let ms = 30.0 + ((x >> 33) % 40) as f64 / 4.0;
+            f.push(ms);
+            window.push_back(ms);
+            if window.len() > 50 {
+                window.pop_front();
+            }
+            assert_eq!(f.p99(), p99(window.iter().copied().collect()));
+        }
     }
 }

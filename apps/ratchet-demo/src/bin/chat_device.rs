@@ -344,8 +344,7 @@ mod device {
 
         /// Party work, its events, what the screen shows; `frame`: a frame tick (the ticker
         /// row advances).
-        fn step(&mut self, frame: bool, got: bool) {
-            let now = Instant::now();
+        fn step(&mut self, frame: bool, got: bool, now: Instant) {
             // the screen's rows are built again only when something may have changed (an event
             // came, the party reported or sent something, an error); a frame tick alone only
             // advances the ticker row
@@ -358,7 +357,15 @@ mod device {
                     let _ = self.net.send(NetCmd::GetBundle(peer));
                 }
             }
-            if let Err(e) = self.party.tick(now, self.dh.as_mut(), &mut self.rng) {
+            let dh_before = self.party.dh_in_flight();
+            let tick = self.party.tick(now, self.dh.as_mut(), &mut self.rng);
+            if !dh_before && self.party.dh_in_flight() {
+                // a DH batch was just handed to the worker: let it run now, so its request
+                // reaches the engine before this thread draws (threads take turns; nothing
+                // preempts this one until it waits or its quantum ends)
+                xous::yield_slice();
+            }
+            if let Err(e) = tick {
                 let m = e.to_string();
                 if m.contains("store full") {
                     say(&format!("CHAT-STORE-FULL {m}"));
@@ -426,7 +433,10 @@ mod device {
         /// The ticker row: changes with every frame and only then (the bench counts frames by
         /// this row, at [`TICKER`]).
         fn ticker(&self) -> String {
-            format!("frame {} {:.0} ms p99 {:.0} worst {:.0}", self.stats.frames, self.stats.last(), self.stats.p99(), self.stats.worst)
+            // whole milliseconds as integers: `{:.0}` of an f64 is an exact decimal conversion
+            // (big-number arithmetic in software on this CPU), three of them every frame
+            let ms = |v: f64| (v + 0.5) as u64;
+            format!("frame {} {} ms p99 {} worst {}", self.stats.frames, ms(self.stats.last()), ms(self.stats.p99()), ms(self.stats.worst))
         }
 
         fn rows(&mut self) -> Vec<String> {
@@ -529,7 +539,7 @@ mod device {
         };
         // the first frame clears the whole panel
         ui.screen.fb.clear_screen();
-        ui.step(true, true);
+        ui.step(true, true, Instant::now());
         say(&format!(
             "CHAT-DEVICE ready engine={} dh={} fps={fps}",
             ui.args.common.engine.name(),
@@ -559,7 +569,7 @@ mod device {
                 next = (next + period).max(now);
             }
             if frame || got {
-                ui.step(frame, got);
+                ui.step(frame, got, now);
             }
             if ui.quit {
                 break;

@@ -239,10 +239,10 @@ pub fn check(ctx: &Ctx) -> Result<()> {
 
 // ------------------------------------------------------------------------------ bench
 
-/// Messages per bench run (the figures cover the second on: four messages, each with a DH
-/// ratchet step on each side; with the exchange at about 0.1 s per message, fewer would leave
-/// too few frame intervals for a p99).
-const BENCH_MESSAGES: usize = 5;
+/// Messages per bench run (the figures cover the second on: seven messages, each with a DH
+/// ratchet step on each side; with the exchange at about 0.08 s per message, five messages
+/// left 8 frame intervals in the window, too few for a p99).
+const BENCH_MESSAGES: usize = 8;
 /// Wall-clock limit of each bench simulation: four run in parallel (by default), at 0.1-0.15 M
 /// cycles/s each on a busy 2-core machine, and the sync-software run needs about 400 M cycles.
 const BENCH_SIM_TIMEOUT_S: u64 = 7200;
