@@ -28,7 +28,7 @@ cycle later with `dat_r`. Undecoded offsets read `undecoded` and ignore writes.
 
 from __future__ import annotations
 
-from migen import If, Module, Signal
+from migen import Case, If, Module, Signal
 
 KINDS = {"rw": 2, "ro": 2, "pending": 2, "pulse": 2, "wstrobe": 3, "rstrobe": 3, "rwstrobe": 3}
 
@@ -70,8 +70,7 @@ class CsrPage(Module):
         take = Signal()
         self.comb += take.eq(self.stb & self.sel & ~self.ack)
         rd = Signal(32)
-        self.comb += rd.eq(undecoded)
-        reads, sets_first, writes = [], [], []
+        reads, sets_first, writes = {}, [], []
         for name, reg in registers.items():
             hit = Signal(name=f"hit_{name.lower()}")
             self.comb += hit.eq(take & (self.adr == reg.offset))
@@ -98,8 +97,12 @@ class CsrPage(Module):
                     self.comb += [b[1].eq(wr), b[2].eq(wv)]
                 elif kind == "rstrobe":
                     self.comb += [val[bits].eq(b[1]), b[2].eq(rde)]
-            reads.append(If(self.adr == reg.offset, rd.eq(val)))
-        self.comb += reads
+            assert reg.offset not in reads, f"two registers at offset {reg.offset:#x}"
+            reads[reg.offset] = rd.eq(val)
+        # one case on the offset (a mux tree; a chain of Ifs was a priority chain of LUTs as
+        # long as the page, the worst path of the TRNG on the ECP5)
+        reads["default"] = rd.eq(undecoded)
+        self.comb += Case(self.adr, reads)
         # pending bits: the block's `sync` sets run before these writes in the same cycle, so a
         # clear would win; blocks call `pending_set` instead, which puts the set after the clear
         self.sync += writes
