@@ -85,6 +85,23 @@ def synth_files(files: list, name: str, workdir: Path, timeout: int = 3600) -> t
     return out, _counts(log.with_suffix(".ylog"))
 
 
+def dsp_registers(netlist: Path, top: str) -> dict:
+    """MULT18X18D cells of a synth_ecp5 JSON netlist by the registers they use: `output` (the
+    output register on a clock: nextpnr times the path into it), `inputs` (both input registers),
+    `none` (neither: a combinational multiply between fabric registers)."""
+    cells = json.loads(netlist.read_text())["modules"][top]["cells"].values()
+    out = {"output": 0, "inputs": 0, "none": 0}
+    for c in cells:
+        if c["type"] != "MULT18X18D":
+            continue
+        p = c["parameters"]
+        on = {k: str(p.get(k, "NONE")).strip() != "NONE" for k in ("REG_INPUTA_CLK", "REG_INPUTB_CLK", "REG_OUTPUT_CLK")}
+        out["output"] += on["REG_OUTPUT_CLK"]
+        out["inputs"] += on["REG_INPUTA_CLK"] and on["REG_INPUTB_CLK"]
+        out["none"] += not any(on.values())
+    return out
+
+
 def _counts(ylog: Path) -> dict:
     text = ylog.read_text()
     s = text[text.rfind("Printing statistics"):]

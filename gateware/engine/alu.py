@@ -26,7 +26,14 @@ RAM's output into its own read address.
 The ALU is driven by a control word (`ctl`), not by an opcode: `control(mnemonic, pass2)` gives
 the word of one pass, and the sequencer loads it into a register when it issues the op (and
 again for pass 2), so the decode is done once per instruction instead of being folded into
-every bit's logic. q is combinational in the cycle the control word is current."""
+every bit's logic. q is combinational in the cycle the control word is current.
+
+`target` (engine/dsp.py): `generic` writes the adder as one `+` (one carry chain: 65 CARRY4 on
+xc7). `ecp5` splits it at bit 128 into a carry-select adder: the low half, and the high half
+twice (carry in 0 and 1) chosen by the low half's carry out. The adder runs from the register
+file's block RAM output (5.8 ns clock-to-out on the ECP5-6) into the sequencer's write request in
+one eng_clk, and a 257-bit ripple of CCU2C cells was 9 ns of it; the split costs about 130 LUT4
+and 65 CCU2C more, which the xc7 budget could not take and the ECP5 part can."""
 
 from __future__ import annotations
 
@@ -100,7 +107,9 @@ def _ge_p(a, p: int):
 
 
 class Alu(Module):
-    def __init__(self, isa: str):
+    def __init__(self, isa: str, target: str = "generic"):
+        from .dsp import TARGETS
+        assert target in TARGETS, f"unknown target {target!r}: one of {', '.join(TARGETS)}"
         p = spec.prime()
         n = spec.field_bits()
         w = 257
@@ -122,12 +131,25 @@ class Alu(Module):
         s = Signal(w + 1)               # with the carry out of bit 256 (FADD's pass-2 decision)
         ge = Signal()
         g = Signal()
+        if target == "generic":
+            # b is the adder's first operand: the carry chain's DI, so X ^ b is one LUT per bit
+            add = s.eq(self.b + x)
+        else:
+            h = 128
+            lo = Signal(h + 1)
+            hi0 = Signal(w + 1 - h)
+            hi1 = Signal(w + 2 - h)     # with a low bit 1 + 1 that carries one in: one chain
+            self.comb += [
+                lo.eq(self.b[:h] + x[:h]),
+                hi0.eq(self.b[h:] + x[h:]),
+                hi1.eq(Cat(1, self.b[h:]) + Cat(1, x[h:])),
+            ]
+            add = s.eq(Cat(lo[:h], Mux(lo[h], hi1[1:], hi0)))
         self.comb += [
             ge.eq(_ge_p(self.a, p)),
             g.eq(Mux(c["gsel"][1], Mux(c["gsel"][0], self.a[n - 1], ge), Mux(c["gsel"][0], self.a[0], 1))),
             x.eq(Mux(c["xr"], ~r, Cat(self.a, 0) ^ Replicate(c["xn"], w))),
-            # b is the adder's first operand: the carry chain's DI, so X ^ b is one LUT per bit
-            s.eq(self.b + x),
+            add,
             self.fix.eq(Mux(c["bor"], ~r[w - 1], ~s[w])),
             self.q.eq(Mux(c["osel"][1], Mux(c["osel"][0], self.a ^ self.b, self.b & Replicate(g, 256)),
                           Mux(c["osel"][0], ~s[:256], s[:256]))),

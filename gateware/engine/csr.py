@@ -47,14 +47,15 @@ def _bindings(e: Engine, st: dict, events: dict, instruction_fields):
 class EngineBus(Module):
     """`stock`: build the CSR block as the shipped engine has it, bus defects included
     (docs/reference-system.md): MPRESUME is read-only and undriven (reads 0, writes ignored),
-    so a paused job cannot be resumed at a chosen point. Only for the v1 ISA."""
+    so a paused job cannot be resumed at a chosen point. Only for the v1 ISA. `target`: the
+    FPGA the datapath's forms are for (engine/dsp.py)."""
 
-    def __init__(self, isa: str, stock: bool = False):
+    def __init__(self, isa: str, stock: bool = False, target: str = "generic"):
         assert not stock or isa == "v1", "the shipped engine is v1"
         s = spec.load()
         m = s.memory
         g = s.geometry
-        self.submodules.engine = e = Engine(isa)
+        self.submodules.engine = e = Engine(isa, target=target)
         self.csr_sel = Signal()
         self.mem_sel = Signal()
         self.adr = Signal(32)

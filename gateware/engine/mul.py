@@ -32,6 +32,7 @@ from __future__ import annotations
 from migen import Array, Cat, If, Module, Mux, Signal
 
 from . import spec
+from .dsp import TARGETS, Mult18Reg
 
 LIMB = 17
 
@@ -46,7 +47,12 @@ def times(x, c: int):
 
 
 class FieldMul(Module):
-    def __init__(self, domain: str = "mul"):
+    def __init__(self, domain: str = "mul", target: str = "generic"):
+        """`target`: the multiply's form for an FPGA (engine/dsp.py): `generic` (`*` between
+        fabric registers: Verilator, xc7) or `ecp5` (MULT18X18D pairs with their own output
+        registers in place of the product registers, the pair's two products added in the
+        accumulate). Same schedule, same cycle count."""
+        assert target in TARGETS, f"unknown target {target!r}: one of {', '.join(TARGETS)}"
         n_bits = spec.field_bits()          # 255
         c19 = spec.wrap_factor()            # 19
         nl = -(-n_bits // LIMB)             # 15 limbs
@@ -131,20 +137,41 @@ class FieldMul(Module):
             q_hi.eq(s[half:n_bits] + q_lo[half]),
         ]
 
+        operands_go = [a_limb.eq(self.a[:LIMB]), *[brot[k].eq(self.b[k * LIMB:(k + 1) * LIMB]) for k in range(nl)]]
+        operands_row = [a_limb.eq(a_next), brot[0].eq(times(brot[nl - 1], c19)),
+                        *[brot[k].eq(brot[k - 1]) for k in range(1, nl)]]
+        if target == "generic":
+            products = [prod[k].eq(a_limb * brot[k]) for k in range(nl)]
+            accumulate = [acc[k].eq(Mux(prod_first, 0, acc[k]) + prod[k]) for k in range(nl)]
+        else:
+            # two MULT18X18D per product (B's low 18 bits, its high 4) in place of the product
+            # registers: fed by the fabric operand registers as the `*` is, their output
+            # registers hold a_limb * brot[k]'s two parts one edge later, as `prod` does in the
+            # row steps (they also load outside them, where no accumulate takes them). The
+            # accumulate adds both parts: a carry-save level (one LUT per bit), one carry chain
+            hb = LIMB + 1
+            products, accumulate = [], []
+            for k in range(nl):
+                lo = Mult18Reg(a_limb, brot[k][:hb], domain)
+                hi = Mult18Reg(a_limb, brot[k][hb:], domain)
+                self.submodules += lo, hi
+                x, y, z = Mux(prod_first, 0, acc[k]), lo.p, hi.p << hb
+                w = len(acc[k])
+                s_ = Signal(w, name=f"csa_s{k}")
+                c_ = Signal(w, name=f"csa_c{k}")
+                self.comb += [s_.eq(x ^ y ^ z), c_.eq(((x & y) | (x & z) | (y & z)) << 1)]
+                accumulate.append(acc[k].eq(s_ + c_))
+
         sync += [
             If(go,
-                a_hold.eq(self.a[:n_bits]), a_limb.eq(self.a[:LIMB]), row.eq(0),
-                *[brot[k].eq(self.b[k * LIMB:(k + 1) * LIMB]) for k in range(nl)],
+                a_hold.eq(self.a[:n_bits]), operands_go[0], row.eq(0), *operands_go[1:],
                 step.eq(ROWS0), first.eq(1), self.done.eq(0), self.busy.eq(1),
             ).Elif((step >= ROWS0) & (step <= ACC1),
                 If(step <= ROWS1,
-                    *[prod[k].eq(a_limb * brot[k]) for k in range(nl)],
-                    a_limb.eq(a_next), row.eq(row + 1),
-                    brot[0].eq(times(brot[nl - 1], c19)),
-                    *[brot[k].eq(brot[k - 1]) for k in range(1, nl)],
+                    *products, operands_row[0], row.eq(row + 1), *operands_row[1:],
                 ),
                 If(step >= ROWS0 + 1,
-                    *[acc[k].eq(Mux(prod_first, 0, acc[k]) + prod[k]) for k in range(nl)],
+                    *accumulate,
                 ),
                 prod_first.eq(first), first.eq(0), step.eq(step + 1),
             ).Elif(step == CARRY,

@@ -4,8 +4,8 @@ path between domains.
 
     python -m engine.place --json OUT.json [--workdir DIR] [--isa v2] [--check]
 
-Design: the engine as the SoC carries it (`soc.engine.EnginePeripheral((isa,))`: Wishbone
-adapter, CSR block and memory window, full engine) in a pin wrapper that puts its two Wishbone
+Design: the engine as the SoC carries it (`soc.engine.EnginePeripheral((isa,), target="ecp5")`:
+Wishbone adapter, CSR block and memory window, full engine in its ECP5 form, engine/dsp.py) in a pin wrapper that puts its two Wishbone
 slaves on one set of pins (a region select pin; the 85F in CABGA381 has ~200 user I/Os, two
 slaves' 214 would not fit). Clocks, as ports of their own: `sys_clk` (the bus side of the
 adapter, the CPU clock, 100 MHz), `eng_clk` (sequencer, ALU, CSR block: the spec's eng_clk_hz),
@@ -21,7 +21,9 @@ clocks"). `--check` fails when a domain misses its spec clock or a cross-domain 
 
 Keys: ecp5_engine_<isa>_fmax_mhz_{eng,mul,sys}, ecp5_engine_<isa>_{luts,ffs,brams,dsps}
 (yosys synth_ecp5 cells: LUT4 + 2 per CCU2C carry cell + distributed RAM; TRELLIS_FF; DP16KD;
-MULT18X18D), ecp5_engine_<isa>_cross_ns_<a>_<b>, ecp5_engine_luts = v2's.
+MULT18X18D), ecp5_engine_<isa>_dsps_registered (MULT18X18Ds with their own output register:
+all of them, the engine's `ecp5` form, engine/dsp.py; `--check` fails otherwise),
+ecp5_engine_<isa>_cross_ns_<a>_<b>, ecp5_engine_luts = v2's.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class PinTop(Module):
     def __init__(self, isa: str | None = None, periph=None, irq=None):
         if periph is None:
             from soc.engine import EnginePeripheral
-            periph = EnginePeripheral((isa,))
+            periph = EnginePeripheral((isa,), target="ecp5")
             irq = periph.ev.irq
         self.submodules.p = p = periph
         self.adr = Signal(30)
@@ -96,6 +98,8 @@ def place(isa: str, workdir: Path, seed: int = 1) -> tuple[dict, dict]:
     g = goals(isa)
     r = ecp5.pnr(net, name, workdir, {ecp5_net: mhz for ecp5_net, mhz in g.items()}, seed=seed)
     out = {f"ecp5_engine_{isa}_{k}": v for k, v in counts.items()}
+    # the multipliers' MULT18X18Ds with their own output register (engine/dsp.py)
+    out[f"ecp5_engine_{isa}_dsps_registered"] = ecp5.dsp_registers(net, name)["output"]
     for port in g:
         k = ecp5.clock_key(r["fmax"], port)
         out[f"ecp5_engine_{isa}_fmax_mhz_{port[:-4]}"] = r["fmax"][k] if k else 0.0
@@ -134,6 +138,9 @@ def main(argv=None) -> int:
             if not cross_budget_ok(pair, c):
                 mine.append(f"{isa}: cross-domain path {pair} {c['ns']} ns over its budget ({c['from_cell']} -> {c['to_cell']}; {r['log']})")
         mine += [f"{isa}: {m}" for m in ecp5.check_timing(r, goals(isa))]
+        if o[f"ecp5_engine_{isa}_dsps_registered"] != o[f"ecp5_engine_{isa}_dsps"]:
+            mine.append(f"{isa}: {o[f'ecp5_engine_{isa}_dsps']} MULT18X18D, {o[f'ecp5_engine_{isa}_dsps_registered']} "
+                        "with their output register (synth_ecp5 changed the instances?)")
         out[f"ecp5_engine_{isa}_timing_met"] = 0 if mine else 1
         bad += mine
     if "ecp5_engine_v2_luts" in out:

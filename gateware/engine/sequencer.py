@@ -52,7 +52,7 @@ class _Cut:
 
 
 class Engine(Module):
-    def __init__(self, isa: str, synth_core: bool = False):
+    def __init__(self, isa: str, synth_core: bool = False, target: str = "generic"):
         s = spec.load()
         I = s.isas[isa]
         g = s.geometry
@@ -81,9 +81,9 @@ class Engine(Module):
             self.submodules.rf = rf = RegFile(isa)
             assert (rf.const_base, rf.depth) == (const_base, rf_rows)
             self.submodules.uc = uc = MicrocodeRam()
-            self.submodules.alu = alu = Alu(isa)
+            self.submodules.alu = alu = Alu(isa, target=target)
             for u in range(nmul):
-                m = FieldMul("mul")
+                m = FieldMul("mul", target=target)
                 setattr(self.submodules, f"mul{u}", m)
                 self.muls.append(m)
         table = dec.table(isa, alu)

@@ -4,7 +4,8 @@ ratio, rising edges aligned."""
 
 from __future__ import annotations
 
-from common.verilator import build
+from common.verilator import _ports, build, build_dir, build_verilog
+from common.yosys import verilog_of
 
 from . import spec
 from .sequencer import Engine
@@ -15,14 +16,23 @@ IOS = ["go", "window", "mpstart", "mplen", "pause_req", "mpresume_we", "mpresume
 
 
 class EngineSim:
-    def __init__(self, isa: str, netlist: bool = False):
+    def __init__(self, isa: str, netlist: bool = False, target: str = "generic"):
         """`netlist`: simulate yosys's synth_xilinx netlist of the engine (xc7 primitives and their
-        simulation models, common/netlist.py) instead of the RTL; same ports, same driver."""
+        simulation models, common/netlist.py) instead of the RTL; same ports, same driver.
+        `target`: the datapath's forms for an FPGA (engine/dsp.py); `ecp5` runs its MULT18X18D
+        instances on the model in engine/dsp.py."""
         self.isa = isa
-        dut = Engine(isa)
+        dut = Engine(isa, target=target)
         ratio = spec.mul_clock_ratio(isa)
         ios = [getattr(dut, n) for n in IOS]
-        if netlist:
+        if target != "generic":
+            assert not netlist, "the netlist run is of the xc7 synthesis (generic target)"
+            from .dsp import model_file
+            name = f"engine_{isa}_{target}"
+            v = verilog_of(dut, ios, name)
+            self.sim = build_verilog(v, _ports(v, ios), name, {"sys": ratio, "mul": 1},
+                                     libraries=(model_file(build_dir()),))
+        elif netlist:
             from common import netlist as gl
             self.sim = gl.build(dut, ios, f"engine_{isa}_gl", clocks={"sys": ratio, "mul": 1})
         else:

@@ -148,7 +148,7 @@ class BoardSoC(SoCCore):
         platform = LatticeECP5Platform(b.device, b.io(), toolchain="trellis")
         self.board = b
         self.engine_isas = tuple(b.isas)
-        engine = EnginePeripheral(self.engine_isas, cpu_hz=b.cpu_hz)
+        engine = EnginePeripheral(self.engine_isas, cpu_hz=b.cpu_hz, target="ecp5")
         self.clock_hz = engine.clock_hz
         self.crg = _CRG(platform, b)
         rom_init = list(rom_init or [])

@@ -72,9 +72,10 @@ class _Port:
 
 
 class EnginePeripheral(Module, AutoCSR):
-    def __init__(self, isas=("v1", "v2"), stock: bool = False, cpu_hz: int | None = None):
+    def __init__(self, isas=("v1", "v2"), stock: bool = False, cpu_hz: int | None = None, target: str = "generic"):
         """`stock`: the v1 engine as shipped, bus defects included (engine.csr.EngineBus).
-        `cpu_hz`: a board's slower CPU clock (see `clocks`)."""
+        `cpu_hz`: a board's slower CPU clock (see `clocks`). `target`: the FPGA the
+        engine's datapath forms are for (engine/dsp.py: `ecp5` on an ECP5 board)."""
         isas = tuple(isas)
         assert isas and len(set(isas)) == len(isas), "one engine per ISA"
         self.isas = isas
@@ -83,7 +84,7 @@ class EnginePeripheral(Module, AutoCSR):
         self.irq_line = spec.load().csr.irq
         self.engines = []
         for isa in isas:
-            e = ClockDomainsRenamer({"sys": "eng"})(EngineBus(isa, stock=stock and isa == "v1"))
+            e = ClockDomainsRenamer({"sys": "eng"})(EngineBus(isa, stock=stock and isa == "v1", target=target))
             setattr(self.submodules, f"engine_{isa}", e)
             self.engines.append(e)
 

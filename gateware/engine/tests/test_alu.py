@@ -13,6 +13,7 @@ from common.verilator import build
 from engine import alu as alu_mod
 from engine import spec
 from engine.alu import Alu
+from engine.dsp import TARGETS
 
 P = spec.prime()
 N = spec.field_bits()
@@ -49,10 +50,12 @@ def ref(m, a, b):
     raise KeyError(m)
 
 
-@pytest.fixture(scope="module")
-def sim():
-    dut = Alu("v2")
-    s = build(dut, {dut.ctl, dut.a, dut.b, dut.q, dut.fix}, "engine_alu")
+@pytest.fixture(scope="module", params=TARGETS)
+def sim(request):
+    """The ALU in each target's form (engine/dsp.py; `ecp5`: the carry-select adder)."""
+    dut = Alu("v2", target=request.param)
+    name = "engine_alu" if request.param == "generic" else f"engine_alu_{request.param}"
+    s = build(dut, {dut.ctl, dut.a, dut.b, dut.q, dut.fix}, name)
     s.ops = dut.ops
     yield s
     s.close()
@@ -80,7 +83,7 @@ def run(sim, m, a, b):
 def edges():
     return [0, 1, 2, 19, P - 2, P - 1, P, P + 1, P + 18, P + 19, (1 << 255) - 1, 1 << 255, (1 << 255) + 1,
             (1 << 256) - 38, (1 << 256) - 19, (1 << 256) - 1, 1 << 254, (1 << 254) - 1, 2 * P - 1 - (1 << 255),
-            0x5555 << 240, (1 << 128) - 1]
+            0x5555 << 240, (1 << 128) - 1, 1 << 128, (1 << 256) - (1 << 128)]
 
 
 def test_every_op_on_edge_pairs(sim):

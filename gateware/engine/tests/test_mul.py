@@ -7,7 +7,9 @@ import random
 
 import pytest
 
-from common.verilator import build
+from common.verilator import _ports, build, build_dir, build_verilog
+from common.yosys import verilog_of
+from engine import dsp as dsp_mod
 from engine import spec
 from engine.mul import LIMB, FieldMul
 
@@ -20,13 +22,27 @@ def ref(a, b):
     return ((a & m) * (b & m)) % P
 
 
-@pytest.fixture(scope="module")
-def sim():
-    dut = FieldMul("mul")
-    s = build(dut, dut.ios, "engine_mul", clocks={"mul": 1})
+def build_mul(target):
+    """The multiplier in one of its DSP forms on Verilator; `ecp5` with the MULT18X18D model
+    (engine/dsp.py)."""
+    dut = FieldMul("mul", target=target)
+    if target == "generic":
+        return build(dut, dut.ios, "engine_mul", clocks={"mul": 1}), dut
+    v = verilog_of(dut, dut.ios, f"engine_mul_{target}")
+    lib = dsp_mod.model_file(build_dir())
+    return build_verilog(v, _ports(v, dut.ios), f"engine_mul_{target}", {"mul": 1}, libraries=(lib,)), dut
+
+
+@pytest.fixture(scope="module", params=dsp_mod.TARGETS)
+def sim(request):
+    s, dut = build_mul(request.param)
     s.latency = dut.cycles
     yield s
     s.close()
+
+
+def test_forms_equal_latency():
+    assert len({FieldMul("mul", target=d).cycles for d in dsp_mod.TARGETS}) == 1
 
 
 def run(sim, a, b):
