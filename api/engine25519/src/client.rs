@@ -255,13 +255,7 @@ impl Engine25519 {
         // the page holds our scalars, then the results: both archives' bytes are wiped after the
         // call, whatever happened
         let mut r: X25519BatchMsg = service_ipc::client::lend_mut_wiping(self.inner.conn, buf, Opcode::X25519Batch as u32)?;
-        let ok = status_result(r.status).and_then(|_| {
-            if r.count as usize == jobs.len() {
-                Ok(())
-            } else {
-                Err(Error::Protocol("batch reply count differs from the request"))
-            }
-        });
+        let ok = status_result(r.status).and((r.count as usize == jobs.len()).then_some(()).ok_or(Error::Protocol("batch reply count differs from the request")));
         if ok.is_ok() {
             for i in 0..jobs.len() {
                 out.push(X25519Reply { result: r.results[i], backend: BackendId::from_u32(r.backend), cycles: r.cycles[i], window: r.windows[i] });

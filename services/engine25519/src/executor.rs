@@ -245,6 +245,14 @@ pub struct Executor {
     want_wake: Arc<std::sync::atomic::AtomicBool>,
 }
 
+/// How [`Executor::take_over`] left the engine (the engine context still held).
+enum TakeOver<'a> {
+    /// the new job runs detached (its record in `ctx.detached`, its reply still to attach)
+    Started { ctx: std::sync::MutexGuard<'a, EngineCtx>, prev: Done },
+    /// taken over, but the backend did not start it: run `e` the usual way
+    NotStarted { e: Entry<Job>, ctx: std::sync::MutexGuard<'a, EngineCtx>, prev: Done },
+}
+
 /// Engine cycles the wipe program may take (it takes a few dozen).
 const WIPE_BUDGET: u64 = 10_000;
 
@@ -725,44 +733,59 @@ impl Executor {
         D: FnOnce(u32) -> Option<DetachedReply>,
     {
         // a detached job the backend has answered still holds the token: the new job takes it
-        // over (`handover`), or it is released first
-        let taken = match self.handover(client, scalar, u) {
-            Some((e, ctx, prev)) => Some((e, ctx, Some(prev))),
-            None => {
-                self.settle(false);
-                self.dispatch_now(client, scalar, u).map(|(e, ctx)| (e, ctx, None))
-            }
+        // over (`take_over`), or it is released first
+        let mut detach = match detach {
+            Some(d) => match self.take_over(client, scalar, u, 1, before_job, d) {
+                Ok(TakeOver::Started { mut ctx, prev }) => {
+                    if let Some(e) = ctx.detached.as_mut() {
+                        e.job.reply = Some(Box::new(reply));
+                    }
+                    drop(ctx);
+                    Self::deliver(prev);
+                    return true;
+                }
+                // taken over, not started by the backend: run it here
+                Ok(TakeOver::NotStarted { e, ctx, prev }) => {
+                    Self::deliver(prev);
+                    return self.run_direct(ctx, e, before_job, reply);
+                }
+                Err(d) => Some(d),
+            },
+            None => None,
         };
-        if let Some((mut e, mut ctx, prev)) = taken {
-            if let Some(d) = detach {
+        self.settle(false);
+        if let Some((mut e, mut ctx)) = self.dispatch_now(client, scalar, u) {
+            if let Some(d) = detach.take() {
                 if ctx.engine.can_detach() && self.start_detached(&mut ctx, &mut e, before_job, d) {
                     // the backend answers it: no thread waits for the engine
                     e.job.reply = Some(Box::new(reply));
                     ctx.detached = Some(e);
-                    drop(ctx);
-                    // the previous job's end is dealt with in the new job's shadow
-                    if let Some(p) = prev {
-                        self.deliver_answered(p);
-                    }
                     return true;
                 }
             }
-            if let Some(p) = prev {
-                self.deliver_answered(p);
-            }
-            let mut slot = Some(reply);
-            let done = self.drive_holding(&mut ctx, Some((e, false)), before_job, &mut || slot.take().map(|f| Box::new(f) as ReplyFn));
-            drop(ctx);
-            match done {
-                Some((None, out, _)) => match slot.take() {
-                    Some(f) => f(out),
-                    None => log::error!("engine25519: a direct job ended after its reply went to the queue"),
-                },
-                Some(other) => Self::deliver(other),
-                None => {}
-            }
-        } else {
-            self.submit_x25519_answering(client, scalar, u, Box::new(reply));
+            return self.run_direct(ctx, e, before_job, reply);
+        }
+        self.submit_x25519_answering(client, scalar, u, Box::new(reply));
+        self.drive_with(before_job);
+        false
+    }
+
+    /// A direct job (engine token and engine held) run on this thread: `reply` is called when it
+    /// ends (or it goes to the queue with it if parked); then whatever waits is driven. False.
+    fn run_direct<F>(&self, mut ctx: std::sync::MutexGuard<'_, EngineCtx>, e: Entry<Job>, before_job: &dyn Fn(), reply: F) -> bool
+    where
+        F: FnOnce(Outcome) + Send + 'static,
+    {
+        let mut slot = Some(reply);
+        let done = self.drive_holding(&mut ctx, Some((e, false)), before_job, &mut || slot.take().map(|f| Box::new(f) as ReplyFn));
+        drop(ctx);
+        match done {
+            Some((None, out, _)) => match slot.take() {
+                Some(f) => f(out),
+                None => log::error!("engine25519: a direct job ended after its reply went to the queue"),
+            },
+            Some(other) => Self::deliver(other),
+            None => {}
         }
         self.drive_with(before_job);
         false
@@ -788,28 +811,42 @@ impl Executor {
         if (2..=crate::api::MAX_BATCH).contains(&n) {
             if let Some(d) = detach {
                 let (k0, u0) = (&jobs[0].0, &jobs[0].1);
-                let taken = match self.handover(client, k0, u0) {
-                    Some((e, ctx, prev)) => Some((e, ctx, Some(prev))),
-                    None => {
+                let wrap = move |reply: BatchReplyFn| -> ReplyFn {
+                    Box::new(move |o: Outcome| match (o.answered, o.status) {
+                        (true, _) => reply(Status::Ok, vec![o]),
+                        (false, Status::Ok) => reply(Status::EngineFault, Vec::new()),
+                        (false, s) => reply(s, Vec::new()),
+                    })
+                };
+                let n32 = n as u32;
+                let taken = match self.take_over(client, k0, u0, n32, before_job, d) {
+                    Ok(TakeOver::Started { mut ctx, prev }) => {
+                        if let Some(e) = ctx.detached.as_mut() {
+                            e.job.reply = Some(wrap(reply));
+                        }
+                        drop(ctx);
+                        Self::deliver(prev);
+                        return true;
+                    }
+                    Ok(TakeOver::NotStarted { e, ctx, prev }) => {
+                        Self::deliver(prev);
+                        Some((e, ctx, None))
+                    }
+                    Err(d) => {
                         self.settle(false);
-                        self.dispatch_now(client, k0, u0).map(|(e, ctx)| (e, ctx, None))
+                        self.dispatch_now(client, k0, u0).map(|(e, ctx)| (e, ctx, Some(d)))
                     }
                 };
-                if let Some((mut e, mut ctx, prev)) = taken {
-                    e.job.count = n as u32;
+                if let Some((mut e, mut ctx, d)) = taken {
+                    e.job.count = n32;
                     e.job.max_cycles = self.cfg.x25519_max_cycles.saturating_mul(n as u64);
-                    let started = ctx.engine.can_detach() && self.start_detached(&mut ctx, &mut e, before_job, d);
+                    let started = match d {
+                        Some(d) => ctx.engine.can_detach() && self.start_detached(&mut ctx, &mut e, before_job, d),
+                        None => false,
+                    };
                     if started {
-                        e.job.reply = Some(Box::new(move |o: Outcome| match (o.answered, o.status) {
-                            (true, _) => reply(Status::Ok, vec![o]),
-                            (false, Status::Ok) => reply(Status::EngineFault, Vec::new()),
-                            (false, s) => reply(s, Vec::new()),
-                        }));
+                        e.job.reply = Some(wrap(reply));
                         ctx.detached = Some(e);
-                        drop(ctx);
-                        if let Some(p) = prev {
-                            self.deliver_answered(p);
-                        }
                         return true;
                     }
                     // not started: give the dispatch back (the window is wiped before its next use
@@ -822,9 +859,6 @@ impl Executor {
                     }
                     drop(ctx);
                     drop(e);
-                    if let Some(p) = prev {
-                        self.deliver_answered(p);
-                    }
                 }
             }
         }
@@ -840,6 +874,15 @@ impl Executor {
     where
         D: FnOnce(u32) -> Option<DetachedReply>,
     {
+        let EngineCtx { engine, dirty, .. } = ctx;
+        self.start_detached_on(&mut **engine, dirty, e, before_job, detach)
+    }
+
+    /// [`Self::start_detached`] on the parts of the engine context.
+    fn start_detached_on<D>(&self, engine: &mut dyn EngineBackend, dirty: &mut u32, e: &mut Entry<Job>, before_job: &dyn Fn(), detach: D) -> bool
+    where
+        D: FnOnce(u32) -> Option<DetachedReply>,
+    {
         let window = e.window.expect("dispatched job holds a window");
         let Some(mut target) = detach(window as u32) else { return false };
         target.out_reg = self.x25519.out_reg;
@@ -848,13 +891,12 @@ impl Executor {
             (b.scalar_reg, b.u_reg) = (self.x25519.scalar_reg, self.x25519.u_reg);
         }
         target.wipe = self.wipe_at.map(|(start, len)| Launch { window, mpstart: start, mplen: len });
-        let EngineCtx { engine, dirty, .. } = ctx;
         e.job.launch.window = window;
         if *dirty & (1 << window) != 0 {
             engine.clear_window(window);
         }
         *dirty |= 1 << window;
-        self.load_operands(&mut **engine, window, &e.job.work);
+        self.load_operands(engine, window, &e.job.work);
         before_job();
         engine.start_detached(e.job.launch, target)
     }
@@ -909,67 +951,86 @@ impl Executor {
         }
     }
 
-    /// The fast path of [`Self::x25519_now`] on a busy device: the previous detached X25519 has
-    /// been answered by the backend and its window wiped by the engine, and nothing else waits
-    /// (no queued job, request or microcode write; not closed or suspended). The new X25519
-    /// takes over its engine token, window and program as they are (the scheduler's
-    /// `handover`), and the previous job is counted here; its reply closure and record are
-    /// released by the caller after the new job has started (`deliver_answered`), in its
-    /// shadow. None: no answered detached job, or others wait (then the answered job, if any,
-    /// has been settled the usual way).
-    fn handover(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32]) -> Option<(Entry<Job>, std::sync::MutexGuard<'_, EngineCtx>, Entry<Job>)> {
-        let mut ctx = self.engine.try_lock().ok()?;
-        ctx.detached.as_ref()?;
+    /// The fast path of [`Self::x25519_now`] (and of a batch) on a busy device: the previous
+    /// detached job has been answered by the backend and its window wiped by the engine, and
+    /// nothing else waits (no queued job, request or microcode write; not closed or suspended).
+    /// The new job takes over its engine token, window and program as they are (the scheduler's
+    /// `handover`), in place: the job record is rewritten with the new operands (which overwrite
+    /// the old ones) and started detached before anything else; the previous job is counted
+    /// here, and its reply closure runs after the start, in the new job's shadow. `count`: the
+    /// X25519s of the new job (a batch's size).
+    ///
+    /// `Err` gives `detach` back: nothing taken over (no answered detached job, or others wait:
+    /// then the answered job has been settled the usual way). Otherwise the caller attaches the
+    /// new job's reply (`TakeOver::Started`: the job is in `ctx.detached`; `NotStarted`: the
+    /// backend did not start it, the caller runs the entry the usual way, with the engine held),
+    /// lets the engine go and delivers `prev`, the previous job's release.
+    fn take_over<D>(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], count: u32, before_job: &dyn Fn(), detach: D) -> Result<TakeOver<'_>, D>
+    where
+        D: FnOnce(u32) -> Option<DetachedReply>,
+    {
+        let Ok(mut ctx) = self.engine.try_lock() else { return Err(detach) };
+        if ctx.detached.is_none() {
+            return Err(detach);
+        }
         match ctx.engine.poll_detached(false) {
             Detached::Answered { wiped: true } => {}
-            Detached::Running => return None,
+            Detached::Running => return Err(detach),
             other => {
                 let done = self.settle_polled(&mut ctx, other);
                 drop(ctx);
                 Self::deliver(done);
-                return None;
+                return Err(detach);
             }
         }
-        let prev = ctx.detached.take().expect("checked above");
-        let window = prev.window.expect("dispatched job holds a window");
         {
+            let prev = ctx.detached.as_ref().expect("checked above");
             let mut st = self.st.lock().unwrap();
             let free = !st.closed && !st.suspended && st.suspend_req.is_none() && st.resume_req.is_none() && st.pending_ucode.is_empty();
-            if !(free && st.sched.handover(&prev, client)) {
+            if !(free && st.sched.handover(prev, client)) {
                 drop(st);
+                let prev = ctx.detached.take().expect("checked above");
                 let done = self.finish_answered(&mut ctx, prev, true);
                 drop(ctx);
                 Self::deliver(done);
-                return None;
+                return Err(detach);
             }
             st.c.jobs += prev.job.count as u64;
             st.c.add_client(client);
             self.want_wake.store(false, std::sync::atomic::Ordering::SeqCst);
         }
+        let EngineCtx { engine, dirty, detached, .. } = &mut *ctx;
+        let e = detached.as_mut().expect("checked above");
+        let window = e.window.expect("dispatched job holds a window");
         // the engine's wipe program zeroed the window (`wiped`)
-        ctx.dirty &= !(1 << window);
-        let job = Job {
-            work: Work::X25519 { scalar: Zeroizing::new(*scalar), u: *u },
-            handle: prev.job.handle,
-            launch: prev.job.launch,
-            max_cycles: self.cfg.x25519_max_cycles,
-            cycles: 0,
-            resume_at: None,
-            reply: None,
-            count: 1,
+        *dirty &= !(1 << window);
+        let prev_reply = e.job.reply.take();
+        match &mut e.job.work {
+            Work::X25519 { scalar: k, u: v } => {
+                **k = *scalar;
+                *v = *u;
+            }
+            Work::Custom { .. } => unreachable!("only X25519s run detached"),
+        }
+        e.client = client;
+        e.dispatches = 1;
+        e.job.count = count;
+        e.job.max_cycles = self.cfg.x25519_max_cycles.saturating_mul(count as u64);
+        e.job.cycles = 0;
+        e.job.resume_at = None;
+        let started = engine.can_detach() && self.start_detached_on(&mut **engine, dirty, e, before_job, detach);
+        let out = {
+            let mut o = Outcome::error(Status::Ok, self.backend);
+            o.window = window as u32;
+            o.answered = true;
+            o
         };
-        let e = Entry { client, want: WindowReq::Any, window: Some(window), dispatches: 1, job };
-        Some((e, ctx, prev))
-    }
-
-    /// The previous job of a `handover`: its reply (it was answered by the backend) and record.
-    fn deliver_answered(&self, mut prev: Entry<Job>) {
-        let mut out = Outcome::error(Status::Ok, self.backend);
-        out.window = prev.window.unwrap_or(0) as u32;
-        out.answered = true;
-        let reply = prev.job.reply.take();
-        drop(prev);
-        Self::deliver((reply, out, None));
+        let prev = (prev_reply, out, None);
+        if started {
+            return Ok(TakeOver::Started { ctx, prev });
+        }
+        let e = ctx.detached.take().expect("taken over");
+        Ok(TakeOver::NotStarted { e, ctx, prev })
     }
 
     /// A server thread woken by the backend about the detached job (`backend::WAKE_ID`):
