@@ -4,8 +4,10 @@
 //! (gateware/engine/tests/test_netlist.py) and the Xilinx constraints (gateware/engine/xdc.py).
 //!
 //! * bench provider `engine-ecp5`: `ecp5_engine_{v1,v2}_fmax_mhz_{eng,mul,sys}`,
-//!   `ecp5_engine_{v1,v2}_{luts,ffs,brams,dsps}`, `ecp5_engine_{v1,v2}_timing_met` (every domain
-//!   at its spec clock and every cross-domain path within its budget: 1, else 0).
+//!   `ecp5_engine_{v1,v2}_{luts,ffs,brams,dsps}`, `ecp5_engine_{v1,v2}_dsps_registered` (the
+//!   MULT18X18Ds with their own output register: all of them in the engine's ECP5 form,
+//!   gateware/engine/dsp.py), `ecp5_engine_{v1,v2}_timing_met` (every domain at its spec clock,
+//!   every cross-domain path within its budget and every MULT18X18D registered: 1, else 0).
 //! * bench provider `engine-netlist`: the synthesized netlist of v2 and v1 on Verilator
 //!   (RFC 7748 and the model's vectors, a Wycheproof sample, pause / resume), results and cycle
 //!   counts equal to the model's: `netlist_engine_pass` = 1 when all pass (the provider fails
