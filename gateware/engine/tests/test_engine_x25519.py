@@ -130,11 +130,16 @@ def test_mpresume_moves_the_resume_point(engine):
         assert s.peek("instructions") == (2 if skip else 3)
 
 
-@pytest.fixture(scope="module", params=["v2", "v1"])
+# v2 in the test step (its two multipliers; v1 has the same forms of the same blocks), both with
+# ENGINE_ECP5_ISAS=v2,v1 (another Verilator build of the whole engine)
+ECP5_ISAS = os.environ.get("ENGINE_ECP5_ISAS", "v2").split(",")
+
+
+@pytest.fixture(scope="module", params=ECP5_ISAS)
 def engine_ecp5(request):
-    """The engine in its ECP5 form (engine/dsp.py: MULT18X18D pairs with their own registers on
-    the model of the primitive, the ALU's carry-select adder), as placed on the ECP5 and carried
-    by the ULX3S bitstream."""
+    """The engine in its ECP5 form (engine/dsp.py: MULT18X18D pairs with their output registers
+    on the model of the primitive, the ALU's carry-select adder), as placed on the ECP5 and
+    carried by the ULX3S bitstream."""
     e = EngineSim(request.param, target="ecp5")
     p, words = program(request.param)
     e.load_program(words, p["mpstart"])
