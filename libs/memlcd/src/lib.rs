@@ -342,7 +342,14 @@ pub mod device {
     pub struct Memlcd {
         fb: *mut u32,
         csr: CSR<u32>,
+        /// lines the last transfer sent: their dirty bits in the block's buffer are cleared
+        /// before the next one (the block sends every line whose bit is set)
+        sent: Vec<usize>,
     }
+
+    /// Serial clocks per line the block sends (command, address, 336 pixels, trailer): the
+    /// panel's time per line at the 2 MHz clock set by [`Memlcd::map`] is this times 0.5 us.
+    pub const CLOCKS_PER_LINE: u64 = 352;
 
     impl Memlcd {
         /// Map the frame buffer and the registers; set the serial clock to 2 MHz at the
@@ -354,7 +361,7 @@ pub mod device {
             let regs = xous::map_memory(xous::MemoryAddress::new(HW_MEMLCD_BASE), None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W)?;
             let mut csr = CSR::new(regs.as_mut_ptr() as *mut u32);
             csr.wfo(utra::memlcd::PRESCALER_PRESCALER, 49);
-            Ok(Memlcd { fb: fb.as_mut_ptr() as *mut u32, csr })
+            Ok(Memlcd { fb: fb.as_mut_ptr() as *mut u32, csr, sent: Vec::new() })
         }
 
         /// Whether a transfer to the panel is running.
@@ -369,6 +376,24 @@ pub mod device {
             while self.busy() {
                 xous::yield_slice();
             }
+            let n = self.start_flush(fb).unwrap_or(0);
+            while self.busy() {
+                xous::yield_slice();
+            }
+            self.settle();
+            n
+        }
+
+        /// [`Self::flush`] without waiting: if the panel is free, clear the block's dirty bits
+        /// of the lines the last transfer sent, copy `fb`'s dirty lines in, start sending them
+        /// and return at once with their number (`Some(0)`: nothing was dirty). `None`: a
+        /// transfer is still running; nothing was written and `fb` stays dirty (call again
+        /// once [`Self::busy`] is false: the block raises no interrupt when it is done).
+        pub fn start_flush(&mut self, fb: &mut FrameBuffer) -> Option<usize> {
+            if self.busy() {
+                return None;
+            }
+            self.settle();
             let dirty: Vec<usize> = fb.dirty_lines().collect();
             for &y in &dirty {
                 for (i, w) in fb.line(y).iter().enumerate() {
@@ -378,18 +403,26 @@ pub mod device {
             }
             if !dirty.is_empty() {
                 self.csr.wfo(utra::memlcd::COMMAND_UPDATEDIRTY, 1);
-                while self.busy() {
-                    xous::yield_slice();
-                }
-                for &y in &dirty {
-                    let last = y * WORDS_PER_LINE + WORDS_PER_LINE - 1;
-                    debug_assert!(y < LINES);
-                    // SAFETY: as above
-                    unsafe { self.fb.add(last).write_volatile(fb.line(y)[WORDS_PER_LINE - 1] & !super::DIRTY_BIT) };
-                }
             }
             fb.mark_clean();
-            dirty.len()
+            let n = dirty.len();
+            self.sent = dirty;
+            Some(n)
+        }
+
+        /// After a transfer: the dirty bits of the lines it sent cleared in the block's buffer
+        /// (each line's last word read back, the bit cleared).
+        fn settle(&mut self) {
+            for &y in &self.sent {
+                debug_assert!(y < LINES);
+                let last = y * WORDS_PER_LINE + WORDS_PER_LINE - 1;
+                // SAFETY: y < LINES: inside the mapped buffer
+                unsafe {
+                    let w = self.fb.add(last).read_volatile();
+                    self.fb.add(last).write_volatile(w & !super::DIRTY_BIT);
+                }
+            }
+            self.sent.clear();
         }
     }
 }

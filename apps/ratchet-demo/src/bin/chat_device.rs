@@ -77,7 +77,6 @@ fn run(args: Args) {
 
 #[cfg(target_os = "xous")]
 mod device {
-    use std::collections::VecDeque;
     use std::io::Write;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
@@ -254,7 +253,12 @@ mod device {
         screen: Screen,
         lcd: memlcd::device::Memlcd,
         stats: FrameStats,
-        activity: VecDeque<String>,
+        /// the last five notes, a ring: a note replaces the oldest in place (its row and the
+        /// marker of the one before change; a scrolling list changed all five rows, 50 pixel
+        /// lines of panel transfer that the UI thread waits for)
+        activity: [String; 5],
+        /// the ring's newest note, if any
+        act_newest: Option<usize>,
         message: String,
         bundle_asked: Option<Instant>,
         /// a bundle request is out (answered by Ev::Bundle or Ev::NoBundle)
@@ -262,6 +266,12 @@ mod device {
         session_said: bool,
         /// (what, seq) to announce once the panel shows it
         to_announce: Vec<(&'static str, u32)>,
+        /// (what, seq) whose rows went out in the transfer running now: announced once it ends
+        shown: Vec<(&'static str, u32)>,
+        /// when the running transfer should end (its lines at the panel's clock)
+        panel_end: Instant,
+        /// when to look at the panel again (a transfer runs, or rows wait for one)
+        panel_at: Option<Instant>,
         last_frame: Option<Instant>,
         quit: bool,
         /// DH ratchet steps (batches of 3 X25519) Alice's decryptions needed, and their time
@@ -283,10 +293,9 @@ mod device {
     impl Ui {
         fn note(&mut self, s: String) {
             log::info!("chat-device: {s}");
-            if self.activity.len() == 5 {
-                self.activity.pop_front();
-            }
-            self.activity.push_back(s);
+            let i = self.act_newest.map_or(0, |n| (n + 1) % self.activity.len());
+            self.activity[i] = s;
+            self.act_newest = Some(i);
         }
 
         fn key(&mut self, b: u8) {
@@ -422,12 +431,33 @@ mod device {
             } else {
                 self.rows[TICKER] = self.ticker();
             }
-            if self.screen.show(&self.rows) > 0 {
-                self.lcd.flush(&mut self.screen.fb);
+            self.screen.show(&self.rows);
+            self.panel(now);
+        }
+
+        /// The panel: rows drawn since the last transfer go out as soon as the panel is free,
+        /// and the UI thread never waits for a transfer (it waited for every one, some 16 ms for
+        /// a reply's rows, and its frames fell late meanwhile). The block raises no interrupt
+        /// when a transfer ends: while one runs or rows wait for it, the UI wakes when its
+        /// estimated end comes (`panel_at`). What a transfer showed is announced (`CHAT-SHOWN`)
+        /// once the UI finds the panel free after it: the panel has received those rows.
+        fn panel(&mut self, now: Instant) {
+            if !self.lcd.busy() {
+                for (what, seq) in self.shown.drain(..) {
+                    say(&format!("CHAT-SHOWN {what} seq={seq}"));
+                }
             }
-            for (what, seq) in self.to_announce.drain(..) {
-                say(&format!("CHAT-SHOWN {what} seq={seq}"));
+            if let Some(n) = self.lcd.start_flush(&mut self.screen.fb) {
+                self.shown.append(&mut self.to_announce);
+                self.panel_end = now + Duration::from_micros(n as u64 * memlcd::device::CLOCKS_PER_LINE / 2);
+                if n == 0 {
+                    for (what, seq) in self.shown.drain(..) {
+                        say(&format!("CHAT-SHOWN {what} seq={seq}"));
+                    }
+                }
             }
+            self.panel_at = (self.screen.fb.dirty_lines().next().is_some() || !self.shown.is_empty())
+                .then(|| self.panel_end.max(now + Duration::from_millis(1)));
         }
 
         /// The ticker row: changes with every frame and only then (the bench counts frames by
@@ -469,9 +499,10 @@ mod device {
             }
             rows.extend(self.conv.iter().cloned());
             rows.push(sep.clone());
-            let mut act: Vec<String> = self.activity.iter().cloned().collect();
-            act.resize(5, String::new());
-            rows.extend(act);
+            // the newest note marked; the others keep their rows
+            for (i, a) in self.activity.iter().enumerate() {
+                rows.push(if a.is_empty() { String::new() } else { format!("{}{a}", if self.act_newest == Some(i) { "> " } else { "  " }) });
+            }
             rows.push(format!("acc {} DH {} rej {} resent {} unacked {}", c.accepted, c.dh_steps, c.rejected(), c.retransmits, self.party.outbox_len()));
             rows.push(format!("keys: TRNG service; store: {}", self.party.store_desc()));
             assert_eq!(rows.len(), TICKER, "the ticker row moved");
@@ -523,12 +554,16 @@ mod device {
             screen: Screen::new(),
             lcd,
             stats: FrameStats::new(300),
-            activity: VecDeque::new(),
+            activity: Default::default(),
+            act_newest: None,
             message: String::new(),
             bundle_asked: None,
             bundle_waiting: false,
             session_said: false,
             to_announce: Vec::new(),
+            shown: Vec::new(),
+            panel_end: Instant::now(),
+            panel_at: None,
             last_frame: None,
             quit: false,
             steps: 0,
@@ -552,7 +587,8 @@ mod device {
         let mut next = Instant::now() + period;
         loop {
             let mut got = false;
-            let wait = next.saturating_duration_since(Instant::now());
+            let t = Instant::now();
+            let wait = next.min(ui.panel_at.unwrap_or(next)).saturating_duration_since(t);
             let first = match rx.recv_timeout(wait) {
                 Ok(ev) => Some(ev),
                 Err(mpsc::RecvTimeoutError::Timeout) => None,
@@ -570,6 +606,8 @@ mod device {
             }
             if frame || got {
                 ui.step(frame, got, now);
+            } else if ui.panel_at.is_some_and(|t| now >= t) {
+                ui.panel(now);
             }
             if ui.quit {
                 break;
