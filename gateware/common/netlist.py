@@ -56,14 +56,7 @@ def library() -> Path:
     """yosys's xc7 models with the block RAMs' behavioural models (common/xc7_bram.py) in place of
     yosys's behaviour-less RAMB18E1 / RAMB36E1; written once per content."""
     text = xc7_bram.strip(cells_sim().read_text()) + xc7_bram.models()
-    key = hashlib.sha256(text.encode()).hexdigest()[:16]
-    p = verilator.build_dir() / f"xc7_cells_sim-{key}.v"
-    if not p.is_file():
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.rename(p)
-    return p
+    return verilator.write_once(verilator.build_dir(), "xc7_cells_sim", text)
 
 
 def build(module, ios, name: str, clocks: dict | None = None, jobs: int = 2) -> verilator.VSim:

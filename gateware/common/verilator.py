@@ -42,6 +42,19 @@ def build_dir() -> Path:
     return (Path(t) if t else ROOT / "target") / "gateware" / "verilator"
 
 
+
+def write_once(directory: Path, stem: str, text: str, suffix: str = ".v") -> Path:
+    """`text` as `<directory>/<stem>-<hash of text><suffix>`, written once per content (through a
+    temporary file renamed into place, so a reader never sees half a file); returns its path."""
+    key = hashlib.sha256(text.encode()).hexdigest()[:16]
+    p = directory / f"{stem}-{key}{suffix}"
+    if not p.is_file():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(".tmp")
+        tmp.write_text(text)
+        tmp.rename(p)
+    return p
+
 def _ctype(width: int) -> str:
     return "CData" if width <= 8 else "SData" if width <= 16 else "IData" if width <= 32 else "QData" if width <= 64 else "WData"
 

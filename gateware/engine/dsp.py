@@ -25,10 +25,11 @@ vectors as `generic` (tests/test_mul.py, tests/test_alu.py, tests/test_engine_x2
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from migen import Instance, Module, Signal, ClockSignal
+
+from common.verilator import write_once
 
 TARGETS = ("generic", "ecp5")
 
@@ -131,11 +132,4 @@ endmodule
 
 def model_file(build_dir: Path) -> Path:
     """The model written once per content under `build_dir` (a Verilator library file)."""
-    key = hashlib.sha256(MODEL.encode()).hexdigest()[:16]
-    p = build_dir / f"ecp5_mult18x18d-{key}.v"
-    if not p.is_file():
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(".tmp")
-        tmp.write_text(MODEL)
-        tmp.rename(p)
-    return p
+    return write_once(build_dir, "ecp5_mult18x18d", MODEL)

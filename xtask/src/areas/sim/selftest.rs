@@ -136,12 +136,17 @@ fn us_per_call(r: &SmokeResult) -> Result<f64> {
 /// Device microseconds per X25519 at the SoC's clock in the batched calls (X25519Batch requests,
 /// the two stamped batch lines).
 pub fn us_per_batched_job(r: &SmokeResult) -> Result<f64> {
-    let (a, _) = r.phase(BATCH_START).context("no batch-start line")?;
-    let (b, _) = r.phase(BATCH_END).context("no batch-end line")?;
+    us_per_job_between(r, BATCH_START, BATCH_END, BATCH_JOBS)
+}
+
+/// Device microseconds per job between two stamped lines (`start` .. `end`, `jobs` jobs).
+fn us_per_job_between(r: &SmokeResult, start: &str, end: &str, jobs: u64) -> Result<f64> {
+    let (a, _) = r.phase(start).with_context(|| format!("no {start} line"))?;
+    let (b, _) = r.phase(end).with_context(|| format!("no {end} line"))?;
     if b <= a {
-        bail!("batch lines out of order ({a} .. {b} cycles)");
+        bail!("{start} .. {end} lines out of order ({a} .. {b} cycles)");
     }
-    Ok((b - a) as f64 / BATCH_JOBS as f64 / SIM_CLK_HZ * 1e6)
+    Ok((b - a) as f64 / jobs as f64 / SIM_CLK_HZ * 1e6)
 }
 
 /// The share of the CPU (percent) the spinner got during the second run of the timed calls: its
@@ -170,12 +175,7 @@ pub fn cpu_free_pct(r: &SmokeResult) -> Result<f64> {
 
 /// Device microseconds per X25519 beside the spinner (the busy window's lines).
 pub fn us_per_call_beside_spinner(r: &SmokeResult) -> Result<f64> {
-    let (a, _) = r.phase(SPIN_BUSY_START).context("no spin-busy-start line")?;
-    let (b, _) = r.phase(SPIN_BUSY_END).context("no spin-busy-end line")?;
-    if b <= a {
-        bail!("spinner lines out of order ({a} .. {b} cycles)");
-    }
-    Ok((b - a) as f64 / DEVICE_CALLS as f64 / SIM_CLK_HZ * 1e6)
+    us_per_job_between(r, SPIN_BUSY_START, SPIN_BUSY_END, DEVICE_CALLS)
 }
 
 /// sim_x25519_hw_us_at_100mhz on Precursor's v1 engine, and _v2 on a SoC with the v2 engine.
