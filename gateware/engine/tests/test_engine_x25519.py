@@ -132,7 +132,27 @@ def test_mpresume_moves_the_resume_point(engine):
 
 # v2 in the test step (its two multipliers; v1 has the same forms of the same blocks), both with
 # ENGINE_ECP5_ISAS=v2,v1 (another Verilator build of the whole engine)
-ECP5_ISAS = os.environ.get("ENGINE_ECP5_ISAS", "v2").split(",")
+def ecp5_isas(value: str) -> list:
+    """The ISAs named by ENGINE_ECP5_ISAS (comma-separated, v1 and/or v2); anything else is a
+    clear error, never a quietly skipped or misnamed run."""
+    isas = [i.strip() for i in value.split(",")]
+    bad = [i for i in isas if i not in ("v1", "v2")]
+    if bad or not isas:
+        raise ValueError(f"ENGINE_ECP5_ISAS={value!r}: expected v1 and/or v2, comma-separated")
+    return isas
+
+
+ECP5_ISAS = ecp5_isas(os.environ.get("ENGINE_ECP5_ISAS", "v2"))
+
+
+@pytest.mark.parametrize("value", ["", "v3", "v2,", "v2;v1", "V2"])
+def test_ecp5_isas_refuses_bad_values(value):
+    with pytest.raises(ValueError, match="ENGINE_ECP5_ISAS"):
+        ecp5_isas(value)
+
+
+def test_ecp5_isas_reads_good_values():
+    assert ecp5_isas("v2") == ["v2"] and ecp5_isas("v2,v1") == ["v2", "v1"] and ecp5_isas(" v1 ") == ["v1"]
 
 
 @pytest.fixture(scope="module", params=ECP5_ISAS)
