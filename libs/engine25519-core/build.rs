@@ -373,7 +373,7 @@ fn emit_encoding(o: &mut String, enc: &Encoding) -> u32 {
 
 /// `[geometry]`: register file and microcode RAM sizes.
 fn emit_geometry(o: &mut String, g: &Geometry, reg_field_w: u32) {
-    if g.reg_bits % 32 != 0 || g.ucode_word_bits != 32 {
+    if !g.reg_bits.is_multiple_of(32) || g.ucode_word_bits != 32 {
         fail("geometry: reg_bits must be a multiple of 32 and ucode_word_bits 32".into());
     }
     if g.regs_per_window > (1 << reg_field_w) || g.const_slots > (1 << reg_field_w) {

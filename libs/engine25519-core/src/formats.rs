@@ -63,7 +63,7 @@ pub fn hex_to_words(text: &str) -> Res<Vec<u32>> {
 
 /// Little-endian bytes -> words.
 pub fn bin_to_words(bytes: &[u8]) -> Res<Vec<u32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(format!("binary image is {} bytes, not a multiple of 4", bytes.len()));
     }
     Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect())

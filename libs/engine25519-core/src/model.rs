@@ -432,7 +432,7 @@ impl EngineModel {
     /// answers it while idle: microcode, register file, or `UNDECODED_READ`.
     pub fn mem_read(&self, offset: u32) -> u32 {
         let m = (isa::mem::UCODE_OFFSET, isa::mem::RF_OFFSET);
-        if offset % 4 == 0 && offset >= m.0 && offset < m.0 + 4 * UCODE_WORDS as u32 {
+        if offset.is_multiple_of(4) && offset >= m.0 && offset < m.0 + 4 * UCODE_WORDS as u32 {
             return self.ucode[((offset - m.0) / 4) as usize];
         }
         if let Some((w, r, k)) = rf_decode(offset) {
@@ -444,7 +444,7 @@ impl EngineModel {
     /// Bus write of the memory window (writes to undecoded addresses are ignored, as in hardware).
     pub fn mem_write(&mut self, offset: u32, value: u32) {
         let m = isa::mem::UCODE_OFFSET;
-        if offset % 4 == 0 && offset >= m && offset < m + 4 * UCODE_WORDS as u32 {
+        if offset.is_multiple_of(4) && offset >= m && offset < m + 4 * UCODE_WORDS as u32 {
             let _ = self.load_program(&[value], ((offset - m) / 4) as usize);
         } else if let Some((w, r, k)) = rf_decode(offset) {
             let mut words = f::to_words(&self.rf[w][r]);
@@ -664,7 +664,7 @@ impl EngineModel {
 /// Decode a memory-window byte offset into (window, register, u32 word index).
 fn rf_decode(offset: u32) -> Option<(usize, usize, usize)> {
     let base = isa::mem::RF_OFFSET;
-    if offset % 4 != 0 || offset < base {
+    if !offset.is_multiple_of(4) || offset < base {
         return None;
     }
     let rel = offset - base;

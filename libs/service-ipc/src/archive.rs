@@ -11,7 +11,7 @@ use xous_ipc::Buffer;
 pub fn archive_fits<T: rkyv::Archive>(buf_len: usize, pos: usize) -> bool {
     let size = core::mem::size_of::<rkyv::Archived<T>>();
     let align = core::mem::align_of::<rkyv::Archived<T>>();
-    pos % align == 0 && pos.checked_add(size).map(|end| end <= buf_len).unwrap_or(false)
+    pos.is_multiple_of(align) && pos.checked_add(size).map(|end| end <= buf_len).unwrap_or(false)
 }
 
 /// Decode the archive a client lent in `mem` (position = `mem.offset`, 0 if None) after checking

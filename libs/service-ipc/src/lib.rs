@@ -39,7 +39,7 @@ pub mod suspend;
 /// `p..p + len` must be writable memory this thread may write.
 pub unsafe fn wipe_raw(p: *mut u8, len: usize) {
     let mut i = 0;
-    while i < len && (p as usize + i) % 4 != 0 {
+    while i < len && !(p as usize + i).is_multiple_of(4) {
         p.add(i).write_volatile(0);
         i += 1;
     }
