@@ -26,8 +26,13 @@ pub fn system(ctx: &Ctx, clients: &[String]) -> Result<Hosted> {
 
 /// [`system`] with extra environment variables for every process.
 pub fn system_env(ctx: &Ctx, clients: &[String], env: &[(&str, &str)]) -> Result<Hosted> {
+    system_on(ctx, clients, env, None)
+}
+
+/// [`system_env`] on one host CPU (`Some`, [`Launch::cpu`]) or wherever the host places it.
+pub fn system_on(ctx: &Ctx, clients: &[String], env: &[(&str, &str)], cpu: Option<usize>) -> Result<Hosted> {
     let bins = ctx.xous()?.clone();
-    let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose);
+    let mut l = Launch::new(&bins, Flavor::Patched).echo(ctx.verbose).cpu(cpu);
     for (k, v) in env {
         l = l.env(*k, *v);
     }

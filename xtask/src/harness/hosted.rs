@@ -19,8 +19,9 @@ use crate::util;
 use crate::supervisor;
 use crate::build::xous::{Flavor, XousBins};
 use crate::util::shell_quote;
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
 use std::io::BufRead;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -61,6 +62,9 @@ pub struct Launch {
     /// The raw `XOUS_SHUTDOWN_ALLOWED` text instead of the one `may_shut_down` gives: only for
     /// the kernel test of its parsing of malformed values.
     pub shutdown_allowed_raw: Option<String>,
+    /// Run the kernel and every program on this one host CPU (their affinity, inherited by each
+    /// process the kernel starts); `None`: wherever the host schedules them.
+    pub cpu: Option<usize>,
 }
 
 /// The patched hosted kernel's environment variable: the command-line positions of the
@@ -79,7 +83,7 @@ impl Launch {
 
     /// Only the kernel, no base services.
     pub fn bare(kernel: &Path) -> Self {
-        Launch { kernel: kernel.to_path_buf(), programs: vec![], env: vec![], echo: false, listen_addr: None, may_shut_down: vec![], shutdown_allowed_raw: None }
+        Launch { kernel: kernel.to_path_buf(), programs: vec![], env: vec![], echo: false, listen_addr: None, may_shut_down: vec![], shutdown_allowed_raw: None, cpu: None }
     }
 
     /// Add a program (a shell command line): an ordinary process, refused Shutdown.
@@ -107,6 +111,12 @@ impl Launch {
         self
     }
 
+    /// Keep the whole system on one host CPU (`Some`), or let the host place it (`None`).
+    pub fn cpu(mut self, cpu: Option<usize>) -> Self {
+        self.cpu = cpu;
+        self
+    }
+
     pub fn start(self) -> Result<Hosted> {
         supervisor::become_subreaper();
         let mut cmd = Command::new(&self.kernel);
@@ -124,6 +134,9 @@ impl Launch {
         // set last: the program list decides, never an inherited or caller-given value
         let allowed: Vec<String> = self.may_shut_down.iter().map(|p| p.to_string()).collect();
         cmd.env(SHUTDOWN_ALLOWED_ENV, self.shutdown_allowed_raw.clone().unwrap_or_else(|| allowed.join(",")));
+        if let Some(cpu) = self.cpu {
+            pin_to_cpu(&mut cmd, cpu)?;
+        }
         let started = Instant::now();
         let mut child = supervisor::spawn_grouped(&mut cmd)?;
         let pgid = child.id() as i32;
@@ -135,6 +148,37 @@ impl Launch {
         spawn_reader(err, Stream::Stderr, tx, all.clone(), self.echo);
         Ok(Hosted { child: Some(child), pgid, rx, all, started, status: None })
     }
+}
+
+/// The first host CPU this process may run on: where a one-CPU system goes (an xtask started
+/// under `taskset` keeps its system inside the set it was given).
+pub fn first_allowed_cpu() -> Result<usize> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; the kernel fills it.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    if unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } != 0 {
+        bail!("sched_getaffinity: {}", std::io::Error::last_os_error());
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        .find(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .ok_or_else(|| anyhow!("sched_getaffinity gave an empty CPU set"))
+}
+
+/// Make `cmd` (and every process it starts) run on host CPU `cpu` alone.
+fn pin_to_cpu(cmd: &mut Command, cpu: usize) -> Result<()> {
+    if cpu >= libc::CPU_SETSIZE as usize {
+        bail!("CPU {cpu} is beyond the host's CPU set size ({})", libc::CPU_SETSIZE);
+    }
+    unsafe {
+        cmd.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    Ok(())
 }
 
 fn spawn_reader(

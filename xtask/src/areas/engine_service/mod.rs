@@ -19,7 +19,7 @@
 
 use crate::bench;
 use crate::harness::hosted::{Launch, Report};
-use crate::system::{sysctl_checks, system, system_env};
+use crate::system::{sysctl_checks, system, system_env, system_on};
 use crate::util::shell_quote;
 use crate::steps::{step, BenchProvider, BenchResults, TestStep};
 use crate::build::xous::Flavor;
@@ -145,13 +145,23 @@ fn privilege(ctx: &Ctx) -> Result<()> {
 }
 
 fn bench_service(ctx: &Ctx) -> Result<BenchResults> {
-    // latency, overhead ratio and the provider table
-    let mut sys = system(ctx, &[shell_quote(&ctx.program("engine-service-bench")?)])?;
+    // latency, overhead ratio and the provider table; then the same with the whole system on one
+    // host CPU (`_one_cpu` keys: no cross-CPU wake-ups, docs/hosted.md), in the same run
+    let client = [shell_quote(&ctx.program("engine-service-bench")?)];
+    let mut sys = system(ctx, &client)?;
     let mut out = bench::hosted_bench_json(&mut sys, 1, Duration::from_secs(180))?;
     for l in sys.lines().iter().filter(|l| l.contains("ENGINE-BENCH-TABLE")) {
         eprintln!("{}", l.split_once("ENGINE-BENCH-TABLE ").map(|x| x.1).unwrap_or(l));
     }
     sys.stop();
+    let one = crate::harness::hosted::first_allowed_cpu()?;
+    let mut sys = system_on(ctx, &client, &[], Some(one))?;
+    let r = bench::hosted_bench_json(&mut sys, 1, Duration::from_secs(180));
+    sys.stop();
+    for key in ["service_x25519_us_p50", "service_model_inproc_us_p50", "service_ipc_floor_us_p50", "service_overhead_ratio"] {
+        let v = r.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?.get(key).copied();
+        out.insert(format!("{key}_one_cpu"), v.with_context(|| format!("the one-CPU run reported no {key}"))?);
+    }
 
     // fairness: 8 clients, each keeping 2 async requests in flight, same fixed wall-clock window,
     // server paced to the device engine clock (50 MHz: 2.28 ms per X25519 on v1) so the engine, not

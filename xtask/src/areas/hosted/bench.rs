@@ -56,33 +56,52 @@ fn hosted_startup(ctx: &Ctx) -> Result<BenchResults> {
 
 /// ipc_scalar_rtt_us_p50 / ipc_lend_4k_rtt_us_p50 from ipc-bench + echo-server: each run reports
 /// its medians; the result is the median over ROUNDS runs per kernel, the kernels interleaved.
+/// Each round runs both kernels twice: placed by the host (the plain keys) and with the whole
+/// system on one host CPU (`_one_cpu`). Where the host's idle CPUs halt, a hand-off between
+/// processes on two CPUs costs a wake-up that one CPU does not pay (docs/hosted.md), so the two
+/// placements in one run show how much of a figure is that machine effect. The patched / stock
+/// ratios of the scalar round trip are keys too (`ipc_scalar_patched_over_stock[_one_cpu]`).
 fn hosted_ipc(ctx: &Ctx) -> Result<BenchResults> {
     let bins = ctx.xous()?.clone();
+    let one = crate::harness::hosted::first_allowed_cpu()?;
     let mut runs: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
     for _ in 0..ROUNDS {
-        for flavor in [Flavor::Patched, Flavor::Stock] {
-            let mut bench = shell_quote(&ctx.program("ipc-bench")?);
-            if flavor == Flavor::Patched {
-                bench.push_str(" --shutdown");
-            }
-            let mut sys = Launch::new(&bins, flavor)
-                .program(shell_quote(&ctx.program("echo-server")?))
-                .system_program(bench)
-                .echo(ctx.verbose)
-                .start()?;
-            let r = hosted_bench_json(&mut sys, 1, Duration::from_secs(120))?;
-            if flavor == Flavor::Patched {
-                let st = sys.wait_exit(Duration::from_secs(10))?;
-                if !st.success() {
-                    bail!("patched kernel exited with {st} after the IPC bench");
+        for (cpu, place) in [(None, ""), (Some(one), "_one_cpu")] {
+            for flavor in [Flavor::Patched, Flavor::Stock] {
+                let mut bench = shell_quote(&ctx.program("ipc-bench")?);
+                if flavor == Flavor::Patched {
+                    bench.push_str(" --shutdown");
                 }
-            } else {
-                sys.stop();
-            }
-            for (k, v) in r {
-                runs.entry(format!("{k}{}", suffix(flavor))).or_default().push(v);
+                let mut sys = Launch::new(&bins, flavor)
+                    .program(shell_quote(&ctx.program("echo-server")?))
+                    .system_program(bench)
+                    .cpu(cpu)
+                    .echo(ctx.verbose)
+                    .start()?;
+                let r = hosted_bench_json(&mut sys, 1, Duration::from_secs(120))?;
+                if flavor == Flavor::Patched {
+                    let st = sys.wait_exit(Duration::from_secs(10))?;
+                    if !st.success() {
+                        bail!("patched kernel exited with {st} after the IPC bench");
+                    }
+                } else {
+                    sys.stop();
+                }
+                for (k, v) in r {
+                    runs.entry(format!("{k}{}{place}", suffix(flavor))).or_default().push(v);
+                }
             }
         }
     }
-    Ok(runs.into_iter().map(|(k, v)| (k, median(&mut v.clone()))).collect())
+    let mut out: BenchResults = runs.into_iter().map(|(k, v)| (k, median(&mut v.clone()))).collect();
+    for place in ["", "_one_cpu"] {
+        let (p, s) = (format!("ipc_scalar_rtt_us_p50{place}"), format!("ipc_scalar_rtt_us_p50_stock{place}"));
+        match (out.get(&p), out.get(&s)) {
+            (Some(&p), Some(&s)) if s > 0.0 => {
+                out.insert(format!("ipc_scalar_patched_over_stock{place}"), p / s);
+            }
+            _ => bail!("ipc-bench reported no {p} / {s}"),
+        }
+    }
+    Ok(out)
 }
