@@ -123,7 +123,7 @@ class EngineBus(Module):
             rel.eq(self.adr[:lrf]),
             win.eq(rel[lws:]), reg.eq(rel[lrs:lws]), word.eq(rel[2:lrs]),
             in_rf.eq((self.adr[lrf:] == rf0 >> lrf) & (self.adr[:2] == 0) & (reg < regs) & (win < g["windows"])),
-            e.bus_uc_adr.eq(self.adr[2:luc]),
+            e.bus_uc_adr.eq(self.adr[2:luc]), e.bus_uc_sel.eq(self.mem_sel),
             e.bus_rf_adr.eq(win * regs + reg),
             e.bus_uc_dat_w.eq(self.dat_w),
         ]

@@ -18,10 +18,16 @@ sits in each DSP48E1's P register). Then:
 * the result q = (s mod 2^255 + 19 * (s[255] + c)) mod 2^255: an add of a constant-sized term
   (f - p when c, else f); no 255-bit mux; again over two mul_clk, low half first.
 
-Schedule after the start edge (mul_clk): load, 15 rows and the last row's accumulate (each row's
-limb select, products and accumulate are three register stages), carry, add (2; the
+Schedule after the start edge (mul_clk): capture, load, 15 rows and the last row's accumulate
+(each row's limb select, products and accumulate are three register stages), carry, add (2; the
 normalize decision is taken with the high half, from local terms of its operands, not after
-it), result (2): `cycles` = 22 mul_clk until `done`, whatever the operands; q holds until the next start. No carry
+it), result (2): `cycles` = 23 mul_clk until `done`, whatever the operands; q holds until the
+next start. The capture: `a` and `b` (the register file's block-RAM outputs) are taken on the
+start edge into plain registers (no enable, no reset: nothing between the RAM's output and them,
+so they can sit by the RAM), and the operand registers (`a_hold`, the A limb, the rotating B
+limbs, by the DSPs) load from those on the next edge; without it the RAM's clock-to-out, the
+routing across the die to the multiplier and the load's mux were one mul_clk path (10.9 ns
+placed on an ECP5-6, docs/gateware.md "Timing"). No carry
 chain in the multiplier is longer than 128 bits within one mul_clk (a 256-bit one, 64 CARRY4 on
 xc7, was its longest path; docs/gateware.md, "Timing"). The sequencer takes the product when its
 latency countdown says so (sequencer.py checks `cycles` fits the spec's MUL latency).
@@ -80,8 +86,11 @@ class FieldMul(Module):
         go = Signal()
         sync += start_d.eq(self.start)
         self.comb += go.eq(self.start & ~start_d)
+        # the capture (module docstring): every edge, so the start edge's is the operands
+        a_cap = Signal(256, reset_less=True)
+        b_cap = Signal(256, reset_less=True)
+        sync += [a_cap.eq(self.a), b_cap.eq(self.b)]
 
-        step = Signal(5)
         row = Signal(max=nl)
         a_hold = Signal(n_bits)
         a_limb = Signal(LIMB)
@@ -93,12 +102,19 @@ class FieldMul(Module):
         s = Signal(n_bits + 1)
         c = Signal()
 
-        ROWS0, ROWS1 = 1, nl                       # steps 1..15: schoolbook rows (products)
-        ACC1 = nl + 1                              # step 16: the last row's accumulate
-        # each 256-bit add over two mul_clk, its low half first (the carry between the halves is
-        # registered): no carry chain longer than 128 bits in one 10 ns cycle
-        CARRY, ADD_LO, ADD_HI, NORM_LO, NORM_HI = (ACC1 + k for k in range(1, 6))
-        self.cycles = NORM_HI + 1                  # start edge -> done (mul_clk)
+        # the schedule's steps (edges after the start edge): the load (1), the schoolbook rows'
+        # products (2..16), their accumulates (3..17), the carry pass (18), the add's low and
+        # high halves (19, 20; each 256-bit add over two mul_clk, its low half first with the
+        # carry between the halves registered: no carry chain longer than 128 bits in one 10 ns
+        # cycle), the normalize's two halves (21, 22). Each step's enable is a register of its
+        # own, set on the edge before (a one-hot token passed along, the rows counted by `row`):
+        # no step counter decoded in front of the enables of hundreds of flops (that decode into
+        # the accumulators' clock enables was the worst mul_clk path placed on an ECP5-6 once
+        # the capture was in)
+        ld, rw, ac, cy, al, ah, nlo, nhi = (Signal(name=n) for n in
+                                            ("st_load", "st_rows", "st_acc", "st_carry", "st_add_lo", "st_add_hi",
+                                             "st_norm_lo", "st_norm_hi"))
+        self.cycles = nl + 8                       # start edge -> done (mul_clk): 23
 
         # three register stages per row (the DSP48E1's A, M and P registers): the limb of A, picked
         # a step ahead (row + 1; limb 0 straight from the operand at the start); its products
@@ -106,7 +122,18 @@ class FieldMul(Module):
         # counter through the limb mux, the multiply and the add (19.3 ns placed on an ECP5)
         a_next = Signal(LIMB)
         prod_first = Signal()                      # prod holds row 0's products: the accumulate starts from zero
-        self.comb += a_next.eq(Array([a_hold[k * LIMB:(k + 1) * LIMB] for k in range(1, nl)] + [0])[row])
+        if target == "generic":
+            self.comb += a_next.eq(Array([a_hold[k * LIMB:(k + 1) * LIMB] for k in range(1, nl)] + [0])[row])
+            a_shift = []
+        else:
+            # the ECP5 form shifts the held operand down a limb per row and takes the next limb
+            # from a fixed place: no 15-way mux on the row counter (4 LUT levels, the row
+            # counter's fan-out routed across the multiplier: the worst mul_clk path placed on an
+            # ECP5-6 once the step enables were registers). A 2-way mux per bit instead: about
+            # 180 LUTs more per multiplier than the mux it replaces, which the xc7 budget has no
+            # room for (and xc7 does not need: docs/gateware.md, "Timing")
+            self.comb += a_next.eq(a_hold[LIMB:2 * LIMB])
+            a_shift = [a_hold.eq(a_hold[LIMB:])]
 
         # the carry pass: low 17 bits of each column plus the carry of the column below; the top
         # column's carry wraps into limb 0 times 19
@@ -137,7 +164,7 @@ class FieldMul(Module):
             q_hi.eq(s[half:n_bits] + q_lo[half]),
         ]
 
-        operands_go = [a_limb.eq(self.a[:LIMB]), *[brot[k].eq(self.b[k * LIMB:(k + 1) * LIMB]) for k in range(nl)]]
+        operands_go = [a_limb.eq(a_cap[:LIMB]), *[brot[k].eq(b_cap[k * LIMB:(k + 1) * LIMB]) for k in range(nl)]]
         operands_row = [a_limb.eq(a_next), brot[0].eq(times(brot[nl - 1], c19)),
                         *[brot[k].eq(brot[k - 1]) for k in range(1, nl)]]
         if target == "generic":
@@ -163,35 +190,33 @@ class FieldMul(Module):
                 accumulate.append(acc[k].eq(s_ + c_))
 
         sync += [
-            If(go,
-                a_hold.eq(self.a[:n_bits]), operands_go[0], row.eq(0), *operands_go[1:],
-                step.eq(ROWS0), first.eq(1), self.done.eq(0), self.busy.eq(1),
-            ).Elif((step >= ROWS0) & (step <= ACC1),
-                If(step <= ROWS1,
-                    *products, operands_row[0], row.eq(row + 1), *operands_row[1:],
-                ),
-                If(step >= ROWS0 + 1,
-                    *accumulate,
-                ),
-                prod_first.eq(first), first.eq(0), step.eq(step + 1),
-            ).Elif(step == CARRY,
-                *carry_pass, step.eq(step + 1),
-            ).Elif(step == ADD_LO,
-                s_lo.eq(lo_cat[:half] + hi_cat[:half]), step.eq(step + 1),
-            ).Elif(step == ADD_HI,
-                s.eq(Cat(s_lo[:half], s_hi)), step.eq(step + 1),
-            ).Elif(step == NORM_LO,
+            ld.eq(go), rw.eq(ld | (rw & (row != nl - 1))), ac.eq(rw), cy.eq(ac & ~rw),
+            al.eq(cy), ah.eq(al), nlo.eq(ah), nhi.eq(nlo),
+            If(go, self.done.eq(0), self.busy.eq(1)),
+            If(ld,
+                a_hold.eq(a_cap[:n_bits]), operands_go[0], row.eq(0), *operands_go[1:], first.eq(1),
+            ),
+            If(rw,
+                *products, operands_row[0], row.eq(row + 1), *operands_row[1:], *a_shift,
+            ),
+            If(ac,
+                *accumulate,
+            ),
+            If(rw | ac,
+                prod_first.eq(first), first.eq(0),
+            ),
+            If(cy, *carry_pass),
+            If(al, s_lo.eq(lo_cat[:half] + hi_cat[:half])),
+            If(ah, s.eq(Cat(s_lo[:half], s_hi))),
+            If(nlo,
                 # f's low half (without c: when c is set the result is known apart, below), and c
                 q_lo.eq(s[:half] + times(s[n_bits], c19)),
-                c.eq(dec_low[low] & (s[low:n_bits] == (1 << (n_bits - low)) - 1)), step.eq(step + 1),
-            ).Elif(step == NORM_HI,
+                c.eq(dec_low[low] & (s[low:n_bits] == (1 << (n_bits - low)) - 1)),
+            ),
+            If(nhi,
                 self.q.eq(Cat(q_lo[:half], q_hi)),
-                self.done.eq(1), self.busy.eq(0), step.eq(0),
-            )
+                self.done.eq(1), self.busy.eq(0),
+            ),
         ]
-        # c set: bits 8..254 of s are ones and the low byte plus 19 (s[255] + 1) carries, so
-        # f + 19 = 2^255 + (low byte + 19 (s[255] + 1) - 256): the result is that low byte, every
-        # other bit zero. Written after the step chain so it takes priority: the result register's
-        # synchronous reset (bits 8..254) and an 8-bit choice, not a 255-bit mux
-        sync += If((step == NORM_HI) & c, self.q.eq(Cat(dec_low[:low], 0)))
+        sync += If(nhi & c, self.q.eq(Cat(dec_low[:low], 0)))
         self.ios = {self.a, self.b, self.start, self.q, self.done, self.busy}

@@ -23,7 +23,10 @@ Pause: with `pause_req`, the sequencer stops at the next instruction boundary wi
 flight in the eng_clk pipeline (`pause_gnt`); everything on eng_clk is frozen (scoreboard, cost,
 the cycle counter; multipliers finish on mul_clk and hold their result), so a resumed job ends
 with the same registers and the same cycle count. `mpc` is the resume address; writing
-`mpresume` while paused moves it. Clearing `pause_req` resumes.
+`mpresume` while paused moves it. Clearing `pause_req` resumes (a `mpresume` write in the very
+cycle the engine resumes is ignored: the resume fetches the word at `mpc`, so the RAM's address
+never waits for the CSR decode of the write; the bus cannot make one there, as the POWER write
+that clears `pause_req` is still being acknowledged in that cycle).
 """
 
 from __future__ import annotations
@@ -89,10 +92,12 @@ class Engine(Module):
         table = dec.table(isa, alu)
         if nmul and not synth_core:
             # a MUL issued in t starts the multiplier on the mul_clk edge in the middle of t + 1
-            # and its product is taken into the write request at the end of t + latency - 1:
-            # 2 * latency - 3 mul_clk edges later; `q` must be loaded on an earlier edge
+            # (edge 0) and its product is taken into the write request at the end of
+            # t + latency - 1: edge 2 * latency - 3. `q` is loaded on edge `cycles` - 1 (the
+            # multiplier's `done` edge) and must be loaded on an earlier edge than the write
+            # request's, at the latest the mid-cycle edge 2 * latency - 4 (one mul_clk before it)
             lat = max(e.latency for e in table.values() if e.kind == dec.K_MUL)
-            assert spec.mul_clock_ratio(isa) == 2 and self.muls[0].cycles <= 2 * lat - 4, \
+            assert spec.mul_clock_ratio(isa) == 2 and self.muls[0].cycles - 1 <= 2 * lat - 4, \
                 f"isa {isa}: the multiplier ({self.muls[0].cycles} mul_clk) is slower than MUL's latency {lat}"
 
         # ---- control inputs (CSR block / test harness)
@@ -120,6 +125,7 @@ class Engine(Module):
         self.bus_rf_keep = Signal(256 // 32)  # 32-bit words of the row the bus write leaves as they are
         self.bus_rf_dat_r = Signal(256)   # port A data: address in one cycle, data the next
         self.bus_uc_adr = Signal(len(uc.port.adr))
+        self.bus_uc_sel = Signal()        # the bus addresses the microcode RAM (reads or writes) this cycle
         self.bus_uc_we = Signal()
         self.bus_uc_dat_w = Signal(32)
         self.bus_uc_dat_r = Signal(32)
@@ -139,10 +145,16 @@ class Engine(Module):
         # cycle's decode and scoreboard (a block RAM's output through them and the address muxes
         # back into its address was the eng_clk loop on the ECP5), and the word in every cycle is
         # the word at mpc, as before: no cycle count changes.
-        self.comb += [uc.port.adr.eq(Mux(fetch, fetch_adr, self.bus_uc_adr)), word.eq(uc.port.dat_r),
+        # Idle, the port is the bus's only while the bus selects it (`bus_uc_sel`: the CSR block
+        # drives it from the bus adapter's region register, the memory window); otherwise it is
+        # addressed at MPSTART, so a GO's first word is read without GO in the address's select
+        # (GO is a CSR write: the adapter's address through the CSR decode, a sys_clk -> eng_clk
+        # path into the RAM's address pins that was 10.7 ns of a 10 ns budget on the ECP5)
+        port_fetch = Signal()                 # the port is the sequencer's (driven below, with `state`)
+        self.comb += [uc.port.adr.eq(Mux(port_fetch, fetch_adr, self.bus_uc_adr)), word.eq(uc.port.dat_r),
                       uc.port.re.eq(~(fetch & stay)),
                       self.bus_uc_dat_r.eq(uc.port.dat_r),
-                      uc.port.dat_w.eq(self.bus_uc_dat_w), uc.port.we.eq(self.bus_uc_we & self.bus_ok & ~fetch)]
+                      uc.port.dat_w.eq(self.bus_uc_dat_w), uc.port.we.eq(self.bus_uc_we & self.bus_ok & ~port_fetch)]
         fld = {k: word[f[k].lsb:f[k].lsb + f[k].width] for k in ("opcode", "ra", "ca", "rb", "cb", "wd", "imm")}
 
         cw = bits_for(max([e.cycles for e in table.values()] + [e.latency for e in table.values()] + [I.illegal_cycles, I.go_cycles]))
@@ -168,6 +180,7 @@ class Engine(Module):
         # ---- state
         IDLE, RUN, HALT = 0, 1, 2
         state = Signal(2)
+        self.comb += port_fetch.eq(Mux(state == IDLE, ~self.bus_uc_sel, fetch))
         paused = Signal()
         en = Signal()
         self.comb += en.eq(~paused)
@@ -326,7 +339,7 @@ class Engine(Module):
             If(state == IDLE,
                 fetch_adr.eq(self.mpstart),
             ).Elif(paused,
-                fetch_adr.eq(Mux(self.mpresume_we, self.mpresume_dat, self.mpc)),
+                fetch_adr.eq(self.mpc),
             ).Elif(brz_ex,
                 fetch_adr.eq(Mux(zero, target, ex_mpc + 1)),
             ).Else(
@@ -346,7 +359,7 @@ class Engine(Module):
             If(state == IDLE,
                 If(self.go, mpc_next.eq(self.mpstart)),
             ).Elif(paused,
-                If(self.mpresume_we, mpc_next.eq(self.mpresume_dat)),
+                If(self.mpresume_we & ~resume, mpc_next.eq(self.mpresume_dat)),
             ).Elif(~(can_pause & self.pause_req),
                 If(ex_v & (ex_kind == dec.K_BRZ) & ~brz_halt,
                     mpc_next.eq(Mux(zero, target, ex_mpc + 1)),

@@ -46,12 +46,7 @@ def main(argv=None) -> int:
                 start, n = int(t[1]), int(t[2])
                 if start < 0 or n < 0 or start + n > g["ucode_words"]:
                     raise ValueError("microcode range")
-                s = e.sim
-                words = []
-                for k in range(n):
-                    s.poke("bus_uc_adr", start + k)
-                    s.tick()  # synchronous read: the word comes one cycle after its address
-                    words.append(s.peek("bus_uc_dat_r"))
+                words = e.read_program(start, n)
                 r = " ".join(f"{w:08x}" for w in words)
             elif op in ("wr", "rr"):
                 w, reg = int(t[1]), int(t[2])

@@ -12,7 +12,7 @@ from .sequencer import Engine
 
 IOS = ["go", "window", "mpstart", "mplen", "pause_req", "mpresume_we", "mpresume_dat", "running", "pause_gnt",
        "mpc", "finished", "illegal", "cycles", "instructions", "instruction", "bus_rf_adr", "bus_rf_we",
-       "bus_rf_dat_w", "bus_rf_dat_r", "bus_uc_adr", "bus_uc_we", "bus_uc_dat_w", "bus_uc_dat_r", "bus_ok"]
+       "bus_rf_dat_w", "bus_rf_dat_r", "bus_uc_adr", "bus_uc_sel", "bus_uc_we", "bus_uc_dat_w", "bus_uc_dat_r", "bus_ok"]
 
 
 class EngineSim:
@@ -44,12 +44,26 @@ class EngineSim:
 
     def load_program(self, words, at=0):
         s = self.sim
+        s.poke("bus_uc_sel", 1)
         s.poke("bus_uc_we", 1)
         for k, w in enumerate(words):
             s.poke("bus_uc_adr", at + k)
             s.poke("bus_uc_dat_w", w)
             s.tick()
         s.poke("bus_uc_we", 0)
+        s.poke("bus_uc_sel", 0)
+
+    def read_program(self, at, n):
+        """n microcode words from `at`, read through the bus's port (idle engine)."""
+        s = self.sim
+        s.poke("bus_uc_sel", 1)
+        words = []
+        for k in range(n):
+            s.poke("bus_uc_adr", at + k)
+            s.tick()  # synchronous read: the word comes one cycle after its address
+            words.append(s.peek("bus_uc_dat_r"))
+        s.poke("bus_uc_sel", 0)
+        return words
 
     def set_reg(self, window, reg, value):
         s = self.sim

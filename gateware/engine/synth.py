@@ -57,7 +57,7 @@ def blocks(isa: str):
     e = Engine(isa, synth_core=True)
     ios = {e.go, e.window, e.mpstart, e.mplen, e.pause_req, e.mpresume_we, e.mpresume_dat, e.running, e.pause_gnt,
            e.mpc, e.finished, e.illegal, e.cycles, e.instructions, e.instruction, e.bus_rf_adr, e.bus_rf_we,
-           e.bus_rf_dat_w, e.bus_rf_dat_r, e.bus_uc_adr, e.bus_uc_we, e.bus_uc_dat_w, e.bus_uc_dat_r}
+           e.bus_rf_dat_w, e.bus_rf_dat_r, e.bus_uc_adr, e.bus_uc_sel, e.bus_uc_we, e.bus_uc_dat_w, e.bus_uc_dat_r}
     ios |= e.cut_ios
     yield "sequencer", e, ios, 1
 

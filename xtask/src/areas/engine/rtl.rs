@@ -10,6 +10,12 @@
 //!   the same directory as `cargo xtask engine-vectors`) on the Verilated engine, v2 and v1:
 //!   bit-exact outputs, the model's cycle and instruction counts; and the CSR block / memory
 //!   window / interrupt (gateware/engine/csr.py) running X25519 over the bus.
+//! * `engine:rtl-netlist` — yosys's synth_xilinx netlist of the whole v2 engine on Verilator
+//!   (gateware/engine/tests/test_netlist.py, ENGINE_NETLIST=ci): the directed programs and the
+//!   fewest random ones that use every opcode (event, cycles, instructions, all 32 registers as
+//!   the model's), then RFC 7748's first X25519 vector paused and resumed (the RFC's output, the
+//!   model's cycle count). The long set (v1 too, every vector, a Wycheproof sample) is the
+//!   bench provider `engine-netlist`.
 
 use crate::ctx::Ctx;
 use crate::build::gateware;
@@ -28,6 +34,7 @@ pub fn test_steps() -> Vec<TestStep> {
         step!("engine:rtl-vectors", 20 * 60, |c| rtl_vectors(c)),
         step!("engine:rtl-cases", 20 * 60, |c| rtl_cases(c)),
         step!("engine:rtl-x25519", 30 * 60, |c| rtl_x25519(c)),
+        step!("engine:rtl-netlist", 30 * 60, |c| rtl_netlist(c)),
         step!("engine:rtl-backend", 15 * 60, |c| rtl_backend(c)),
         step!("engine:rtl-synth", 20 * 60, |_| synth_whole_v2()),
     ]
@@ -113,6 +120,19 @@ fn rtl_cases(ctx: &Ctx) -> Result<()> {
 fn rtl_x25519(ctx: &Ctx) -> Result<()> {
     let dir = vectors(8)?;
     gateware::pytest(ctx.verbose, &["engine/tests/test_engine_x25519.py"], &[], &[("ENGINE_VECTORS", &dir)], Duration::from_secs(25 * 60))
+}
+
+/// The whole v2 engine's netlist on the short set (test_netlist.py, ENGINE_NETLIST=ci).
+fn rtl_netlist(ctx: &Ctx) -> Result<()> {
+    let dir = vectors(8)?;
+    let cases = case_dir()?;
+    gateware::pytest(
+        ctx.verbose,
+        &["engine/tests/test_netlist.py"],
+        &[],
+        &[("ENGINE_VECTORS", &dir), ("ENGINE_CASES", &cases), ("ENGINE_NETLIST", Path::new("ci"))],
+        Duration::from_secs(28 * 60),
+    )
 }
 
 /// The model's vector directory (fixed seed), exported and re-checked on the model.
