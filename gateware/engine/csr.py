@@ -13,7 +13,7 @@ pending & enabled events.
 
 from __future__ import annotations
 
-from migen import Cat, If, Module, Signal
+from migen import Cat, If, Module, Mux, Signal
 
 from . import spec
 from .sequencer import Engine
@@ -123,9 +123,8 @@ class EngineBus(Module):
             rel.eq(self.adr[:lrf]),
             win.eq(rel[lws:]), reg.eq(rel[lrs:lws]), word.eq(rel[2:lrs]),
             in_rf.eq((self.adr[lrf:] == rf0 >> lrf) & (self.adr[:2] == 0) & (reg < regs) & (win < g["windows"])),
-            e.bus_uc_adr.eq(self.adr[2:luc]), e.bus_uc_sel.eq(self.mem_sel),
+            e.bus_uc_sel.eq(self.mem_sel),
             e.bus_rf_adr.eq(win * regs + reg),
-            e.bus_uc_dat_w.eq(self.dat_w),
         ]
         # access FSM: 0 idle, 1 wait for the RF / microcode read (data next cycle), 2 RF write
         phase = Signal(2)
@@ -139,8 +138,23 @@ class EngineBus(Module):
         ]
         rf_word = Signal(32)
         self.comb += [If(word == k, rf_word.eq(e.bus_rf_dat_r[32 * k:32 * k + 32])) for k in range(8)]
+        # a microcode word is written in the cycle its access is acknowledged, from registers
+        # (address, word, enable) taken when the access is decoded: the bus's request and the
+        # window's decode are not in front of the RAM's enable (a sys_clk -> eng_clk path into
+        # the RAM's port, 11.2 ns of a 10 ns budget placed on the ECP5). The acknowledge is in
+        # that cycle as before, so bus timing is unchanged; the next access (a GO among them)
+        # starts after it.
+        uc_we_q = Signal()
+        uc_adr_q = Signal(len(e.bus_uc_adr))
+        uc_dat_q = Signal(32)
+        self.sync += [
+            uc_we_q.eq(self.stb & self.mem_sel & ~self.ack & self.we & in_uc & e.bus_ok & (phase == 0)),
+            uc_adr_q.eq(self.adr[2:luc]), uc_dat_q.eq(self.dat_w),
+        ]
         self.comb += [
-            e.bus_uc_we.eq(self.stb & self.mem_sel & self.we & in_uc & e.bus_ok & (phase == 0)),
+            e.bus_uc_adr.eq(Mux(uc_we_q, uc_adr_q, self.adr[2:luc])),
+            e.bus_uc_dat_w.eq(uc_dat_q),
+            e.bus_uc_we.eq(uc_we_q),
             e.bus_rf_we.eq((phase == 2)),
         ]
         self.sync += [

@@ -151,6 +151,13 @@ class FieldMul(Module):
         hi_cat = Cat(*hi)
         # normalize: f = s mod 2^255 + 19 s[255]; f >= p iff f + 19 >= 2^255 (the flag c)
         dec_low = Signal(low + 1)
+        # its parts known from the low half: the low byte plus 19 and plus 38 (s[255] picks one
+        # once the high half is in), and whether bits 8..127 are all ones; taken with the high
+        # half, so the decision's step has only the high half's AND and a mux (an add of the low
+        # byte after s was its worst path placed on an ECP5-6)
+        dl1 = Signal(low + 1)
+        dl2 = Signal(low + 1)
+        lo_ones = Signal()
         half = 128
         s_lo = Signal(half + 1)                    # low half of s = L + H and its carry out
         q_lo = Signal(half + 1)                    # low half of s mod 2^255 + 19 s[255] and its carry
@@ -159,7 +166,7 @@ class FieldMul(Module):
         s_hi = Signal(n_bits + 1 - half)
         q_hi = Signal(n_bits - half)
         self.comb += [
-            dec_low.eq(s[:low] + Mux(s[n_bits], 2 * c19, c19)),
+            dec_low.eq(Mux(s[n_bits], dl2, dl1)),
             s_hi.eq(lo_cat[half:] + hi_cat[half:] + s_lo[half]),
             q_hi.eq(s[half:n_bits] + q_lo[half]),
         ]
@@ -207,11 +214,15 @@ class FieldMul(Module):
             ),
             If(cy, *carry_pass),
             If(al, s_lo.eq(lo_cat[:half] + hi_cat[:half])),
-            If(ah, s.eq(Cat(s_lo[:half], s_hi))),
+            If(ah,
+                s.eq(Cat(s_lo[:half], s_hi)),
+                dl1.eq(s_lo[:low] + c19), dl2.eq(s_lo[:low] + 2 * c19),
+                lo_ones.eq(s_lo[low:half] == (1 << (half - low)) - 1),
+            ),
             If(nlo,
                 # f's low half (without c: when c is set the result is known apart, below), and c
                 q_lo.eq(s[:half] + times(s[n_bits], c19)),
-                c.eq(dec_low[low] & (s[low:n_bits] == (1 << (n_bits - low)) - 1)),
+                c.eq(dec_low[low] & lo_ones & (s[half:n_bits] == (1 << (n_bits - half)) - 1)),
             ),
             If(nhi,
                 self.q.eq(Cat(q_lo[:half], q_hi)),
