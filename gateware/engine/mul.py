@@ -183,11 +183,16 @@ class FieldMul(Module):
             # registers hold a_limb * brot[k]'s two parts one edge later, as `prod` does in the
             # row steps (they also load outside them, where no accumulate takes them). The
             # accumulate adds both parts: a carry-save level (one LUT per bit), one carry chain
+            # the A limb's register is each block's own A input register (`a_in_reg`), loaded on
+            # every edge with what `a_limb` loads in the load and row steps (outside them its
+            # products are not accumulated)
             hb = LIMB + 1
+            a_d = Signal(LIMB)
+            self.comb += a_d.eq(Mux(ld, a_cap[:LIMB], a_next))
             products, accumulate = [], []
             for k in range(nl):
-                lo = Mult18Reg(a_limb, brot[k][:hb], domain)
-                hi = Mult18Reg(a_limb, brot[k][hb:], domain)
+                lo = Mult18Reg(a_d, brot[k][:hb], domain, a_in_reg=True)
+                hi = Mult18Reg(a_d, brot[k][hb:], domain, a_in_reg=True)
                 self.submodules += lo, hi
                 x, y, z = Mux(prod_first, 0, acc[k]), lo.p, hi.p << hb
                 w = len(acc[k])

@@ -152,7 +152,7 @@ class Engine(Module):
         # path into the RAM's address pins that was 10.7 ns of a 10 ns budget on the ECP5)
         port_fetch = Signal()                 # the port is the sequencer's (driven below, with `state`)
         self.comb += [uc.port.adr.eq(Mux(port_fetch, fetch_adr, self.bus_uc_adr)), word.eq(uc.port.dat_r),
-                      uc.port.re.eq(~(fetch & stay)),
+                      uc.port.re.eq(~stay),
                       self.bus_uc_dat_r.eq(uc.port.dat_r),
                       uc.port.dat_w.eq(self.bus_uc_dat_w), uc.port.we.eq(self.bus_uc_we & self.bus_ok & ~port_fetch)]
         fld = {k: word[f[k].lsb:f[k].lsb + f[k].width] for k in ("opcode", "ra", "ca", "rb", "cb", "wd", "imm")}
@@ -347,12 +347,16 @@ class Engine(Module):
             ),
         ]
         # mpc stays unless it advances past an issued word; running, outside a BRZ's execute
-        # cycle, mpc_next is mpc or mpc + 1, which differ in bit 0: one XOR, not a 10-bit equality
-        # (a carry chain at the end of the loop)
+        # cycle, mpc_next is mpc or mpc + 1, so `stay` is whether it advances (no 10-bit equality:
+        # a carry chain at the end of the loop)
         advance = Signal()
         self.comb += [
             advance.eq(is_issue & (d_kind != dec.K_ILLEGAL) & (d_kind != dec.K_FIN) & (d_kind != dec.K_BRZ) & (self.mpc != stop)),
-            stay.eq((state != IDLE) & ~paused & ~brz_ex & (mpc_next[0] == self.mpc[0])),
+            # (mpc_next below, running, outside a pause and a BRZ's execute cycle: mpc + 1 on an
+            # advance unless the engine pauses now, else mpc; written out from those terms so that
+            # neither GO nor an MPRESUME write, CSR decodes of the bus's address in mpc_next, is
+            # in front of the RAM's enable)
+            stay.eq((state != IDLE) & ~paused & ~brz_ex & ~(advance & ~(can_pause & self.pause_req))),
         ]
         self.comb += [
             mpc_next.eq(self.mpc),

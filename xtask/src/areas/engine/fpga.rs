@@ -21,7 +21,8 @@
 //! * `cargo xtask gateware place|netlist-sim|xdc|bitstream` (areas/engine/cli.rs).
 //!
 //! Long runs (minutes to an hour on 2 shared cores): none of this is in `cargo xtask test`; the
-//! register file's netlist runs in `engine:rtl-units`.
+//! register file's netlist runs in `engine:rtl-units`, and the whole v2 engine's netlist on a
+//! short set (every opcode, RFC 7748 paused) in `engine:rtl-netlist` (areas/engine/rtl.rs).
 
 use crate::bench::parse_flat_json;
 use crate::build::gateware;
