@@ -18,16 +18,19 @@ sits in each DSP48E1's P register). Then:
 * the result q = (s mod 2^255 + 19 * (s[255] + c)) mod 2^255: an add of a constant-sized term
   (f - p when c, else f); no 255-bit mux; again over two mul_clk, low half first.
 
-Schedule after the start edge (mul_clk): capture, load, 15 rows and the last row's accumulate
-(each row's limb select, products and accumulate are three register stages), carry, add (2; the
-normalize decision is taken with the high half, from local terms of its operands, not after
-it), result (2): `cycles` = 23 mul_clk until `done`, whatever the operands; q holds until the
-next start. The capture: `a` and `b` (the register file's block-RAM outputs) are taken on the
-start edge into plain registers (no enable, no reset: nothing between the RAM's output and them,
-so they can sit by the RAM), and the operand registers (`a_hold`, the A limb, the rotating B
-limbs, by the DSPs) load from those on the next edge; without it the RAM's clock-to-out, the
-routing across the die to the multiplier and the load's mux were one mul_clk path (10.9 ns
-placed on an ECP5-6, docs/gateware.md "Timing"). No carry
+Schedule after the start edge (mul_clk), the `generic` form (Verilator, xc7): load, 15 rows and
+the last row's accumulate (each row's limb select, products and accumulate are three register
+stages), carry, add (2; the normalize decision is taken with the high half, from local terms of
+its operands, not after it), result (2): `cycles` = 22 mul_clk until `done`, whatever the
+operands; q holds until the next start. The `ecp5` form (placed on an ECP5, docs/gateware.md
+"Timing") takes 23: first the capture, `a` and `b` (the register file's block-RAM outputs)
+taken on the start edge into plain registers (no enable, no reset: nothing between the RAM's
+output and them, so they can sit by the RAM), the operand registers (by the DSPs) loaded from
+those on the next edge; without it the RAM's clock-to-out, the routing across the die to the
+multiplier and the load's mux were one mul_clk path (10.9 ns placed on an ECP5-6). Its step
+enables are registers passed along instead of a decoded step counter, the held A operand shifts
+instead of a 15-way mux, each MULT18X18D pair has its own A-limb register, and the normalize's
+low-half parts are taken with the high half's add. Both fit MUL's latency (sequencer.py). No carry
 chain in the multiplier is longer than 128 bits within one mul_clk (a 256-bit one, 64 CARRY4 on
 xc7, was its longest path; docs/gateware.md, "Timing"). The sequencer takes the product when its
 latency countdown says so (sequencer.py checks `cycles` fits the spec's MUL latency).
@@ -52,13 +55,152 @@ def times(x, c: int):
     return out
 
 
-class FieldMul(Module):
-    def __init__(self, domain: str = "mul", target: str = "generic"):
-        """`target`: the multiply's form for an FPGA (engine/dsp.py): `generic` (`*` between
-        fabric registers: Verilator, xc7) or `ecp5` (MULT18X18D pairs with their own output
-        registers in place of the product registers, the pair's two products added in the
-        accumulate). Same schedule, same cycle count."""
-        assert target in TARGETS, f"unknown target {target!r}: one of {', '.join(TARGETS)}"
+def FieldMul(domain: str = "mul", target: str = "generic"):
+    """The field multiplier in its form for `target` (engine/dsp.py): `generic` (`*` between
+    fabric registers: Verilator, xc7) or `ecp5` (MULT18X18D pairs with their own output
+    registers in place of the product registers, the pair's two products added in the
+    accumulate, and the placed-timing changes: the operands' capture, the step enables as
+    registers, the A operand shifted, one A-limb register per pair). Same ports and result;
+    `cycles` (22 generic, 23 ecp5) fits MUL's latency either way (sequencer.py checks)."""
+    assert target in TARGETS, f"unknown target {target!r}: one of {', '.join(TARGETS)}"
+    return GenericFieldMul(domain) if target == "generic" else Ecp5FieldMul(domain)
+
+
+class GenericFieldMul(Module):
+    def __init__(self, domain: str = "mul"):
+        """The generic form (Verilator, xc7): 22 mul_clk, the operands loaded from `a` and `b`
+        on the start edge, the A limb picked by a 15-way mux on the row counter, the steps
+        decoded from a step counter. Its Verilog is what it was before the ECP5 form's timing
+        work (the xc7 figures and netlist runs are of it); the ECP5 form adds a capture stage
+        and takes 23 (docs/gateware.md, "Timing")."""
+        n_bits = spec.field_bits()          # 255
+        c19 = spec.wrap_factor()            # 19
+        nl = -(-n_bits // LIMB)             # 15 limbs
+        assert nl * LIMB == n_bits, "limb size must divide the field size"
+        bw = LIMB + c19.bit_length()        # rotating B limb width (17 + 5 = 22)
+        # bounds: a column sum is nl products of (2^17 - 1) * c19 * (2^17 - 1) at most; after the
+        # carry pass a limb is its low 17 bits plus the carry from below (x19 for limb 0)
+        lmax = (1 << LIMB) - 1
+        col_max = nl * lmax * c19 * lmax
+        col_bits = col_max.bit_length()
+        car_max = [lmax + (col_max >> LIMB) * (c19 if k == 0 else 1) for k in range(nl)]
+        assert max(car_max) >> LIMB <= lmax and c19 * (car_max[nl - 1] >> LIMB) <= lmax, "a carry must fit a limb"
+        low = 8                             # the normalize decision's low part (19 * 2 + 255 < 2^9)
+        assert c19 * 2 + (1 << low) - 1 < 1 << (low + 1)
+
+        self.a = Signal(256)
+        self.b = Signal(256)
+        self.start = Signal()   # level from the issuing domain; a rising edge starts a multiply
+        self.q = Signal(256)
+        self.done = Signal()    # high from the result until the next start
+        self.busy = Signal()
+
+        sync = getattr(self.sync, domain)
+        start_d = Signal()
+        go = Signal()
+        sync += start_d.eq(self.start)
+        self.comb += go.eq(self.start & ~start_d)
+
+        step = Signal(5)
+        row = Signal(max=nl)
+        a_hold = Signal(n_bits)
+        a_limb = Signal(LIMB)
+        brot = [Signal(bw, name=f"brot{k}") for k in range(nl)]
+        acc = [Signal(48, name=f"acc{k}") for k in range(nl)]
+        prod = [Signal(LIMB + bw, name=f"prod{k}") for k in range(nl)]
+        first = Signal()
+        car = [Signal(car_max[k].bit_length(), name=f"car{k}") for k in range(nl)]
+        s = Signal(n_bits + 1)
+        c = Signal()
+
+        ROWS0, ROWS1 = 1, nl                       # steps 1..15: schoolbook rows (products)
+        ACC1 = nl + 1                              # step 16: the last row's accumulate
+        # each 256-bit add over two mul_clk, its low half first (the carry between the halves is
+        # registered): no carry chain longer than 128 bits in one 10 ns cycle
+        CARRY, ADD_LO, ADD_HI, NORM_LO, NORM_HI = (ACC1 + k for k in range(1, 6))
+        self.cycles = NORM_HI + 1                  # start edge -> done (mul_clk)
+
+        # three register stages per row (the DSP48E1's A, M and P registers): the limb of A, picked
+        # a step ahead (row + 1; limb 0 straight from the operand at the start); its products
+        # with the rotating B limbs; the accumulate. Without them a row was one path from the row
+        # counter through the limb mux, the multiply and the add (19.3 ns placed on an ECP5)
+        a_next = Signal(LIMB)
+        prod_first = Signal()                      # prod holds row 0's products: the accumulate starts from zero
+        self.comb += a_next.eq(Array([a_hold[k * LIMB:(k + 1) * LIMB] for k in range(1, nl)] + [0])[row])
+
+        # the carry pass: low 17 bits of each column plus the carry of the column below; the top
+        # column's carry wraps into limb 0 times 19
+        car_nx = [Signal(len(car[k]), name=f"car_nx{k}") for k in range(nl)]
+        self.comb += [car_nx[k].eq(acc[k][:LIMB] + (acc[k - 1][LIMB:col_bits] if k else times(acc[nl - 1][LIMB:col_bits], c19)))
+                      for k in range(nl)]
+        # the top carry times 19 (it re-enters limb 0 of H) is registered with the carry pass,
+        # not computed in front of the 128-bit add that takes it
+        hi0 = Signal(LIMB)
+        carry_pass = [car[k].eq(car_nx[k]) for k in range(nl)] + [hi0.eq(times(car_nx[nl - 1][LIMB:], c19))]
+        # L + H: the 17-bit parts, and the carries one limb up (the top one wrapped x19)
+        hi = [Signal(LIMB, name=f"hi{k}") for k in range(nl)]
+        self.comb += [hi[0].eq(hi0)] + [hi[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
+        lo_cat = Cat(*[car[k][:LIMB] for k in range(nl)])
+        hi_cat = Cat(*hi)
+        # normalize: f = s mod 2^255 + 19 s[255]; f >= p iff f + 19 >= 2^255 (the flag c)
+        dec_low = Signal(low + 1)
+        half = 128
+        s_lo = Signal(half + 1)                    # low half of s = L + H and its carry out
+        q_lo = Signal(half + 1)                    # low half of s mod 2^255 + 19 s[255] and its carry
+        # the high halves as signals of their own (inside a Verilog concatenation a sum has the
+        # width of its widest operand: the carry out would be dropped)
+        s_hi = Signal(n_bits + 1 - half)
+        q_hi = Signal(n_bits - half)
+        self.comb += [
+            dec_low.eq(s[:low] + Mux(s[n_bits], 2 * c19, c19)),
+            s_hi.eq(lo_cat[half:] + hi_cat[half:] + s_lo[half]),
+            q_hi.eq(s[half:n_bits] + q_lo[half]),
+        ]
+
+        operands_go = [a_limb.eq(self.a[:LIMB]), *[brot[k].eq(self.b[k * LIMB:(k + 1) * LIMB]) for k in range(nl)]]
+        operands_row = [a_limb.eq(a_next), brot[0].eq(times(brot[nl - 1], c19)),
+                        *[brot[k].eq(brot[k - 1]) for k in range(1, nl)]]
+        products = [prod[k].eq(a_limb * brot[k]) for k in range(nl)]
+        accumulate = [acc[k].eq(Mux(prod_first, 0, acc[k]) + prod[k]) for k in range(nl)]
+
+        sync += [
+            If(go,
+                a_hold.eq(self.a[:n_bits]), operands_go[0], row.eq(0), *operands_go[1:],
+                step.eq(ROWS0), first.eq(1), self.done.eq(0), self.busy.eq(1),
+            ).Elif((step >= ROWS0) & (step <= ACC1),
+                If(step <= ROWS1,
+                    *products, operands_row[0], row.eq(row + 1), *operands_row[1:],
+                ),
+                If(step >= ROWS0 + 1,
+                    *accumulate,
+                ),
+                prod_first.eq(first), first.eq(0), step.eq(step + 1),
+            ).Elif(step == CARRY,
+                *carry_pass, step.eq(step + 1),
+            ).Elif(step == ADD_LO,
+                s_lo.eq(lo_cat[:half] + hi_cat[:half]), step.eq(step + 1),
+            ).Elif(step == ADD_HI,
+                s.eq(Cat(s_lo[:half], s_hi)), step.eq(step + 1),
+            ).Elif(step == NORM_LO,
+                # f's low half (without c: when c is set the result is known apart, below), and c
+                q_lo.eq(s[:half] + times(s[n_bits], c19)),
+                c.eq(dec_low[low] & (s[low:n_bits] == (1 << (n_bits - low)) - 1)), step.eq(step + 1),
+            ).Elif(step == NORM_HI,
+                self.q.eq(Cat(q_lo[:half], q_hi)),
+                self.done.eq(1), self.busy.eq(0), step.eq(0),
+            )
+        ]
+        # c set: bits 8..254 of s are ones and the low byte plus 19 (s[255] + 1) carries, so
+        # f + 19 = 2^255 + (low byte + 19 (s[255] + 1) - 256): the result is that low byte, every
+        # other bit zero. Written after the step chain so it takes priority: the result register's
+        # synchronous reset (bits 8..254) and an 8-bit choice, not a 255-bit mux
+        sync += If((step == NORM_HI) & c, self.q.eq(Cat(dec_low[:low], 0)))
+        self.ios = {self.a, self.b, self.start, self.q, self.done, self.busy}
+
+
+class Ecp5FieldMul(Module):
+    def __init__(self, domain: str = "mul"):
+        """The ECP5 form (FieldMul's docstring; the module docstring for the schedule)."""
         n_bits = spec.field_bits()          # 255
         c19 = spec.wrap_factor()            # 19
         nl = -(-n_bits // LIMB)             # 15 limbs
@@ -122,18 +264,14 @@ class FieldMul(Module):
         # counter through the limb mux, the multiply and the add (19.3 ns placed on an ECP5)
         a_next = Signal(LIMB)
         prod_first = Signal()                      # prod holds row 0's products: the accumulate starts from zero
-        if target == "generic":
-            self.comb += a_next.eq(Array([a_hold[k * LIMB:(k + 1) * LIMB] for k in range(1, nl)] + [0])[row])
-            a_shift = []
-        else:
-            # the ECP5 form shifts the held operand down a limb per row and takes the next limb
-            # from a fixed place: no 15-way mux on the row counter (4 LUT levels, the row
-            # counter's fan-out routed across the multiplier: the worst mul_clk path placed on an
-            # ECP5-6 once the step enables were registers). A 2-way mux per bit instead: about
-            # 180 LUTs more per multiplier than the mux it replaces, which the xc7 budget has no
-            # room for (and xc7 does not need: docs/gateware.md, "Timing")
-            self.comb += a_next.eq(a_hold[LIMB:2 * LIMB])
-            a_shift = [a_hold.eq(a_hold[LIMB:])]
+        # the ECP5 form shifts the held operand down a limb per row and takes the next limb
+        # from a fixed place: no 15-way mux on the row counter (4 LUT levels, the row
+        # counter's fan-out routed across the multiplier: the worst mul_clk path placed on an
+        # ECP5-6 once the step enables were registers). A 2-way mux per bit instead: about
+        # 180 LUTs more per multiplier than the mux it replaces, which the xc7 budget has no
+        # room for (the generic form keeps the mux: docs/gateware.md, "Timing")
+        self.comb += a_next.eq(a_hold[LIMB:2 * LIMB])
+        a_shift = [a_hold.eq(a_hold[LIMB:])]
 
         # the carry pass: low 17 bits of each column plus the carry of the column below; the top
         # column's carry wraps into limb 0 times 19
@@ -174,35 +312,31 @@ class FieldMul(Module):
         operands_go = [a_limb.eq(a_cap[:LIMB]), *[brot[k].eq(b_cap[k * LIMB:(k + 1) * LIMB]) for k in range(nl)]]
         operands_row = [a_limb.eq(a_next), brot[0].eq(times(brot[nl - 1], c19)),
                         *[brot[k].eq(brot[k - 1]) for k in range(1, nl)]]
-        if target == "generic":
-            products = [prod[k].eq(a_limb * brot[k]) for k in range(nl)]
-            accumulate = [acc[k].eq(Mux(prod_first, 0, acc[k]) + prod[k]) for k in range(nl)]
-        else:
-            # two MULT18X18D per product (B's low 18 bits, its high 4) in place of the product
-            # registers: fed by the fabric operand registers as the `*` is, their output
-            # registers hold a_limb * brot[k]'s two parts one edge later, as `prod` does in the
-            # row steps (they also load outside them, where no accumulate takes them). The
-            # accumulate adds both parts: a carry-save level (one LUT per bit), one carry chain
-            # The A limb: one copy per pair (`a_limb` feeding all 30 blocks spread over the DSP
-            # rows was routed 6.4 ns to the farthest, the worst mul_clk path placed on an ECP5-6),
-            # each loaded as `a_limb` is. The copies' reset values differ (pair k's is k; the limb
-            # is loaded before any product uses it), so synthesis does not merge them back into
-            # one register (it does for identical ones, `keep` or not)
-            hb = LIMB + 1
-            a_pair = [Signal(LIMB, reset=k, name=f"a_limb_p{k}") for k in range(nl)]
-            operands_go += [a.eq(a_cap[:LIMB]) for a in a_pair]
-            operands_row += [a.eq(a_next) for a in a_pair]
-            products, accumulate = [], []
-            for k in range(nl):
-                lo = Mult18Reg(a_pair[k], brot[k][:hb], domain)
-                hi = Mult18Reg(a_pair[k], brot[k][hb:], domain)
-                self.submodules += lo, hi
-                x, y, z = Mux(prod_first, 0, acc[k]), lo.p, hi.p << hb
-                w = len(acc[k])
-                s_ = Signal(w, name=f"csa_s{k}")
-                c_ = Signal(w, name=f"csa_c{k}")
-                self.comb += [s_.eq(x ^ y ^ z), c_.eq(((x & y) | (x & z) | (y & z)) << 1)]
-                accumulate.append(acc[k].eq(s_ + c_))
+        # two MULT18X18D per product (B's low 18 bits, its high 4) in place of the product
+        # registers: fed by the fabric operand registers as the `*` is, their output
+        # registers hold a_limb * brot[k]'s two parts one edge later, as `prod` does in the
+        # row steps (they also load outside them, where no accumulate takes them). The
+        # accumulate adds both parts: a carry-save level (one LUT per bit), one carry chain
+        # The A limb: one copy per pair (`a_limb` feeding all 30 blocks spread over the DSP
+        # rows was routed 6.4 ns to the farthest, the worst mul_clk path placed on an ECP5-6),
+        # each loaded as `a_limb` is. The copies' reset values differ (pair k's is k; the limb
+        # is loaded before any product uses it), so synthesis does not merge them back into
+        # one register (it does for identical ones, `keep` or not)
+        hb = LIMB + 1
+        a_pair = [Signal(LIMB, reset=k, name=f"a_limb_p{k}") for k in range(nl)]
+        operands_go += [a.eq(a_cap[:LIMB]) for a in a_pair]
+        operands_row += [a.eq(a_next) for a in a_pair]
+        products, accumulate = [], []
+        for k in range(nl):
+            lo = Mult18Reg(a_pair[k], brot[k][:hb], domain)
+            hi = Mult18Reg(a_pair[k], brot[k][hb:], domain)
+            self.submodules += lo, hi
+            x, y, z = Mux(prod_first, 0, acc[k]), lo.p, hi.p << hb
+            w = len(acc[k])
+            s_ = Signal(w, name=f"csa_s{k}")
+            c_ = Signal(w, name=f"csa_c{k}")
+            self.comb += [s_.eq(x ^ y ^ z), c_.eq(((x & y) | (x & z) | (y & z)) << 1)]
+            accumulate.append(acc[k].eq(s_ + c_))
 
         sync += [
             ld.eq(go), rw.eq(ld | (rw & (row != nl - 1))), ac.eq(rw), cy.eq(ac & ~rw),
