@@ -129,23 +129,25 @@ impl Screen {
     /// Draw `rows` (row i at text row i; past [`Self::ROWS`] not drawn and counted as clipped
     /// pixels); returns how many rows were redrawn. Each row is cut at [`Self::COLS`].
     pub fn show(&mut self, rows: &[String]) -> usize {
-        let mut n = 0;
-        for (i, r) in rows.iter().enumerate() {
-            // compared without a copy: most rows are unchanged most frames
-            let cut: &str = match r.char_indices().nth(COLS) {
-                Some((at, _)) => &r[..at],
-                None => r,
-            };
-            if i < ROWS && self.shown[i].as_deref() == Some(cut) {
-                continue;
-            }
-            self.glyphs.draw_row(&mut self.fb, i, cut);
-            if i < ROWS {
-                self.shown[i] = Some(cut.to_string());
-            }
-            n += 1;
+        rows.iter().enumerate().filter(|(i, r)| self.show_row(*i, r)).count()
+    }
+
+    /// Draw text row `i` if it changed (as [`Self::show`] does for each row); whether it was
+    /// redrawn.
+    pub fn show_row(&mut self, i: usize, r: &str) -> bool {
+        // compared without a copy: most rows are unchanged most frames
+        let cut: &str = match r.char_indices().nth(COLS) {
+            Some((at, _)) => &r[..at],
+            None => r,
+        };
+        if i < ROWS && self.shown[i].as_deref() == Some(cut) {
+            return false;
         }
-        n
+        self.glyphs.draw_row(&mut self.fb, i, cut);
+        if i < ROWS {
+            self.shown[i] = Some(cut.to_string());
+        }
+        true
     }
 
     /// Text row `row` as the frame buffer holds it (trailing blanks trimmed).

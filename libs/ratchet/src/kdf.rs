@@ -126,6 +126,7 @@ fn aead_keys(mk: &[u8; 32]) -> AeadKeys {
 /// ENCRYPT: AES-256-CBC(PKCS#7) ciphertext || HMAC-SHA256(ad || ciphertext).
 pub fn encrypt(mk: &[u8; 32], plaintext: &[u8], ad: &[u8]) -> Vec<u8> {
     let k = aead_keys(mk);
+    crate::pause();
     let mut out = cbc::Encryptor::<Aes256>::new(&k.enc.into(), &k.iv.into())
         .encrypt_padded_vec_mut::<Pkcs7>(plaintext);
     let mut mac = <HmacSha256 as Mac>::new_from_slice(&k.auth).expect("any key length");
@@ -155,10 +156,12 @@ pub fn decrypt(
         ));
     }
     let k = aead_keys(mk);
+    crate::pause();
     let mut mac = <HmacSha256 as Mac>::new_from_slice(&k.auth).expect("any key length");
     mac.update(ad);
     mac.update(ct);
     mac.verify_slice(tag).map_err(|_| Error::Authentication)?;
+    crate::pause();
     let pt = cbc::Decryptor::<Aes256>::new(&k.enc.into(), &k.iv.into())
         .decrypt_padded_vec_mut::<Pkcs7>(ct)
         // Authenticated yet badly padded: only a peer with the key can produce this.

@@ -71,6 +71,16 @@
 //! - `encrypt` never needs DH (the Double Ratchet's DH happens on receipt), so sending never
 //!   waits.
 //! - `*_with` variants run both phases with a blocking [`Dh`] for callers that may block.
+//!
+//! # Pauses on a single core
+//!
+//! The symmetric part of a DH ratchet step (two KDF_RK, the chain, the message's keys, tag and
+//! AES) is a few milliseconds of software SHA-256 on a 100 MHz RV32 without preemption
+//! priorities, during which no other thread of the device runs unless the calculating one lets
+//! it. A process may name a function ([`set_pause`], once) that the crate calls between the
+//! pieces of a step, of a message's decryption and of an encryption (each piece at most about
+//! one KDF or one AES pass): on the device, a `yield` that lets whatever woke meanwhile run
+//! first. Without it nothing is called.
 
 pub mod dh;
 pub mod error;
@@ -96,6 +106,21 @@ pub use wire::{
     MAX_MESSAGE_LEN, MAX_PLAINTEXT_LEN,
 };
 pub use x3dh::{PendingAccept, PendingInitiate, PreKeyBundle, Responder};
+
+static PAUSE: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Names the function called between the pieces of a long operation (above, "Pauses on a
+/// single core"); once per process. Returns false (and changes nothing) if one was named.
+pub fn set_pause(f: fn()) -> bool {
+    PAUSE.set(f).is_ok()
+}
+
+/// Between two pieces of a long operation: the process's pause, if it named one.
+pub(crate) fn pause() {
+    if let Some(f) = PAUSE.get() {
+        f()
+    }
+}
 
 /// Re-exported so callers name the same types.
 pub use rand_core;

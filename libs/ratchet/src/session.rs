@@ -389,6 +389,7 @@ impl Session {
         }
         let generation = self.next_generation()?;
         let (next, mk) = kdf_ck(cks);
+        crate::pause();
         let header = Header {
             ratchet_key: *self.dhs.public.as_bytes(),
             pn: self.pn,
@@ -576,10 +577,13 @@ impl Session {
             return Err(Error::CounterOverflow);
         }
         let (rk1, ckr) = kdf_rk(&self.rk, &results[0]);
+        crate::pause();
         let (ckr_next, mk, s) = walk_chain(&ckr, &h.ratchet_key, 0, h.n);
         skipped.extend(s);
+        crate::pause();
         let ad = self.full_ad(m.header_bytes);
         let pt = kdf::decrypt(&mk, m.ciphertext, &ad)?;
+        crate::pause();
         let (rk2, cks) = kdf_rk(&rk1, &results[2]);
         let generation = self.next_generation()?;
         let mut next = self.clone();

@@ -5,7 +5,8 @@
 //! `re <seq>: <text>`. Every X25519 runs on the engine service (his set-up ones as blocking calls
 //! in this headless process, the ratchet's through the async runner), every ML-KEM operation on
 //! the CPU (his PQ prekey generations here, his decapsulations on the async runner's worker),
-//! every key comes from the TRNG service. His store: `<store>/bob.state`.
+//! every key comes from the TRNG service (hosted through the background pool, on the device
+//! straight from the service when a key is needed). His store: `<store>/bob.state`.
 //!
 //! Options: ratchet_demo::config::COMMON, plus `--one-time-prekeys N` (default 32) and
 //! `--pq-one-time-prekeys N` (default 8; each is 1,700 bytes of his store).
@@ -43,19 +44,46 @@ fn parse_args(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Resul
     Ok((cfg, opks as usize, pq as usize))
 }
 
+/// Where Bob's keys come from. Hosted: the background pool (`PoolRng`, its filler thread keeps
+/// TRNG output ready). On the device: the TRNG service itself, one blocking call when a key is
+/// needed (a few hundred us, as Alice's UI thread does), because the pool's filler thread and
+/// its condition variable cost the one core far more there: each wake-up and notification goes
+/// through the ticktimer service, and in the bench's profile a refill after a DH ratchet step's
+/// 32 bytes held Bob's step back by about 5 ms of such calls before its X25519 reached the
+/// engine (docs/chat.md).
+trait Keys: rand_core::RngCore + rand_core::CryptoRng {
+    /// Blocks (bounded) until `n` bytes can be drawn without a refusal.
+    fn ready(&mut self, n: usize, timeout: Duration) -> bool;
+}
+
+impl Keys for PoolRng {
+    fn ready(&mut self, n: usize, timeout: Duration) -> bool {
+        self.wait_for(n, timeout)
+    }
+}
+
+#[cfg(target_os = "xous")]
+impl Keys for trng::Trng {
+    /// The service answers each call (an error from it is an error of that draw, never stale
+    /// bytes): nothing to wait for.
+    fn ready(&mut self, _: usize, _: Duration) -> bool {
+        true
+    }
+}
+
 /// Gives Bob a last-resort PQ prekey if he has none (a store written before PQXDH) and refills
 /// his one-time PQ prekeys to `n` when fewer than a quarter are left. ML-KEM key generation on
 /// this (headless) thread; returns how many were made.
-fn refill_pq(party: &mut Party, rng: &mut PoolRng, n: usize) -> Result<usize, String> {
+fn refill_pq(party: &mut Party, rng: &mut impl Keys, n: usize) -> Result<usize, String> {
     let r = party.responder_keys().expect("Bob is a responder");
     let (need_lr, left) = (!r.has_pq_prekey(), r.pq_one_time_prekeys());
     let mut made = 0;
     // 128 TRNG bytes per PQ prekey (seed and signature nonce): in chunks the pool can hold
-    let make = |party: &mut Party, k: usize, one_time: bool| -> Result<(), String> {
-        if !rng.wait_for(128 * k + 64, Duration::from_secs(30)) {
+    let mut make = |party: &mut Party, k: usize, one_time: bool| -> Result<(), String> {
+        if !rng.ready(128 * k + 64, Duration::from_secs(30)) {
             return Err("no entropy from the TRNG within 30 s".into());
         }
-        party.responder_mut().unwrap().add_pq_prekeys_with(k, one_time, &mut rng.clone(), &mut CpuKem).map_err(|e| e.to_string())
+        party.responder_mut().unwrap().add_pq_prekeys_with(k, one_time, &mut *rng, &mut CpuKem).map_err(|e| e.to_string())
     };
     if need_lr {
         make(party, 1, false)?;
@@ -106,26 +134,36 @@ fn main() -> ! {
     let args = ratchet_demo::config::process_args(option_env!("CHAT_BOB_DEVICE_ARGS"));
     let (cfg, opks, pq_opks) = parse_args(&args, &|k: &str| std::env::var(k).ok()).unwrap_or_else(|e| die(&e));
 
+    #[cfg(target_os = "xous")]
+    let rng = trng::Trng::new().unwrap_or_else(|e| die(&format!("TRNG: {e:?}")));
+    #[cfg(not(target_os = "xous"))]
+    let rng = PoolRng::from_trng().unwrap_or_else(|e| die(&e));
+    run(cfg, opks, pq_opks, rng)
+}
+
+fn run(cfg: Common, opks: usize, pq_opks: usize, mut rng: impl Keys) -> ! {
     let engine = engine25519::Engine25519::new().unwrap_or_else(|e| die(&format!("engine25519: {e:?}")));
-    let mut rng = PoolRng::from_trng().unwrap_or_else(|e| die(&e));
     let mut relay = Relay::new().unwrap_or_else(|e| die(&e.to_string()));
     let path = cfg.store.join("bob.state");
     let mut setup_dh = engine_fn(engine.clone());
-    if !rng.wait_for(2048, Duration::from_secs(30)) {
+    if !rng.ready(2048, Duration::from_secs(30)) {
         die("no entropy from the TRNG within 30 s");
     }
     let mut party = Party::responder_in(ratchet_demo::store::backing(&path), BOB, || {
         let mut dh = blocking_dh(&mut setup_dh);
-        let id = KeyPair::generate(&mut rng.clone(), &mut dh).map_err(|e| e.to_string())?;
-        Responder::generate(id, opks, &mut rng.clone(), &mut dh).map_err(|e| e.to_string())
+        let id = KeyPair::generate(&mut rng, &mut dh).map_err(|e| e.to_string())?;
+        Responder::generate(id, opks, &mut rng, &mut dh).map_err(|e| e.to_string())
     })
     .unwrap_or_else(|e| die(&format!("{}: {e}", path.display())));
     party.auto_reply = Some(Box::new(reply));
-    // on the device, Alice's UI shares the one core: between the pieces of a tick Bob passes it
-    // on to whoever woke meanwhile (hosted, every process has a host thread: no pauses)
+    // on the device, Alice's UI shares the one core: between the pieces of a tick, and inside a
+    // DH ratchet step, a decryption or an encryption (libs/ratchet's pauses, each piece about
+    // one KDF or one AES pass), Bob passes it on to whoever woke meanwhile (hosted, every
+    // process has a host thread: no pauses)
     #[cfg(target_os = "xous")]
     {
         party.pause = Some(xous::yield_slice);
+        ratchet::set_pause(xous::yield_slice);
     }
     match refill_pq(&mut party, &mut rng, pq_opks) {
         Ok(n) if n > 0 => log::info!("chat-bob: {n} new ML-KEM-1024 prekeys"),
@@ -186,8 +224,7 @@ fn main() -> ! {
                     if left < 4 {
                         let r = {
                             let mut sdh = blocking_dh(&mut setup_dh);
-                            let mut rr = rng.clone();
-                            party.responder_mut().unwrap().add_one_time_prekeys(opks, &mut rr, &mut sdh)
+                            party.responder_mut().unwrap().add_one_time_prekeys(opks, &mut rng, &mut sdh)
                         };
                         match r {
                             Ok(()) => log::info!("chat-bob: {opks} new one-time prekeys"),

@@ -77,7 +77,9 @@ fn run(args: Args) {
 
 #[cfg(target_os = "xous")]
 mod device {
+    use std::cell::RefCell;
     use std::io::Write;
+    use std::rc::Rc;
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
 
@@ -250,9 +252,9 @@ mod device {
         rng: trng::Trng,
         net: mpsc::Sender<NetCmd>,
         editor: LineEditor,
-        screen: Screen,
-        lcd: memlcd::device::Memlcd,
-        stats: FrameStats,
+        /// the screen, the panel and the frame clock: shared with the pauses inside the
+        /// party's work ([`frame_pause`])
+        frames: Rc<RefCell<Frames>>,
         /// the last five notes, a ring: a note replaces the oldest in place (its row and the
         /// marker of the one before change; a scrolling list changed all five rows, 50 pixel
         /// lines of panel transfer that the UI thread waits for)
@@ -268,11 +270,8 @@ mod device {
         to_announce: Vec<(&'static str, u32)>,
         /// (what, seq) whose rows went out in the transfer running now: announced once it ends
         shown: Vec<(&'static str, u32)>,
-        /// when the running transfer should end (its lines at the panel's clock)
-        panel_end: Instant,
         /// when to look at the panel again (a transfer runs, or rows wait for one)
         panel_at: Option<Instant>,
-        last_frame: Option<Instant>,
         quit: bool,
         /// DH ratchet steps (batches of 3 X25519) Alice's decryptions needed, and their time
         steps: u64,
@@ -289,6 +288,92 @@ mod device {
 
     /// The ticker's text row (xtask's device-chat bench reads frames off it).
     const TICKER: usize = 49;
+    /// The ticker row's pixel lines.
+    const TICKER_LINES: std::ops::Range<usize> = TICKER * memlcd::grid::CELL_H..(TICKER + 1) * memlcd::grid::CELL_H;
+    /// How long before a frame is due the panel must be free again: rows drawn between frames
+    /// go out only as far as their transfer ends by then (the clock counts whole milliseconds)
+    const FRAME_MARGIN: Duration = Duration::from_millis(1);
+    /// The panel's time per line sent (its serial clock at 2 MHz).
+    const LINE_TIME: Duration = Duration::from_micros(memlcd::device::CLOCKS_PER_LINE / 2);
+
+    /// What a frame needs: the screen, the panel, the frame clock and its statistics.
+    struct Frames {
+        screen: Screen,
+        lcd: memlcd::device::Memlcd,
+        stats: FrameStats,
+        last_frame: Option<Instant>,
+        /// when the next frame is due (a fixed cadence: each a period after the one before,
+        /// unless a frame came more than a period late)
+        next_frame: Instant,
+        period: Duration,
+        /// when the running transfer should end (its lines at the panel's clock)
+        panel_end: Instant,
+    }
+
+    impl Frames {
+        /// Whether a frame is due at `now`; if so it is counted (its interval) and the next one
+        /// is set a period later (from when this one was due: a fixed cadence, so lateness does
+        /// not add up), or a period from now if this one is more than a period late.
+        fn due(&mut self, now: Instant) -> bool {
+            if now < self.next_frame {
+                return false;
+            }
+            self.next_frame = (self.next_frame + self.period).max(now);
+            if let Some(t) = self.last_frame {
+                self.stats.push(now.duration_since(t).as_secs_f64() * 1000.0);
+            }
+            self.last_frame = Some(now);
+            true
+        }
+
+        /// The ticker row: changes with every frame and only then (the bench counts frames by
+        /// this row, at [`TICKER`]).
+        fn ticker(&self) -> String {
+            // whole milliseconds as integers: `{:.0}` of an f64 is an exact decimal conversion
+            // (big-number arithmetic in software on this CPU), three of them every frame
+            let ms = |v: f64| (v + 0.5) as u64;
+            format!("frame {} {} ms p99 {} worst {}", self.stats.frames, ms(self.stats.last()), ms(self.stats.p99()), ms(self.stats.worst))
+        }
+
+        /// A frame now if one is due (see [`Self::show_ticker`]).
+        fn frame_if_due(&mut self) {
+            let now = Instant::now();
+            if self.due(now) {
+                self.show_ticker(now);
+            }
+        }
+
+        /// A frame's ticker row drawn and, if the panel is free, sent alone at once (else the
+        /// next look at the panel sends it first), before any other work of the UI thread.
+        fn show_ticker(&mut self, now: Instant) {
+            let t = self.ticker();
+            self.screen.show_row(TICKER, &t);
+            if let Some(n) = self.lcd.start_flush_some(&mut self.screen.fb, |y| TICKER_LINES.contains(&y), usize::MAX) {
+                self.panel_end = now + LINE_TIME * n as u32;
+            }
+        }
+    }
+
+    thread_local! {
+        /// The UI thread's frames, for [`frame_pause`].
+        static FRAMES: RefCell<Option<Rc<RefCell<Frames>>>> = const { RefCell::new(None) };
+    }
+
+    /// The pause between the pieces of the party's work on the UI thread (Party::pause, and
+    /// libs/ratchet's pauses inside a DH ratchet step, a decryption, an encryption: each piece
+    /// about one KDF or one AES pass): a frame that fell due meanwhile is drawn and sent here,
+    /// not after the whole step (a reply's step, store write and rows are 7-9 ms on this CPU).
+    /// One clock reading per pause.
+    fn frame_pause() {
+        FRAMES.with(|f| {
+            if let Some(frames) = f.borrow().as_ref() {
+                // (never borrowed elsewhere while the party works; if it were, no frame here)
+                if let Ok(mut fr) = frames.try_borrow_mut() {
+                    fr.frame_if_due();
+                }
+            }
+        });
+    }
 
     impl Ui {
         fn note(&mut self, s: String) {
@@ -353,7 +438,11 @@ mod device {
 
         /// Party work, its events, what the screen shows; `frame`: a frame tick (the ticker
         /// row advances).
-        fn step(&mut self, frame: bool, got: bool, now: Instant) {
+        fn step(&mut self, frame: bool, got: bool, mut now: Instant) {
+            if frame {
+                // the frame first: the party's work below can take milliseconds
+                self.frames.borrow_mut().show_ticker(now);
+            }
             // the screen's rows are built again only when something may have changed (an event
             // came, the party reported or sent something, an error); a frame tick alone only
             // advances the ticker row
@@ -412,27 +501,46 @@ mod device {
                     _ => {}
                 }
             }
-            for (to, f) in self.party.take_outgoing() {
+            let outgoing = self.party.take_outgoing();
+            // the party's work (a decryption, a store write, an encryption) takes milliseconds
+            // on this CPU: a frame that fell due meanwhile and was not drawn in its pauses is
+            // this step's
+            let worked = changed || !outgoing.is_empty();
+            for (to, f) in outgoing {
                 changed = true;
                 let _ = self.net.send(NetCmd::Send(to, f));
+            }
+            if !frame && worked {
+                now = Instant::now();
+                let mut f = self.frames.borrow_mut();
+                if f.due(now) {
+                    f.show_ticker(now);
+                }
             }
             if !self.session_said && self.party.session(BOB).is_some() {
                 self.session_said = true;
                 say("CHAT-SESSION ready");
             }
-            if frame {
-                if let Some(t) = self.last_frame {
-                    self.stats.push(now.duration_since(t).as_secs_f64() * 1000.0);
-                }
-                self.last_frame = Some(now);
-            }
             if changed {
                 self.rows = self.rows();
             } else {
-                self.rows[TICKER] = self.ticker();
+                self.rows[TICKER] = self.frames.borrow().ticker();
             }
-            self.screen.show(&self.rows);
+            // a DH batch in flight: its result wakes the worker from the engine service's
+            // interrupt, which readies the worker but does not preempt this thread; between the
+            // rows and the drawing (each about a millisecond) the worker may take it at once
+            self.let_worker_run();
+            self.frames.borrow_mut().screen.show(&self.rows);
+            self.let_worker_run();
             self.panel(now);
+        }
+
+        /// Pass the core on once if a DH batch is in flight (a yield asks for nothing: if
+        /// nobody else is ready this thread goes on at once).
+        fn let_worker_run(&self) {
+            if !self.args.sync_dh && self.party.dh_in_flight() {
+                xous::yield_slice();
+            }
         }
 
         /// The panel: rows drawn since the last transfer go out as soon as the panel is free,
@@ -442,31 +550,47 @@ mod device {
         /// estimated end comes (`panel_at`). What a transfer showed is announced (`CHAT-SHOWN`)
         /// once the UI finds the panel free after it: the panel has received those rows.
         fn panel(&mut self, now: Instant) {
-            if !self.lcd.busy() {
+            let mut frames = self.frames.borrow_mut();
+            let f = &mut *frames;
+            if !f.lcd.busy() {
                 for (what, seq) in self.shown.drain(..) {
                     say(&format!("CHAT-SHOWN {what} seq={seq}"));
                 }
             }
-            if let Some(n) = self.lcd.start_flush(&mut self.screen.fb) {
-                self.shown.append(&mut self.to_announce);
-                self.panel_end = now + Duration::from_micros(n as u64 * memlcd::device::CLOCKS_PER_LINE / 2);
-                if n == 0 {
-                    for (what, seq) in self.shown.drain(..) {
-                        say(&format!("CHAT-SHOWN {what} seq={seq}"));
+            // A frame's ticker row (it changes with frames only) goes out alone, first; the
+            // other rows after it, and between frames only as many lines as the panel sends
+            // before the next frame is due, so that a frame never waits behind a transfer of
+            // rows (a reply's rows are about 40 lines, 7 ms).
+            let ticker = TICKER_LINES.clone().any(|y| f.screen.fb.is_dirty(y));
+            let (pick, max): (fn(usize) -> bool, usize) = if ticker {
+                (|y| TICKER_LINES.contains(&y), usize::MAX)
+            } else {
+                // whole text rows (a row is never half on the panel)
+                let room = f.next_frame.saturating_duration_since(now).saturating_sub(FRAME_MARGIN);
+                let lines = (room.as_micros() / LINE_TIME.as_micros()) as usize;
+                (|_| true, lines / memlcd::grid::CELL_H * memlcd::grid::CELL_H)
+            };
+            let held = !ticker && max == 0 && f.screen.fb.any_dirty();
+            if !held {
+                if let Some(n) = f.lcd.start_flush_some(&mut f.screen.fb, pick, max) {
+                    f.panel_end = now + LINE_TIME * n as u32;
+                    // what this step drew is shown once every row drawn so far went out
+                    if !f.screen.fb.any_dirty() {
+                        self.shown.append(&mut self.to_announce);
+                    }
+                    if n == 0 {
+                        for (what, seq) in self.shown.drain(..) {
+                            say(&format!("CHAT-SHOWN {what} seq={seq}"));
+                        }
                     }
                 }
             }
-            self.panel_at = (self.screen.fb.dirty_lines().next().is_some() || !self.shown.is_empty())
-                .then(|| self.panel_end.max(now + Duration::from_millis(1)));
-        }
-
-        /// The ticker row: changes with every frame and only then (the bench counts frames by
-        /// this row, at [`TICKER`]).
-        fn ticker(&self) -> String {
-            // whole milliseconds as integers: `{:.0}` of an f64 is an exact decimal conversion
-            // (big-number arithmetic in software on this CPU), three of them every frame
-            let ms = |v: f64| (v + 0.5) as u64;
-            format!("frame {} {} ms p99 {} worst {}", self.stats.frames, ms(self.stats.last()), ms(self.stats.p99()), ms(self.stats.worst))
+            self.panel_at = if held {
+                // the rows wait for the frame, which sends them after its ticker
+                Some(f.next_frame)
+            } else {
+                (f.screen.fb.any_dirty() || !self.shown.is_empty()).then(|| f.panel_end.max(now + Duration::from_millis(1)))
+            };
         }
 
         fn rows(&mut self) -> Vec<String> {
@@ -506,7 +630,7 @@ mod device {
             rows.push(format!("acc {} DH {} rej {} resent {} unacked {}", c.accepted, c.dh_steps, c.rejected(), c.retransmits, self.party.outbox_len()));
             rows.push(format!("keys: TRNG service; store: {}", self.party.store_desc()));
             assert_eq!(rows.len(), TICKER, "the ticker row moved");
-            rows.push(self.ticker());
+            rows.push(self.frames.borrow().ticker());
             rows.push(sep);
             let line = self.editor.line();
             let tail: String = line.chars().skip(line.chars().count().saturating_sub(W - 3)).collect();
@@ -544,6 +668,19 @@ mod device {
         start_keyboard(tx.clone()).unwrap_or_else(|e| die(&format!("keyboard: {e:?}")));
         let net = start_net(relay, tx);
         let fps = args.fps;
+        let now = Instant::now();
+        let frames = Rc::new(RefCell::new(Frames {
+            screen: Screen::new(),
+            lcd,
+            stats: FrameStats::new(300),
+            last_frame: None,
+            next_frame: now,
+            period: Duration::from_micros(1_000_000 / fps as u64),
+            panel_end: now,
+        }));
+        // the party's work on this thread pauses between its pieces to draw a frame that fell due
+        FRAMES.with(|f| *f.borrow_mut() = Some(frames.clone()));
+        ratchet::set_pause(frame_pause);
         let mut ui = Ui {
             args,
             party,
@@ -551,9 +688,7 @@ mod device {
             rng,
             net,
             editor: LineEditor::default(),
-            screen: Screen::new(),
-            lcd,
-            stats: FrameStats::new(300),
+            frames: frames.clone(),
             activity: Default::default(),
             act_newest: None,
             message: String::new(),
@@ -562,9 +697,7 @@ mod device {
             session_said: false,
             to_announce: Vec::new(),
             shown: Vec::new(),
-            panel_end: Instant::now(),
             panel_at: None,
-            last_frame: None,
             quit: false,
             steps: 0,
             step_us: 0,
@@ -572,9 +705,12 @@ mod device {
             conv: Vec::new(),
             conv_key: None,
         };
+        ui.party.pause = Some(frame_pause);
         // the first frame clears the whole panel
-        ui.screen.fb.clear_screen();
-        ui.step(true, true, Instant::now());
+        frames.borrow_mut().screen.fb.clear_screen();
+        let now = Instant::now();
+        frames.borrow_mut().due(now);
+        ui.step(true, true, now);
         say(&format!(
             "CHAT-DEVICE ready engine={} dh={} fps={fps}",
             ui.args.common.engine.name(),
@@ -583,11 +719,10 @@ mod device {
         // The UI thread waits for its events (keys, frames, the bundle, a finished DH batch) on
         // its channel until the next frame is due, then draws: it wakes for an event or a frame,
         // never to look for one.
-        let period = Duration::from_micros(1_000_000 / fps as u64);
-        let mut next = Instant::now() + period;
         loop {
             let mut got = false;
             let t = Instant::now();
+            let next = frames.borrow().next_frame;
             let wait = next.min(ui.panel_at.unwrap_or(next)).saturating_duration_since(t);
             let first = match rx.recv_timeout(wait) {
                 Ok(ev) => Some(ev),
@@ -599,11 +734,8 @@ mod device {
                 ui.event(ev);
             }
             let now = Instant::now();
-            let frame = now >= next;
-            if frame {
-                // a late frame is drawn at once; the next one is a period later
-                next = (next + period).max(now);
-            }
+            // a late frame is drawn at once; the next one stays on the cadence
+            let frame = frames.borrow_mut().due(now);
             if frame || got {
                 ui.step(frame, got, now);
             } else if ui.panel_at.is_some_and(|t| now >= t) {
@@ -616,10 +748,10 @@ mod device {
         let c = ui.party.counters();
         let step_ms = if ui.steps == 0 { 0.0 } else { ui.step_us as f64 / ui.steps as f64 / 1000.0 };
         say(&format!(
-            "CHAT-DEVICE quit frames={} p99_ms={:.1} worst_ms={:.1} steps={} step_ms={step_ms:.2} sent={} acked={} accepted={} rejected={} dh_steps={} saves={} save_ms={:.2}",
-            ui.stats.frames,
-            ui.stats.p99(),
-            ui.stats.worst,
+            "CHAT-DEVICE quit frames={} p99_ms={:.1} worst_ms={:.1} steps={} step_ms={step_ms:.2} sent={} acked={} accepted={} rejected={} dh_steps={} saves={}",
+            frames.borrow().stats.frames,
+            frames.borrow().stats.p99(),
+            frames.borrow().stats.worst,
             ui.steps,
             c.sent,
             c.acked,
@@ -627,7 +759,6 @@ mod device {
             c.rejected(),
             c.dh_steps,
             ui.party.saves,
-            ui.party.save_time.as_secs_f64() * 1e3 / ui.party.saves.max(1) as f64
         ));
         let r = xous_api_names::XousNames::new().and_then(|xns| xous_api_susres::Susres::new_without_hook(&xns)).and_then(|s| s.immediate_poweroff());
         if let Err(e) = r {

@@ -176,6 +176,32 @@ fn parse_panel_line(row: &str) -> Result<(u64, usize, [u32; memlcd::WORDS_PER_LI
     Ok((c, y, words))
 }
 
+/// For each of `wanted` (a text row as chat-device draws it), the first cycle at which a
+/// conversation row of the panel reads exactly that (glyph by glyph, all ten of its pixel
+/// lines received), from the panel log's lines at or after cycle `from`; None if never.
+fn first_shown(panel_log: &str, wanted: &[String], from: u64) -> Result<Vec<Option<u64>>> {
+    let g = memlcd::grid::Glyphs::new();
+    let mut fb = memlcd::FrameBuffer::new();
+    let mut at = vec![None; wanted.len()];
+    let rows = CONVERSATION_ROW..CONVERSATION_ROW + 38;
+    for (i, row) in panel_log.lines().enumerate() {
+        let (c, y, words) = parse_panel_line(row).with_context(|| format!("panel log line {}", i + 1))?;
+        fb.write_line(y, &words);
+        let r = y / memlcd::grid::CELL_H;
+        if c < from || !rows.contains(&r) {
+            continue;
+        }
+        let text = g.read_row(&fb, r);
+        let text = text.trim_end();
+        for (w, a) in wanted.iter().zip(at.iter_mut()) {
+            if a.is_none() && text == w {
+                *a = Some(c);
+            }
+        }
+    }
+    Ok(at)
+}
+
 /// The conversation the screen must show after `texts` were sent and answered (Bob answers
 /// `re <seq>: <text>`; apps/ratchet-demo chat-bob), each line as chat-device draws it.
 fn expected_conversation(texts: &[String]) -> Vec<String> {
@@ -283,7 +309,8 @@ fn enter_cycles(keys_log: &str) -> Result<Vec<u64>> {
 
 /// Figures of one run: frame p99 over the exchange from the second message on, the mean DH
 /// ratchet step as Alice's UI reported it, and per message from the second on Enter -> its
-/// acknowledgement on the screen.
+/// acknowledgement on the screen (the panel log: the first cycle at which its row reads
+/// `you #N <text> [ok]`, not the app's own `CHAT-SHOWN acked` line).
 struct Figures {
     frame_p99_ms: f64,
     frames: usize,
@@ -302,16 +329,19 @@ fn window(run: &Run, n: usize) -> Result<(u64, u64)> {
     Ok((enters[1.min(n - 1)], last))
 }
 
-fn figures(run: &Run, n: usize) -> Result<Figures> {
+fn figures(run: &Run, texts: &[String]) -> Result<Figures> {
+    let n = texts.len();
     let enters = enter_cycles(&run.keys)?;
     let (from, to) = window(run, n)?;
     let iv = frame_intervals_ms(&run.panel, from, to)?;
     if iv.len() < 10 {
         bail!("only {} frames while the messages were in flight", iv.len());
     }
+    let acked: Vec<String> = expected_conversation(texts).into_iter().step_by(2).collect();
+    let shown = first_shown(&run.panel, &acked, from)?;
     let mut send_to_ack = Vec::new();
     for (i, e) in enters.iter().take(n).enumerate().skip(1) {
-        let a = run.r.phase(&format!("acked-{}", i + 1)).context("no ack")?.0;
+        let a = shown[i].with_context(|| format!("{:?} never on the panel", acked[i]))?;
         send_to_ack.push((a.saturating_sub(*e)) as f64 / SIM_CLK_HZ * 1e3);
     }
     let quit = run.r.phase_line("quit").context("no quit line")?;
@@ -421,7 +451,7 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
                         precursor::report(&run.r);
                         let (from, to) = window(&run, texts.len())?;
                         // the figures may fail (too few frames): the profile is still reported
-                        Ok((key.to_string(), figures(&run, texts.len()), *sync_dh, *engine, (from, to, run.r.cycles.unwrap_or(0))))
+                        Ok((key.to_string(), figures(&run, texts), *sync_dh, *engine, (from, to, run.r.cycles.unwrap_or(0))))
                     })
                 })
                 .collect();
@@ -558,6 +588,20 @@ mod tests {
         bad[CONVERSATION_ROW] = "you #1 hi [..]".into();
         assert!(judge_screen(&bad, &texts).is_err());
         assert!(judge_screen(&screen_rows(&log, Some(10)).unwrap(), &texts).is_err());
+        // when each row was first on the panel: "[ok]" only once its row was sent, counted
+        // from `from` on; a row never sent is None
+        let mut pending = memlcd::FrameBuffer::new();
+        g.draw_row(&mut pending, CONVERSATION_ROW, "you #1 hi [..]");
+        let early: String = pending.dirty_lines().map(|y| line(500 + y as u64, y, pending.line(y).try_into().unwrap()) + "\n").collect();
+        let want = vec!["you #1 hi [..]".to_string(), "you #1 hi [ok]".to_string(), "you #3 never".to_string()];
+        // (a row reads right once its lines that differ arrived: "[ok]" and "[..]" share
+        // their glyphs' blank last line)
+        let ok_at = |at: &[Option<u64>]| at[1].is_some_and(|c| (1030..=1039).contains(&c));
+        let at = first_shown(&(early.clone() + &log), &want, 0).unwrap();
+        assert!(at[0].is_some_and(|c| (530..=539).contains(&c)) && ok_at(&at) && at[2].is_none(), "{at:?}");
+        let at = first_shown(&(early + &log), &want, 600).unwrap();
+        // (from 600 on: the "[..]" row was still there when the first line after it came)
+        assert!(at[0] == Some(1030) && ok_at(&at) && at[2].is_none(), "{at:?}");
         // a malformed line is refused with its number
         let e = screen_rows(&format!("{log}1 2 zz\n"), None).unwrap_err();
         assert!(format!("{e:#}").contains("panel log line"), "{e:#}");
