@@ -253,8 +253,8 @@ fn main() {
     let spec_path = manifest.join("../../spec/engine25519.toml");
     println!("cargo:rerun-if-changed={}", spec_path.display());
     println!("cargo:rerun-if-changed=build.rs");
-    let text = std::fs::read_to_string(&spec_path)
-        .unwrap_or_else(|e| panic!("cannot read {}: {e}", spec_path.display()));
+    let text =
+        std::fs::read_to_string(&spec_path).unwrap_or_else(|e| panic!("cannot read {}: {e}", spec_path.display()));
     let spec: Spec = toml::from_str(&text).unwrap_or_else(|e| fail(format!("{e}")));
 
     let mut o = String::new();
@@ -272,7 +272,10 @@ fn main() {
 
 /// A field of the instruction word by name (its presence is checked by `emit_encoding`).
 fn field_of<'a>(enc: &'a Encoding, name: &str) -> &'a FieldSpec {
-    enc.fields.iter().find(|f| f.name == name).unwrap_or_else(|| fail(format!("encoding.fields: missing field {name:?}")))
+    enc.fields
+        .iter()
+        .find(|f| f.name == name)
+        .unwrap_or_else(|| fail(format!("encoding.fields: missing field {name:?}")))
 }
 
 /// File header, `[meta]` and the spec text itself.
@@ -330,7 +333,8 @@ fn emit_encoding(o: &mut String, enc: &Encoding) -> u32 {
     w!(o, "pub mod field {{");
     w!(o, "    use super::Field;");
     for f in &enc.fields {
-        w!(o,
+        w!(
+            o,
             "    pub const {}: Field = Field {{ lsb: {}, width: {}, signed: {} }};",
             f.name.to_uppercase(),
             f.lsb,
@@ -342,7 +346,8 @@ fn emit_encoding(o: &mut String, enc: &Encoding) -> u32 {
     w!(o, "/// Field table with descriptions, in spec order.");
     w!(o, "pub static FIELDS: &[FieldInfo] = &[");
     for f in &enc.fields {
-        w!(o,
+        w!(
+            o,
             "    FieldInfo {{ name: {:?}, field: field::{}, description: {:?} }},",
             f.name,
             f.name.to_uppercase(),
@@ -359,7 +364,8 @@ fn emit_encoding(o: &mut String, enc: &Encoding) -> u32 {
     w!(o, "pub static OPERAND_KINDS: &[OperandKindInfo] = &[");
     for k in &enc.operand_kinds {
         let v = KIND_VARIANTS.iter().find(|(n, _)| *n == k.name).unwrap().1;
-        w!(o,
+        w!(
+            o,
             "    OperandKindInfo {{ kind: OperandKind::{v}, name: {:?}, syntax: {:?}, description: {:?} }},",
             k.name,
             k.syntax,
@@ -392,7 +398,6 @@ fn emit_geometry(o: &mut String, g: &Geometry, reg_field_w: u32) {
     w!(o, "pub const UCODE_WORDS: usize = {};", g.ucode_words);
     w!(o, "/// Constant ROM slots addressable by ra/rb with ca/cb set (unlisted slots read 0).");
     w!(o, "pub const CONST_SLOTS: usize = {};", g.const_slots);
-
 }
 
 /// `[csr]`: one module per register with its offset and fields, plus the register table.
@@ -419,7 +424,8 @@ fn emit_csr(o: &mut String, csr: &Csr) {
                 fail(format!("csr.registers.{}.{}: bad field", r.name, f.name));
             }
             w!(o, "        /// {}", f.description);
-            w!(o,
+            w!(
+                o,
                 "        pub const {}: Field = Field {{ lsb: {}, width: {}, signed: false }};",
                 f.name.to_uppercase(),
                 f.lsb,
@@ -433,7 +439,8 @@ fn emit_csr(o: &mut String, csr: &Csr) {
     let mut regs: Vec<&CsrReg> = csr.registers.iter().collect();
     regs.sort_by_key(|r| r.offset);
     for r in regs {
-        w!(o,
+        w!(
+            o,
             "        CsrRegisterInfo {{ name: {:?}, offset: {:#04x}, access: {:?}, description: {:?}, fields: &[",
             r.name,
             r.offset,
@@ -454,7 +461,6 @@ fn emit_csr(o: &mut String, csr: &Csr) {
     }
     w!(o, "    ];");
     w!(o, "}}");
-
 }
 
 /// `[memory]`: the bus-mapped window (checked against the geometry).
@@ -483,7 +489,6 @@ fn emit_memory(o: &mut String, m: &Memory, g: &Geometry) {
     w!(o, "    /// Value read from undecoded addresses of the window.");
     w!(o, "    pub const UNDECODED_READ: u32 = {:#010x};", m.undecoded_read);
     w!(o, "}}");
-
 }
 
 /// `[isa.*]`: the `Isa` enum and, per ISA, its checked opcode, decode, constant and unit tables.
@@ -504,7 +509,8 @@ fn emit_isas(o: &mut String, spec: &Spec) {
     w!(o, "}}");
     w!(o, "impl Isa {{");
     w!(o, "    /// Every ISA, in spec order.");
-    w!(o,
+    w!(
+        o,
         "    pub const ALL: [Isa; {}] = [{}];",
         names.len(),
         names.iter().map(|n| format!("Isa::{}", variant(n))).collect::<Vec<_>>().join(", ")
@@ -641,11 +647,16 @@ fn emit_isa_tables(
         w!(o, "    [{}],", v.iter().map(|x| format!("{x:#010x}")).collect::<Vec<_>>().join(", "));
     }
     w!(o, "];");
-    w!(o, "static {up}_UNITS: [UnitCount; {}] = [{}];", units.len(),
-        units.iter().map(|(u, c)| format!("UnitCount {{ unit: {u:?}, count: {c} }}")).collect::<Vec<_>>().join(", "));
+    w!(
+        o,
+        "static {up}_UNITS: [UnitCount; {}] = [{}];",
+        units.len(),
+        units.iter().map(|(u, c)| format!("UnitCount {{ unit: {u:?}, count: {c} }}")).collect::<Vec<_>>().join(", ")
+    );
     w!(o, "static {up}_CONST_INFO: [ConstantInfo; {}] = [", consts.len());
     for c in consts {
-        w!(o,
+        w!(
+            o,
             "    ConstantInfo {{ index: {}, name: {:?}, value_hex: {:?}, description: {:?} }},",
             c.index,
             c.name,
@@ -686,7 +697,8 @@ fn emit_examples(o: &mut String, spec: &Spec) {
         if !spec.isa.contains_key(&e.isa) {
             fail(format!("examples: unknown isa {:?}", e.isa));
         }
-        w!(o,
+        w!(
+            o,
             "    Example {{ isa: Isa::{}, asm: {:?}, word: {:#010x}, note: {:?} }},",
             variant(&e.isa),
             e.asm,

@@ -41,11 +41,18 @@ fn emit_cutoffs(out: &mut String, indent: &str, name: &str, t: &toml::Table, alp
     let alpha = alpha_log2.unwrap_or_else(|| panic!("spec/trng.toml: [health.{name}] needs health.alpha_log2"));
     let h = h.as_float().unwrap_or_else(|| panic!("spec/trng.toml: health.{name}.min_entropy must be a float"));
     let w = w.as_integer().unwrap_or_else(|| panic!("spec/trng.toml: health.{name}.apt_window must be an integer"));
-    assert!(h > 0.0 && w > 1 && w <= u32::MAX as i64, "spec/trng.toml: health.{name}: bad min_entropy {h} or apt_window {w}");
+    assert!(
+        h > 0.0 && w > 1 && w <= u32::MAX as i64,
+        "spec/trng.toml: health.{name}: bad min_entropy {h} or apt_window {w}"
+    );
     let (rct, apt) = (cutoff::rct_cutoff(alpha, h), cutoff::apt_cutoff(alpha, h, w as u32));
     writeln!(out, "{indent}/// RCT cutoff: 1 + ceil(alpha_log2 / min_entropy) (computed by build.rs)").unwrap();
     writeln!(out, "{indent}pub const RCT_CUTOFF: u32 = {rct};").unwrap();
-    writeln!(out, "{indent}/// APT cutoff: 1 + CRITBINOM(apt_window, 2^-min_entropy, 1 - 2^-alpha_log2) (computed by build.rs)").unwrap();
+    writeln!(
+        out,
+        "{indent}/// APT cutoff: 1 + CRITBINOM(apt_window, 2^-min_entropy, 1 - 2^-alpha_log2) (computed by build.rs)"
+    )
+    .unwrap();
     writeln!(out, "{indent}pub const APT_CUTOFF: u32 = {apt};").unwrap();
 }
 
@@ -71,7 +78,12 @@ fn emit_table_in(out: &mut String, indent: &str, name: &str, t: &toml::Table, pa
                 let a = lw.as_array().expect("[lsb, width]");
                 let (lsb, width) = (a[0].as_integer().unwrap(), a[1].as_integer().unwrap());
                 assert!(lsb >= 0 && width >= 1 && lsb + width <= 32, "bad field {reg}.{f}");
-                writeln!(out, "{inner}    pub const {}: Field = Field::new({lsb}, {width});", ident(f).to_ascii_uppercase()).unwrap();
+                writeln!(
+                    out,
+                    "{inner}    pub const {}: Field = Field::new({lsb}, {width});",
+                    ident(f).to_ascii_uppercase()
+                )
+                .unwrap();
             }
             writeln!(out, "{inner}}}").unwrap();
         }

@@ -31,7 +31,9 @@ fn main() {
         }
         None => {
             if std::env::var("XOUS_LAYOUT_REQUIRE_KERNEL").map(|v| v == "1").unwrap_or(false) {
-                panic!("XOUS_LAYOUT_REQUIRE_KERNEL=1 but no unpacked xous-kernel source (src/args.rs) in {candidates:?}");
+                panic!(
+                    "XOUS_LAYOUT_REQUIRE_KERNEL=1 but no unpacked xous-kernel source (src/args.rs) in {candidates:?}"
+                );
             }
         }
     }

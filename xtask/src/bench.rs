@@ -2,8 +2,8 @@
 //! hosted client, and the median. runner.rs runs the providers.
 
 use crate::harness::hosted::Hosted;
-use crate::supervisor;
 use crate::steps::BenchResults;
+use crate::supervisor;
 use anyhow::{Context, Result};
 use std::process::Command;
 use std::time::Duration;
@@ -27,7 +27,11 @@ pub fn parse_flat_json(text: &str) -> Result<BenchResults> {
 /// table goes to stderr).
 pub fn native_provider(cmd: &mut Command, timeout: Duration, what: &str) -> Result<BenchResults> {
     let out = supervisor::run_capture(cmd, timeout, what)?;
-    let line = out.lines().rev().find(|l| l.trim_start().starts_with('{')).with_context(|| format!("{what}: no JSON line on stdout"))?;
+    let line = out
+        .lines()
+        .rev()
+        .find(|l| l.trim_start().starts_with('{'))
+        .with_context(|| format!("{what}: no JSON line on stdout"))?;
     parse_flat_json(line)
 }
 

@@ -2,9 +2,9 @@
 //! a whole xtask run (Xous kernels and base services, our release programs), each built once.
 //! The hosted system made of them (our servers, sysctl) is in system.rs.
 
-use crate::util;
 use crate::build::target::PROGRAM_PACKAGES;
 use crate::build::xous;
+use crate::util;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};

@@ -83,7 +83,9 @@ fn references(me: &str, text: &str, known: &BTreeSet<String>) -> BTreeSet<String
     let mut paths = Vec::new();
     let code = code_only(text);
     let ident = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == ':';
-    for (kw, base) in [("crate::", String::new()), ("super::", me.rsplit_once("::").map(|x| x.0.to_string()).unwrap_or_default())] {
+    for (kw, base) in
+        [("crate::", String::new()), ("super::", me.rsplit_once("::").map(|x| x.0.to_string()).unwrap_or_default())]
+    {
         let mut rest = code.as_str();
         while let Some(i) = rest.find(kw) {
             let before = rest[..i].chars().last();
@@ -124,7 +126,8 @@ fn modules_refer_only_downwards_and_never_in_a_cycle() {
     let src = crate::util::root().join("xtask").join("src");
     let mods = modules(&src);
     let known: BTreeSet<String> = mods.keys().cloned().collect();
-    let graph: BTreeMap<String, BTreeSet<String>> = mods.iter().map(|(m, t)| (m.clone(), references(m, t, &known))).collect();
+    let graph: BTreeMap<String, BTreeSet<String>> =
+        mods.iter().map(|(m, t)| (m.clone(), references(m, t, &known))).collect();
     let mut wrong = Vec::new();
     for (m, refs) in &graph {
         let Some(lm) = layer(m) else {
@@ -140,7 +143,8 @@ fn modules_refer_only_downwards_and_never_in_a_cycle() {
     // cycles: a module that reaches itself
     for start in graph.keys() {
         let mut seen = BTreeSet::new();
-        let mut stack: Vec<(String, Vec<String>)> = graph[start].iter().map(|n| (n.clone(), vec![start.clone(), n.clone()])).collect();
+        let mut stack: Vec<(String, Vec<String>)> =
+            graph[start].iter().map(|n| (n.clone(), vec![start.clone(), n.clone()])).collect();
         while let Some((n, path)) = stack.pop() {
             if &n == start {
                 wrong.push(format!("import cycle: {}", path.join(" -> ")));
@@ -164,7 +168,11 @@ fn modules_refer_only_downwards_and_never_in_a_cycle() {
 #[test]
 fn a_cycle_and_an_upward_reference_are_seen() {
     let known: BTreeSet<String> = ["build::a", "build::b", "ctx"].iter().map(|s| s.to_string()).collect();
-    let a = references("build::a", "use crate::build::b::Thing;\nuse crate::{ctx::Ctx, util};\n// crate::nothing\nlet s = \"crate::ctx\";", &known);
+    let a = references(
+        "build::a",
+        "use crate::build::b::Thing;\nuse crate::{ctx::Ctx, util};\n// crate::nothing\nlet s = \"crate::ctx\";",
+        &known,
+    );
     assert_eq!(a, ["build::b", "ctx"].iter().map(|s| s.to_string()).collect());
     let b = references("build::b", "use super::a::f; use super::*;", &known);
     assert_eq!(b, ["build::a"].iter().map(|s| s.to_string()).collect());

@@ -17,9 +17,9 @@ mod util;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
+use ctx::Ctx;
 use std::path::PathBuf;
 use std::time::Duration;
-use ctx::Ctx;
 
 #[derive(Parser)]
 #[command(name = "cargo xtask", about = "Build, run, test and benchmark the hosted Xous crypto subsystem", long_about = None)]
@@ -169,7 +169,15 @@ fn main() {
         Cmd::Run { device: true, engine, sync_dh, .. } => areas::chat::device::run(&ctx, engine, sync_dh),
         Cmd::Run { stock, engine, sync_dh, fresh, store, programs, device: false } => {
             let flavor = if stock { build::xous::Flavor::Stock } else { build::xous::Flavor::Patched };
-            areas::chat::run(&ctx, flavor, engine, sync_dh, fresh, store.unwrap_or_else(areas::chat::default_store), programs)
+            areas::chat::run(
+                &ctx,
+                flavor,
+                engine,
+                sync_dh,
+                fresh,
+                store.unwrap_or_else(areas::chat::default_store),
+                programs,
+            )
         }
         Cmd::Smoke { timeout } => areas::hosted::smoke(&ctx, Duration::from_secs(timeout)),
         Cmd::KernelTest => areas::kernel::all(&ctx),
@@ -223,11 +231,23 @@ mod workspace_tests {
     #[test]
     fn no_file_refers_outside_the_repository() {
         // built from pieces so that this file does not match itself
-        let banned: Vec<String> = [["../", "shared"], ["anch", "ors"], ["seed ", "00"], ["seed-", "00"], ["project ", "brief"], ["environment", ".md"], ["architecture", ".md"]]
-            .iter()
-            .map(|p| p.concat())
-            .collect();
-        let out = std::process::Command::new("git").args(["ls-files", "-z"]).current_dir(crate::util::root()).output().expect("git ls-files");
+        let banned: Vec<String> = [
+            ["../", "shared"],
+            ["anch", "ors"],
+            ["seed ", "00"],
+            ["seed-", "00"],
+            ["project ", "brief"],
+            ["environment", ".md"],
+            ["architecture", ".md"],
+        ]
+        .iter()
+        .map(|p| p.concat())
+        .collect();
+        let out = std::process::Command::new("git")
+            .args(["ls-files", "-z"])
+            .current_dir(crate::util::root())
+            .output()
+            .expect("git ls-files");
         assert!(out.status.success(), "git ls-files failed");
         let mut found = Vec::new();
         for path in out.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
@@ -280,10 +300,13 @@ mod workspace_tests {
                     // "helper engine-isa", "helper \"trng-tool\"", "helper/issue"
                     _ => {
                         let rest = &lower[end..];
-                        rest.starts_with('/') || rest.starts_with(" \"") || rest.strip_prefix(' ').is_some_and(|r| {
-                            let w: String = r.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
-                            w.contains('-')
-                        })
+                        rest.starts_with('/')
+                            || rest.starts_with(" \"")
+                            || rest.strip_prefix(' ').is_some_and(|r| {
+                                let w: String =
+                                    r.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '-').collect();
+                                w.contains('-')
+                            })
                     }
                 };
                 if hit {
@@ -296,7 +319,11 @@ mod workspace_tests {
 
     #[test]
     fn the_repository_speaks_of_itself() {
-        let out = std::process::Command::new("git").args(["ls-files", "-z"]).current_dir(crate::util::root()).output().expect("git ls-files");
+        let out = std::process::Command::new("git")
+            .args(["ls-files", "-z"])
+            .current_dir(crate::util::root())
+            .output()
+            .expect("git ls-files");
         assert!(out.status.success(), "git ls-files failed");
         let mut found = Vec::new();
         for path in out.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
@@ -316,11 +343,31 @@ mod workspace_tests {
 
     #[test]
     fn bookkeeping_words_are_found() {
-        let words = |t: &str| bookkeeping_words(t).into_iter().map(|(_, w)| w.split_whitespace().next().unwrap().to_string()).collect::<Vec<_>>();
-        for bad in ["see issue 10", "(Issue #5)", "interface 3 of", "written by helper engine-isa", "helper \"trng-tool\"", "owner: helper/issue x", "reference defect #1 here"] {
+        let words = |t: &str| {
+            bookkeeping_words(t)
+                .into_iter()
+                .map(|(_, w)| w.split_whitespace().next().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        for bad in [
+            "see issue 10",
+            "(Issue #5)",
+            "interface 3 of",
+            "written by helper engine-isa",
+            "helper \"trng-tool\"",
+            "owner: helper/issue x",
+            "reference defect #1 here",
+        ] {
             assert_eq!(words(bad).len(), 1, "{bad:?} not found");
         }
-        for good in ["upstream issue #76", "issues in 2 cycles", "a helper function", "the interface of", "defect 3 (docs/reference-system.md)", "tissue 5"] {
+        for good in [
+            "upstream issue #76",
+            "issues in 2 cycles",
+            "a helper function",
+            "the interface of",
+            "defect 3 (docs/reference-system.md)",
+            "tissue 5",
+        ] {
             assert!(words(good).is_empty(), "{good:?} flagged: {:?}", words(good));
         }
     }

@@ -63,7 +63,10 @@ mod tests {
     /// The folder a step `P:name` must be registered in: xtask/src/areas/P/ (`-` as `_`).
     pub fn area_dir(step: &str) -> Option<String> {
         let (prefix, name) = step.split_once(':')?;
-        if prefix.is_empty() || name.is_empty() || !prefix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-') {
+        if prefix.is_empty()
+            || name.is_empty()
+            || !prefix.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        {
             return None;
         }
         Some(format!("xtask/src/areas/{}/", prefix.replace('-', "_")))

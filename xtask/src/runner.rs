@@ -63,8 +63,10 @@ pub fn run_isolated(name: &str, timeout: Duration, mut cmd: Command, out: &Path)
     let Some(st) = status else {
         bail!("{name}: timed out after {timeout:?} (its processes were killed)");
     };
-    let text = std::fs::read_to_string(out).map_err(|_| anyhow!("{name}: the step's process ended ({st}) without an outcome"))?;
-    let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("{name}: outcome {}", out.display()))?;
+    let text = std::fs::read_to_string(out)
+        .map_err(|_| anyhow!("{name}: the step's process ended ({st}) without an outcome"))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{name}: outcome {}", out.display()))?;
     match v["error"].as_str() {
         Some(e) => Err(anyhow!("{e}")),
         None => Ok(v),
@@ -140,7 +142,13 @@ pub fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> 
         eprintln!("{:<28} {:>6} {:>9.1}", n, if *ok { "PASS" } else { "FAIL" }, secs);
     }
     let failed = results.iter().filter(|r| !r.1).count();
-    eprintln!("total {:.1} s; {} passed, {} failed (times: {})", t_all.elapsed().as_secs_f64(), results.len() - failed, failed, times_path().display());
+    eprintln!(
+        "total {:.1} s; {} passed, {} failed (times: {})",
+        t_all.elapsed().as_secs_f64(),
+        results.len() - failed,
+        failed,
+        times_path().display()
+    );
     if failed > 0 {
         bail!("{failed} test step(s) failed");
     }
@@ -154,7 +162,10 @@ pub fn times_path() -> PathBuf {
 
 /// The steps run so far: `[{"step", "pass", "seconds"}, ...]` in run order.
 fn write_times(results: &[(&str, bool, f64)]) -> Result<()> {
-    let v: Vec<serde_json::Value> = results.iter().map(|(n, ok, s)| serde_json::json!({"step": n, "pass": ok, "seconds": (s * 10.0).round() / 10.0})).collect();
+    let v: Vec<serde_json::Value> = results
+        .iter()
+        .map(|(n, ok, s)| serde_json::json!({"step": n, "pass": ok, "seconds": (s * 10.0).round() / 10.0}))
+        .collect();
     let path = times_path();
     std::fs::create_dir_all(path.parent().unwrap())?;
     std::fs::write(&path, serde_json::to_string_pretty(&v)? + "\n")?;
@@ -235,7 +246,10 @@ mod tests {
     fn a_hanging_step_is_killed_and_reported_and_nothing_of_it_runs_on() {
         let d = scratch("hang");
         let pids = d.join("pids");
-        let script = format!("set -m; sleep 300 & echo $! >> {p}; set +m; sleep 300 & echo $! >> {p}; echo $$ >> {p}; wait", p = pids.display());
+        let script = format!(
+            "set -m; sleep 300 & echo $! >> {p}; set +m; sleep 300 & echo $! >> {p}; echo $$ >> {p}; wait",
+            p = pids.display()
+        );
         let mut cmd = Command::new("sh");
         cmd.args(["-c", &script]);
         let t0 = Instant::now();
@@ -259,15 +273,33 @@ mod tests {
             c.args(["-c", &script]);
             c
         };
-        let ok = run_isolated("t:ok", Duration::from_secs(20), sh(format!("echo '{{\"error\":null,\"results\":{{\"k\":1.5}}}}' > {}", out.display())), &out).unwrap();
+        let ok = run_isolated(
+            "t:ok",
+            Duration::from_secs(20),
+            sh(format!("echo '{{\"error\":null,\"results\":{{\"k\":1.5}}}}' > {}", out.display())),
+            &out,
+        )
+        .unwrap();
         assert_eq!(ok["results"]["k"], 1.5);
-        let e = run_isolated("t:fail", Duration::from_secs(20), sh(format!("echo '{{\"error\":\"it broke\"}}' > {}", out.display())), &out).unwrap_err();
+        let e = run_isolated(
+            "t:fail",
+            Duration::from_secs(20),
+            sh(format!("echo '{{\"error\":\"it broke\"}}' > {}", out.display())),
+            &out,
+        )
+        .unwrap_err();
         assert_eq!(format!("{e:#}"), "it broke");
         let e = run_isolated("t:crash", Duration::from_secs(20), sh("exit 3".into()), &out).unwrap_err();
         assert!(format!("{e:#}").contains("ended (exit status: 3) without an outcome"), "{e:#}");
         // a process the step leaves behind is ended with it
         let pid = d.join("pid");
-        run_isolated("t:leak", Duration::from_secs(20), sh(format!("sleep 300 & echo $! > {}; echo '{{\"error\":null}}' > {}", pid.display(), out.display())), &out).unwrap();
+        run_isolated(
+            "t:leak",
+            Duration::from_secs(20),
+            sh(format!("sleep 300 & echo $! > {}; echo '{{\"error\":null}}' > {}", pid.display(), out.display())),
+            &out,
+        )
+        .unwrap();
         let pid: i32 = std::fs::read_to_string(&pid).unwrap().trim().parse().unwrap();
         assert!(!running(pid), "the step's leftover {pid} still runs");
     }

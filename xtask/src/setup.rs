@@ -85,7 +85,11 @@ pub fn venv() -> Result<PathBuf> {
                 .unwrap_or_default();
             require_apt(&["python3-venv", &format!("python{minor}-venv")])
                 .context("creating the Python venv needs the venv module")?;
-            supervisor::run(Command::new(&python).args(["-m", "venv"]).arg(&venv), Duration::from_secs(300), "python3 -m venv")?;
+            supervisor::run(
+                Command::new(&python).args(["-m", "venv"]).arg(&venv),
+                Duration::from_secs(300),
+                "python3 -m venv",
+            )?;
         }
     }
     if req.is_file() {

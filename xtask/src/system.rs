@@ -66,4 +66,3 @@ pub fn sysctl_checks(ctx: &Ctx, who: &str, checks: &[&str]) -> Result<()> {
     sys.stop();
     r.map_err(|e| anyhow::anyhow!("{e}\n--- last output ---\n{tail}"))
 }
-

@@ -15,7 +15,11 @@ pub fn target_dir() -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(d) if !d.is_empty() => {
             let p = PathBuf::from(d);
-            if p.is_absolute() { p } else { root().join(p) }
+            if p.is_absolute() {
+                p
+            } else {
+                root().join(p)
+            }
         }
         _ => root().join("target"),
     }

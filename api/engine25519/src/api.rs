@@ -207,7 +207,16 @@ pub struct X25519Msg {
 
 impl X25519Msg {
     pub fn new(scalar: [u8; 32], u: [u8; 32]) -> Self {
-        X25519Msg { magic: MAGIC, status: Status::Internal as u32, backend: 0, window: 0, cycles: 0, scalar, u, result: [0; 32] }
+        X25519Msg {
+            magic: MAGIC,
+            status: Status::Internal as u32,
+            backend: 0,
+            window: 0,
+            cycles: 0,
+            scalar,
+            u,
+            result: [0; 32],
+        }
     }
 }
 
@@ -348,4 +357,3 @@ pub fn content_hash(words: &[u32]) -> u64 {
     }
     h ^ words.len() as u64
 }
-

@@ -10,8 +10,8 @@ use xous::CID;
 use xous_ipc::Buffer;
 
 use crate::api::{
-    self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519BatchMsg, X25519Msg, MAGIC, MAX_BATCH, NUM_REGS,
-    NUM_WINDOWS, UCODE_WORDS, WINDOW_ANY,
+    self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519BatchMsg, X25519Msg, MAGIC, MAX_BATCH,
+    NUM_REGS, NUM_WINDOWS, UCODE_WORDS, WINDOW_ANY,
 };
 
 /// Errors returned by the client library.
@@ -86,7 +86,8 @@ impl XPage {
         // Safety: just mapped, 4096 bytes, ours until unmapped in Drop
         let page = unsafe { core::slice::from_raw_parts_mut(range.as_mut_ptr(), range.len()) };
         let mut ser = rkyv::ser::serializers::BufferSerializer::new(page);
-        let pos = rkyv::ser::Serializer::serialize_value(&mut ser, &X25519Msg::new([0; 32], [0; 32])).map_err(|_| Error::Protocol("serialize"))?;
+        let pos = rkyv::ser::Serializer::serialize_value(&mut ser, &X25519Msg::new([0; 32], [0; 32]))
+            .map_err(|_| Error::Protocol("serialize"))?;
         if !api::archive_fits::<X25519Msg>(range.len(), pos) {
             return Err(Error::Protocol("X25519 archive does not fit a page"));
         }
@@ -152,7 +153,13 @@ impl Engine25519 {
         let xns = xous_api_names::XousNames::new()?;
         let conn = xns.request_connection_blocking(api::SERVER_NAME)?;
         Ok(Engine25519 {
-            inner: Arc::new(Inner { conn, xbuf: Mutex::new(None), bbuf: Mutex::new(None), programs: Mutex::new(HashMap::new()), pool: OnceLock::new() }),
+            inner: Arc::new(Inner {
+                conn,
+                xbuf: Mutex::new(None),
+                bbuf: Mutex::new(None),
+                programs: Mutex::new(HashMap::new()),
+                pool: OnceLock::new(),
+            }),
         })
     }
 
@@ -206,16 +213,22 @@ impl Engine25519 {
             offset: xous::MemoryAddress::new(p.pos),
             valid: xous::MemorySize::new(p.range.len()),
         };
-        let r = xous::send_message(self.inner.conn, xous::Message::MutableBorrow(msg)).map_err(Error::Ipc).and_then(|r| {
-            let (pos, _) = service_ipc::client::memory_reply(r)?;
-            if pos.unwrap_or(0) != p.pos {
-                return Err(Error::Protocol("reply archive not where the request was"));
-            }
-            // Safety: as above; the server wrote the reply over the request (same type, same place)
-            let a = unsafe { p.archive() };
-            status_result(a.status)?;
-            Ok(X25519Reply { result: a.result, backend: BackendId::from_u32(a.backend), cycles: a.cycles, window: a.window })
-        });
+        let r =
+            xous::send_message(self.inner.conn, xous::Message::MutableBorrow(msg)).map_err(Error::Ipc).and_then(|r| {
+                let (pos, _) = service_ipc::client::memory_reply(r)?;
+                if pos.unwrap_or(0) != p.pos {
+                    return Err(Error::Protocol("reply archive not where the request was"));
+                }
+                // Safety: as above; the server wrote the reply over the request (same type, same place)
+                let a = unsafe { p.archive() };
+                status_result(a.status)?;
+                Ok(X25519Reply {
+                    result: a.result,
+                    backend: BackendId::from_u32(a.backend),
+                    cycles: a.cycles,
+                    window: a.window,
+                })
+            });
         // the page held our scalar, then the result: the archive's bytes are wiped whatever happened
         p.wipe();
         r
@@ -254,11 +267,21 @@ impl Engine25519 {
         let buf = guard.as_mut().expect("written above");
         // the page holds our scalars, then the results: both archives' bytes are wiped after the
         // call, whatever happened
-        let mut r: X25519BatchMsg = service_ipc::client::lend_mut_wiping(self.inner.conn, buf, Opcode::X25519Batch as u32)?;
-        let ok = status_result(r.status).and((r.count as usize == jobs.len()).then_some(()).ok_or(Error::Protocol("batch reply count differs from the request")));
+        let mut r: X25519BatchMsg =
+            service_ipc::client::lend_mut_wiping(self.inner.conn, buf, Opcode::X25519Batch as u32)?;
+        let ok = status_result(r.status).and(
+            (r.count as usize == jobs.len())
+                .then_some(())
+                .ok_or(Error::Protocol("batch reply count differs from the request")),
+        );
         if ok.is_ok() {
             for i in 0..jobs.len() {
-                out.push(X25519Reply { result: r.results[i], backend: BackendId::from_u32(r.backend), cycles: r.cycles[i], window: r.windows[i] });
+                out.push(X25519Reply {
+                    result: r.results[i],
+                    backend: BackendId::from_u32(r.backend),
+                    cycles: r.cycles[i],
+                    window: r.windows[i],
+                });
             }
         }
         r.results.zeroize();
@@ -322,7 +345,14 @@ impl Engine25519 {
         if program.is_empty() || program.len() > UCODE_WORDS {
             return Err(Error::Service(Status::BadProgram));
         }
-        let mut msg = ProgramMsg { magic: MAGIC, status: 0, len: program.len() as u32, handle: 0, mpstart: 0, words: [0; UCODE_WORDS] };
+        let mut msg = ProgramMsg {
+            magic: MAGIC,
+            status: 0,
+            len: program.len() as u32,
+            handle: 0,
+            mpstart: 0,
+            words: [0; UCODE_WORDS],
+        };
         msg.words[..program.len()].copy_from_slice(program);
         let mut buf = Buffer::into_buf(msg).map_err(|_| Error::Protocol("serialize"))?;
         let r: ProgramMsg = lend_mut_typed(self.inner.conn, &mut buf, Opcode::LoadProgram)?;
@@ -354,13 +384,30 @@ impl Engine25519 {
         };
         let mut handle = self.load_program(program)?;
         for attempt in 0..2 {
-            let msg = JobMsg { magic: MAGIC, status: 0, handle, window, max_cycles, cycles: 0, backend: 0, reserved: 0, regs: *regs };
+            let msg = JobMsg {
+                magic: MAGIC,
+                status: 0,
+                handle,
+                window,
+                max_cycles,
+                cycles: 0,
+                backend: 0,
+                reserved: 0,
+                regs: *regs,
+            };
             let mut buf = Buffer::into_buf(msg).map_err(|_| Error::Protocol("serialize"))?;
-            let r: Result<JobMsg, Error> = service_ipc::client::lend_mut_wiping(self.inner.conn, &mut buf, Opcode::RunJob as u32).map_err(Error::from);
+            let r: Result<JobMsg, Error> =
+                service_ipc::client::lend_mut_wiping(self.inner.conn, &mut buf, Opcode::RunJob as u32)
+                    .map_err(Error::from);
             match r {
                 Ok(r) => {
                     status_result(r.status)?;
-                    return Ok(JobResult { regs: r.regs, cycles: r.cycles, window: r.window, backend: BackendId::from_u32(r.backend) });
+                    return Ok(JobResult {
+                        regs: r.regs,
+                        cycles: r.cycles,
+                        window: r.window,
+                        backend: BackendId::from_u32(r.backend),
+                    });
                 }
                 Err(Error::Service(Status::UnknownProgram)) if attempt == 0 => {
                     // evicted from microcode RAM by other clients' programs: load again

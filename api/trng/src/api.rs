@@ -72,7 +72,10 @@ pub enum Opcode {
 impl Opcode {
     /// Served only by the control server.
     pub fn is_control(self) -> bool {
-        matches!(self, Opcode::ClearErrors | Opcode::TestSetMode | Opcode::TestGetData | Opcode::TestInjectFault | Opcode::Quit)
+        matches!(
+            self,
+            Opcode::ClearErrors | Opcode::TestSetMode | Opcode::TestGetData | Opcode::TestInjectFault | Opcode::Quit
+        )
     }
 }
 

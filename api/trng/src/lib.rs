@@ -18,8 +18,8 @@ pub mod api;
 
 use std::time::Duration;
 
-pub use api::{ErrorStats, HealthStats, SourceStats, TestMode, TrngError};
 use api::Opcode;
+pub use api::{ErrorStats, HealthStats, SourceStats, TestMode, TrngError};
 use xous::{MemoryRange, MemorySize, Message, CID};
 
 /// Page-aligned scratch buffer for bulk requests (FillTrng, TestGetData), mapped on first use.

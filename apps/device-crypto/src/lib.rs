@@ -10,7 +10,7 @@
 //! end mark: a wrong result fails the operation's verdict (and the run).
 
 use rand_core::CryptoRngCore;
-use ratchet::{kdf, x3dh, xeddsa, Decrypted, DalekDh, Dh, KeyPair, Responder, Session};
+use ratchet::{kdf, x3dh, xeddsa, DalekDh, Decrypted, Dh, KeyPair, Responder, Session};
 use zeroize::Zeroizing;
 
 /// The verdict subject of the whole program (its final line).
@@ -74,7 +74,12 @@ fn op(name: &str) -> &'static Op {
 }
 
 /// Run `body` `op.n` times between the two marks.
-fn timed<S>(o: &'static Op, mark: &mut dyn FnMut(Mark), state: &mut S, mut body: impl FnMut(&mut S, u32) -> Result<(), String>) -> Result<(), String> {
+fn timed<S>(
+    o: &'static Op,
+    mark: &mut dyn FnMut(Mark),
+    state: &mut S,
+    mut body: impl FnMut(&mut S, u32) -> Result<(), String>,
+) -> Result<(), String> {
     mark(Mark::Start(o));
     let mut r = Ok(());
     for i in 0..o.n {
@@ -90,7 +95,12 @@ fn timed<S>(o: &'static Op, mark: &mut dyn FnMut(Mark), state: &mut S, mut body:
 /// Run every operation of [`OPS`] in order; `engine` runs X25519 jobs on the engine service
 /// (on the host, in tests: x25519-dalek), `rng` gives every secret. `mark` is called at every
 /// start and end; `report` once per operation with its outcome, right after its end mark.
-pub fn run_all(engine: &mut dyn Dh, rng: &mut dyn CryptoRngCore, mark: &mut dyn FnMut(Mark), report: &mut dyn FnMut(&'static Op, Outcome)) {
+pub fn run_all(
+    engine: &mut dyn Dh,
+    rng: &mut dyn CryptoRngCore,
+    mark: &mut dyn FnMut(Mark),
+    report: &mut dyn FnMut(&'static Op, Outcome),
+) {
     let (k, u, want) = match rfc_vector() {
         Ok(v) => v,
         Err(e) => {
@@ -103,7 +113,11 @@ pub fn run_all(engine: &mut dyn Dh, rng: &mut dyn CryptoRngCore, mark: &mut dyn 
 
     // X25519 through the engine service: one job per call, as the chat submits them
     let o = op("x25519_engine");
-    let job = ratchet::DhJob { secret: x25519_dalek::StaticSecret::from(k), public: u, purpose: ratchet::DhPurpose::PublicKey };
+    let job = ratchet::DhJob {
+        secret: x25519_dalek::StaticSecret::from(k),
+        public: u,
+        purpose: ratchet::DhPurpose::PublicKey,
+    };
     let mut got = Vec::new();
     let r = timed(o, mark, &mut got, |got, _| {
         got.push(engine.run(core::slice::from_ref(&job)).map_err(|e| e.to_string())?);
@@ -136,12 +150,15 @@ pub fn run_all(engine: &mut dyn Dh, rng: &mut dyn CryptoRngCore, mark: &mut dyn 
         sigs.push(xeddsa::sign(&signer, &msg, &zs[i as usize]));
         Ok(())
     });
-    report(o, r.and_then(|_| {
-        for s in &sigs {
-            xeddsa::verify(&signer_pub, &msg, s).map_err(|e| format!("a signature does not verify: {e}"))?;
-        }
-        Ok(format!("{} signatures verify", sigs.len()))
-    }));
+    report(
+        o,
+        r.and_then(|_| {
+            for s in &sigs {
+                xeddsa::verify(&signer_pub, &msg, s).map_err(|e| format!("a signature does not verify: {e}"))?;
+            }
+            Ok(format!("{} signatures verify", sigs.len()))
+        }),
+    );
     let o = op("xeddsa_verify");
     let sig = sigs.first().copied().unwrap_or([0u8; 64]);
     let mut verified = 0u32;
@@ -150,14 +167,17 @@ pub fn run_all(engine: &mut dyn Dh, rng: &mut dyn CryptoRngCore, mark: &mut dyn 
         *v += 1;
         Ok(())
     });
-    report(o, r.and_then(|_| {
-        let mut bad = sig;
-        bad[40] ^= 1;
-        if xeddsa::verify(&signer_pub, &msg, &bad).is_ok() {
-            return Err("a signature with a flipped bit verifies".into());
-        }
-        Ok(format!("{verified} verified, a flipped bit refused"))
-    }));
+    report(
+        o,
+        r.and_then(|_| {
+            let mut bad = sig;
+            bad[40] ^= 1;
+            if xeddsa::verify(&signer_pub, &msg, &bad).is_ok() {
+                return Err("a signature with a flipped bit verifies".into());
+            }
+            Ok(format!("{verified} verified, a flipped bit refused"))
+        }),
+    );
 
     // KDF_RK (HKDF-SHA256): a chain of root steps, each under the last root key
     let o = op("hkdf_root_step");
@@ -169,13 +189,16 @@ pub fn run_all(engine: &mut dyn Dh, rng: &mut dyn CryptoRngCore, mark: &mut dyn 
         *rk = next;
         Ok(())
     });
-    report(o, r.and_then(|_| {
-        let again = (0..o.n).fold(Zeroizing::new(rk0), |rk, _| kdf::kdf_rk(&rk, &dh).0);
-        if *again != *rk || *rk == rk0 {
-            return Err("the root chain does not reproduce".into());
-        }
-        Ok(String::new())
-    }));
+    report(
+        o,
+        r.and_then(|_| {
+            let again = (0..o.n).fold(Zeroizing::new(rk0), |rk, _| kdf::kdf_rk(&rk, &dh).0);
+            if *again != *rk || *rk == rk0 {
+                return Err("the root chain does not reproduce".into());
+            }
+            Ok(String::new())
+        }),
+    );
 
     // KDF_CK (HMAC-SHA256 twice): a chain of symmetric steps; the message keys are kept for
     // the next two operations
@@ -189,17 +212,20 @@ pub fn run_all(engine: &mut dyn Dh, rng: &mut dyn CryptoRngCore, mark: &mut dyn 
         Ok(())
     });
     let (_, mks) = chain;
-    report(o, r.and_then(|_| {
-        let mut ck = Zeroizing::new(ck0);
-        for (i, mk) in mks.iter().enumerate() {
-            let (next, m) = kdf::kdf_ck(&ck);
-            if *m != **mk {
-                return Err(format!("message key {i} does not reproduce"));
+    report(
+        o,
+        r.and_then(|_| {
+            let mut ck = Zeroizing::new(ck0);
+            for (i, mk) in mks.iter().enumerate() {
+                let (next, m) = kdf::kdf_ck(&ck);
+                if *m != **mk {
+                    return Err(format!("message key {i} does not reproduce"));
+                }
+                ck = next;
             }
-            ck = next;
-        }
-        Ok(String::new())
-    }));
+            Ok(String::new())
+        }),
+    );
 
     // one message: ENCRYPT and DECRYPT with the chain's message keys
     let plaintext: Vec<u8> = (0..64u8).map(|i| b'a' + i % 26).collect();
@@ -211,12 +237,15 @@ pub fn run_all(engine: &mut dyn Dh, rng: &mut dyn CryptoRngCore, mark: &mut dyn 
         cts.push(kdf::encrypt(mk, &plaintext, &ad));
         Ok(())
     });
-    report(o, r.and_then(|_| {
-        if cts.windows(2).any(|w| w[0] == w[1]) || cts.iter().any(|c| c.len() != 80 + 32) {
-            return Err("ciphertexts repeat or have the wrong length (64 bytes + padding + tag = 112)".into());
-        }
-        Ok(format!("{} bytes each", cts.first().map(|c| c.len()).unwrap_or(0)))
-    }));
+    report(
+        o,
+        r.and_then(|_| {
+            if cts.windows(2).any(|w| w[0] == w[1]) || cts.iter().any(|c| c.len() != 80 + 32) {
+                return Err("ciphertexts repeat or have the wrong length (64 bytes + padding + tag = 112)".into());
+            }
+            Ok(format!("{} bytes each", cts.first().map(|c| c.len()).unwrap_or(0)))
+        }),
+    );
     let o = op("message_decrypt");
     let mut pts: Vec<Zeroizing<Vec<u8>>> = Vec::new();
     let r = timed(o, mark, &mut pts, |pts, i| {
@@ -225,17 +254,20 @@ pub fn run_all(engine: &mut dyn Dh, rng: &mut dyn CryptoRngCore, mark: &mut dyn 
         pts.push(kdf::decrypt(mk, ct, &ad).map_err(|e| e.to_string())?);
         Ok(())
     });
-    report(o, r.and_then(|_| {
-        if pts.iter().any(|p| **p != plaintext) {
-            return Err("a decrypted message differs from the plaintext".into());
-        }
-        let mut bad = cts[0].clone();
-        bad[3] ^= 0x80;
-        if kdf::decrypt(&mks[0], &bad, &ad).is_ok() {
-            return Err("a tampered ciphertext decrypts".into());
-        }
-        Ok("a tampered ciphertext refused".into())
-    }));
+    report(
+        o,
+        r.and_then(|_| {
+            if pts.iter().any(|p| **p != plaintext) {
+                return Err("a decrypted message differs from the plaintext".into());
+            }
+            let mut bad = cts[0].clone();
+            bad[3] ^= 0x80;
+            if kdf::decrypt(&mks[0], &bad, &ad).is_ok() {
+                return Err("a tampered ciphertext decrypts".into());
+            }
+            Ok("a tampered ciphertext refused".into())
+        }),
+    );
 
     // X3DH and the DH ratchet: Bob's keys and Alice's identity are made first (through the
     // engine, untimed); then the timed initiations and ratchet steps
@@ -267,7 +299,8 @@ pub fn run_all(engine: &mut dyn Dh, rng: &mut dyn CryptoRngCore, mark: &mut dyn 
     let conversation = r.and_then(|_| {
         let mut alice = sessions.into_iter().next().ok_or("no session")?;
         let hello = alice.encrypt(b"hello Bob").map_err(|e| e.to_string())?;
-        let (mut bob_s, text) = bob.accept_with(&hello, rng, engine).map_err(|e| format!("Bob cannot accept Alice's X3DH message: {e}"))?;
+        let (mut bob_s, text) =
+            bob.accept_with(&hello, rng, engine).map_err(|e| format!("Bob cannot accept Alice's X3DH message: {e}"))?;
         if &text[..] != b"hello Bob" {
             return Err("Bob decrypted something else".into());
         }
@@ -301,19 +334,23 @@ pub fn run_all(engine: &mut dyn Dh, rng: &mut dyn CryptoRngCore, mark: &mut dyn 
                 Decrypted::Plaintext(_) => return Err("a new ratchet key decrypted without DH".into()),
             };
             jobs += step.jobs().len();
-            let results = if software { DalekDh.run(step.jobs()) } else { engine.run(step.jobs()) }.map_err(|e| e.to_string())?;
+            let results =
+                if software { DalekDh.run(step.jobs()) } else { engine.run(step.jobs()) }.map_err(|e| e.to_string())?;
             texts.push(s.complete_decrypt(step, &results).map_err(|e| e.to_string())?);
             Ok(())
         });
-        report(o, r.and_then(|_| {
-            if texts.len() != o.n as usize || texts.iter().any(|t| &t[..] != b"hi Alice") {
-                return Err("a step decrypted something else".into());
-            }
-            if jobs != 3 * o.n as usize {
-                return Err(format!("{jobs} X25519 jobs in {} steps (expected 3 each)", o.n));
-            }
-            Ok(format!("{} X25519 per step", jobs / o.n as usize))
-        }));
+        report(
+            o,
+            r.and_then(|_| {
+                if texts.len() != o.n as usize || texts.iter().any(|t| &t[..] != b"hi Alice") {
+                    return Err("a step decrypted something else".into());
+                }
+                if jobs != 3 * o.n as usize {
+                    return Err(format!("{jobs} X25519 jobs in {} steps (expected 3 each)", o.n));
+                }
+                Ok(format!("{} X25519 per step", jobs / o.n as usize))
+            }),
+        );
     }
 }
 
@@ -321,7 +358,11 @@ fn check_all_equal(got: impl Iterator<Item = [u8; 32]>, want: [u8; 32], what: &s
     let mut n = 0;
     for g in got {
         if g != want {
-            return Err(format!("{what} returned {} (RFC 7748: {})", device_selftest::hex(&g), device_selftest::hex(&want)));
+            return Err(format!(
+                "{what} returned {} (RFC 7748: {})",
+                device_selftest::hex(&g),
+                device_selftest::hex(&want)
+            ));
         }
         n += 1;
     }
@@ -357,7 +398,9 @@ mod tests {
     /// A DH provider that returns wrong results fails the operations that use it.
     #[test]
     fn a_wrong_engine_fails_its_operations() {
-        let mut wrong = |jobs: &[ratchet::DhJob]| -> Result<Vec<ratchet::DhOutput>, ratchet::Error> { Ok(jobs.iter().map(|_| Zeroizing::new([7u8; 32])).collect()) };
+        let mut wrong = |jobs: &[ratchet::DhJob]| -> Result<Vec<ratchet::DhOutput>, ratchet::Error> {
+            Ok(jobs.iter().map(|_| Zeroizing::new([7u8; 32])).collect())
+        };
         let mut outcomes = Vec::new();
         run_all(&mut wrong, &mut rand_core::OsRng, &mut |_| {}, &mut |o, r| outcomes.push((o.name, r)));
         let failed: Vec<&str> = outcomes.iter().filter(|(_, r)| r.is_err()).map(|(n, _)| *n).collect();

@@ -32,9 +32,16 @@ impl Dh for EngineDh {
     fn run(&mut self, jobs: &[DhJob]) -> Result<Vec<DhOutput>, ratchet::Error> {
         let mut out = Vec::with_capacity(jobs.len());
         for j in jobs {
-            let r = self.engine.x25519_detailed(&j.secret_bytes(), &j.public).map_err(|e| ratchet::Error::Dh(e.to_string()))?;
+            let r = self
+                .engine
+                .x25519_detailed(&j.secret_bytes(), &j.public)
+                .map_err(|e| ratchet::Error::Dh(e.to_string()))?;
             if r.backend != Some(self.backend) {
-                return Err(ratchet::Error::Dh(format!("the reply came from backend {:?}, not {}", r.backend, self.backend.name())));
+                return Err(ratchet::Error::Dh(format!(
+                    "the reply came from backend {:?}, not {}",
+                    r.backend,
+                    self.backend.name()
+                )));
             }
             self.cycles += r.cycles;
             out.push(Zeroizing::new(r.result));
@@ -91,7 +98,10 @@ fn main() -> ! {
             log::info!("device-crypto: {} engine cycles reported in all", dh.cycles);
         }
     }
-    say(&Verdict::judged(PROGRAM, failed == 0 && passed == OPS.len()).with("pass", passed).with("fail", failed).to_string());
+    say(&Verdict::judged(PROGRAM, failed == 0 && passed == OPS.len())
+        .with("pass", passed)
+        .with("fail", failed)
+        .to_string());
     shutdown();
     let sid = xous::create_server().expect("private server");
     loop {

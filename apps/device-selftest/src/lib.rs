@@ -75,7 +75,10 @@ pub fn parse_options(args: &[String]) -> Result<Options, String> {
     let p = service_ipc::options::parse(OPTS, args, &|_| None)?;
     let mut o = Options::default();
     if let Some(b) = p.one_of("--backend", &["model", "hw", "rtl", "software"])? {
-        o.backend = [BackendId::Model, BackendId::Hw, BackendId::Rtl, BackendId::Software].into_iter().find(|x| x.name() == b).unwrap();
+        o.backend = [BackendId::Model, BackendId::Hw, BackendId::Rtl, BackendId::Software]
+            .into_iter()
+            .find(|x| x.name() == b)
+            .unwrap();
     }
     if let Some(v) = p.get("--isa") {
         o.isa = Some(v.parse().map_err(|_| format!("--isa: unknown ISA '{v}' (expected v1 or v2)"))?);

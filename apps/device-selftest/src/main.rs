@@ -141,7 +141,8 @@ fn suspend_resume(run: &mut Run) -> Result<Vec<(&'static str, String)>, String> 
     let backend = run.opts.backend;
     let mut threads = Vec::new();
     for c in 0..SUSPEND_CLIENTS {
-        let (stop, done, bad, vectors, finished) = (stop.clone(), done.clone(), bad.clone(), vectors.clone(), finished.clone());
+        let (stop, done, bad, vectors, finished) =
+            (stop.clone(), done.clone(), bad.clone(), vectors.clone(), finished.clone());
         threads.push(std::thread::spawn(move || {
             let e = match Engine25519::new() {
                 Ok(e) => e,
@@ -152,7 +153,11 @@ fn suspend_resume(run: &mut Run) -> Result<Vec<(&'static str, String)>, String> 
                 let (k, u, want) = &vectors[i % vectors.len()];
                 match e.x25519_detailed(k, u) {
                     Ok(r) if r.result == *want && r.backend == Some(backend) => {}
-                    Ok(r) => bad.lock().unwrap().push(format!("client {c} job {i}: result {} backend {:?}", hex(&r.result), r.backend)),
+                    Ok(r) => bad.lock().unwrap().push(format!(
+                        "client {c} job {i}: result {} backend {:?}",
+                        hex(&r.result),
+                        r.backend
+                    )),
                     Err(err) => bad.lock().unwrap().push(format!("client {c} job {i}: {err}")),
                 }
                 done[c].fetch_add(1, Ordering::SeqCst);
@@ -171,7 +176,10 @@ fn suspend_resume(run: &mut Run) -> Result<Vec<(&'static str, String)>, String> 
         let t0 = run.tt.elapsed_ms();
         while (0..SUSPEND_CLIENTS).any(|c| done[c].load(Ordering::SeqCst) <= last[c]) {
             if run.tt.elapsed_ms() - t0 > 2000 {
-                result = Err(format!("before suspend {n}: a client got no answer for 2 s (answers so far {:?})", done.iter().map(|d| d.load(Ordering::SeqCst)).collect::<Vec<_>>()));
+                result = Err(format!(
+                    "before suspend {n}: a client got no answer for 2 s (answers so far {:?})",
+                    done.iter().map(|d| d.load(Ordering::SeqCst)).collect::<Vec<_>>()
+                ));
                 break;
             }
             xous::yield_slice();
@@ -214,10 +222,18 @@ fn suspend_resume(run: &mut Run) -> Result<Vec<(&'static str, String)>, String> 
     result?;
     let bad = bad.lock().unwrap();
     if !bad.is_empty() {
-        return Err(format!("{} bad answer(s): {}", bad.len(), bad.iter().take(4).cloned().collect::<Vec<_>>().join("; ")));
+        return Err(format!(
+            "{} bad answer(s): {}",
+            bad.len(),
+            bad.iter().take(4).cloned().collect::<Vec<_>>().join("; ")
+        ));
     }
     let jobs: u32 = done.iter().map(|d| d.load(Ordering::SeqCst)).sum();
-    Ok(vec![("suspends", SUSPEND_CYCLES.to_string()), ("clients", SUSPEND_CLIENTS.to_string()), ("jobs", jobs.to_string())])
+    Ok(vec![
+        ("suspends", SUSPEND_CYCLES.to_string()),
+        ("clients", SUSPEND_CLIENTS.to_string()),
+        ("jobs", jobs.to_string()),
+    ])
 }
 
 fn main() -> ! {
@@ -236,7 +252,11 @@ fn main() -> ! {
     // before using any service, by yielding (no timer requests while the system boots).
     let booted = wait_for_system();
     let tt = xous_api_ticktimer::Ticktimer::new().expect("ticktimer");
-    log::info!("device-selftest: expecting backend {}, ISA {}", opts.backend.name(), opts.isa.map(|i| i.to_string()).unwrap_or("(probe)".into()));
+    log::info!(
+        "device-selftest: expecting backend {}, ISA {}",
+        opts.backend.name(),
+        opts.isa.map(|i| i.to_string()).unwrap_or("(probe)".into())
+    );
     let isa = opts.isa.unwrap_or(Isa::V1);
     let mut run = Run { opts, isa, passed: 0, failed: 0, tt };
 
@@ -265,7 +285,13 @@ fn main() -> ! {
         run.check("selftest/engine-version", |run| {
             let v = e.version().map_err(|e| e.to_string())?;
             if v.api != engine25519::api::API_VERSION || v.backend != Some(run.opts.backend) {
-                return Err(format!("api {} backend {:?}: expected api {} backend {}", v.api, v.backend, engine25519::api::API_VERSION, run.opts.backend.name()));
+                return Err(format!(
+                    "api {} backend {:?}: expected api {} backend {}",
+                    v.api,
+                    v.backend,
+                    engine25519::api::API_VERSION,
+                    run.opts.backend.name()
+                ));
             }
             Ok(vec![("backend", run.opts.backend.name().into())])
         });
@@ -282,7 +308,11 @@ fn main() -> ! {
                         return Err(format!("the probe job reports backend {:?}", r.backend));
                     }
                     if r.regs[FIELD_ADD_OUTPUT_REG] != want {
-                        return Err(format!("v2 field_add returned {} (model: {})", hex(&r.regs[FIELD_ADD_OUTPUT_REG]), hex(&want)));
+                        return Err(format!(
+                            "v2 field_add returned {} (model: {})",
+                            hex(&r.regs[FIELD_ADD_OUTPUT_REG]),
+                            hex(&want)
+                        ));
                     }
                     Isa::V2
                 }
@@ -305,10 +335,19 @@ fn main() -> ! {
             regs[FIELD_ADD_INPUT_REGS[0]] = a;
             regs[FIELD_ADD_INPUT_REGS[1]] = b;
             let prog = if run.isa == Isa::V1 { FIELD_ADD_V1 } else { FIELD_ADD_V2 };
-            let r = e.run_job(prog, &regs, engine25519::Window::Any).map_err(|e| format!("field_add ({}): {e}", run.isa))?;
+            let r = e
+                .run_job(prog, &regs, engine25519::Window::Any)
+                .map_err(|e| format!("field_add ({}): {e}", run.isa))?;
             let got = r.regs[FIELD_ADD_OUTPUT_REG];
             if got != want || r.backend != Some(run.opts.backend) {
-                return Err(format!("field_add ({}) returned {} backend {:?} (model: {}); input a read back as {}", run.isa, hex(&got), r.backend, hex(&want), hex(&r.regs[FIELD_ADD_INPUT_REGS[0]])));
+                return Err(format!(
+                    "field_add ({}) returned {} backend {:?} (model: {}); input a read back as {}",
+                    run.isa,
+                    hex(&got),
+                    r.backend,
+                    hex(&want),
+                    hex(&r.regs[FIELD_ADD_INPUT_REGS[0]])
+                ));
             }
             Ok(vec![("isa", run.isa.to_string()), ("cycles", r.cycles.to_string())])
         });
@@ -320,7 +359,11 @@ fn main() -> ! {
                 if got != want {
                     return Err(format!("result {} != RFC 7748 {}", hex(&got), hex(&want)));
                 }
-                Ok(vec![("backend", run.opts.backend.name().into()), ("isa", run.isa.to_string()), ("cycles", cycles.to_string())])
+                Ok(vec![
+                    ("backend", run.opts.backend.name().into()),
+                    ("isa", run.isa.to_string()),
+                    ("cycles", cycles.to_string()),
+                ])
             });
         }
         // RFC 7748 6.1 as an exchange: both public keys from the private keys, then both
@@ -357,7 +400,12 @@ fn main() -> ! {
                 }
                 for (i, (got, (_, _, want))) in r.iter().zip(&v).enumerate() {
                     if got.result != *want || got.backend != Some(run.opts.backend) {
-                        return Err(format!("batch of {n}, job {i}: result {} backend {:?} (RFC 7748: {})", hex(&got.result), got.backend, hex(want)));
+                        return Err(format!(
+                            "batch of {n}, job {i}: result {} backend {:?} (RFC 7748: {})",
+                            hex(&got.result),
+                            got.backend,
+                            hex(want)
+                        ));
                     }
                 }
             }
@@ -432,7 +480,8 @@ fn main() -> ! {
         run.check("selftest/engine-lost-irq", |run| {
             let (k, u, want) = vector(0)?;
             let flags = xous::MemoryFlags::R | xous::MemoryFlags::W;
-            let page = xous::map_memory(xous::MemoryAddress::new(SIMFAULT_BASE), None, 4096, flags).map_err(|e| format!("map the simulated SoC's fault-injection page: {e:?}"))?;
+            let page = xous::map_memory(xous::MemoryAddress::new(SIMFAULT_BASE), None, 4096, flags)
+                .map_err(|e| format!("map the simulated SoC's fault-injection page: {e:?}"))?;
             let regs = page.as_mut_ptr() as *mut u32;
             // Safety: the page was just mapped for this process; 32-bit registers
             unsafe { regs.add(SIMFAULT_ENGINE_IRQ_DROP / 4).write_volatile(1) };
@@ -443,7 +492,9 @@ fn main() -> ! {
             let _ = xous::unmap_memory(page);
             match lost {
                 Err(engine25519::Error::Service(engine25519::Status::EngineFault)) => {}
-                other => return Err(format!("the job whose interrupt was dropped answered {other:?} (want EngineFault)")),
+                other => {
+                    return Err(format!("the job whose interrupt was dropped answered {other:?} (want EngineFault)"))
+                }
             }
             if left != 0 {
                 return Err(format!("the injector still holds {left} interrupt(s): none was dropped"));
@@ -501,13 +552,23 @@ fn main() -> ! {
                 }
                 // the sources that fed samples (a slot can be listed with none: e.g. the model's sources
                 // when the server runs on the OS source)
-                let used: Vec<_> = h.sources.iter().filter(|x| x.kind != trng::api::SOURCE_NONE && x.samples > 0).collect();
-                let detail = || used.iter().map(|x| format!("kind {} samples {} startup {}", x.kind, x.samples, x.startup_passed)).collect::<Vec<_>>().join("; ");
+                let used: Vec<_> =
+                    h.sources.iter().filter(|x| x.kind != trng::api::SOURCE_NONE && x.samples > 0).collect();
+                let detail = || {
+                    used.iter()
+                        .map(|x| format!("kind {} samples {} startup {}", x.kind, x.samples, x.startup_passed))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                };
                 if used.is_empty() || used.iter().any(|x| !x.startup_passed) {
                     return Err(format!("not every source passed its start-up test: {}", detail()));
                 }
                 let kinds: Vec<String> = used.iter().map(|x| x.kind.to_string()).collect();
-                Ok(vec![("sources", kinds.join(",")), ("blocks", h.blocks_out.to_string()), ("reseeds", h.reseeds.to_string())])
+                Ok(vec![
+                    ("sources", kinds.join(",")),
+                    ("blocks", h.blocks_out.to_string()),
+                    ("reseeds", h.reseeds.to_string()),
+                ])
             });
         }
     }

@@ -45,8 +45,8 @@ pub fn run_steps(program: &str, steps: &[Step]) -> usize {
     for step in steps {
         report(&Verdict::new(step.name, Status::Begin));
         let t0 = Instant::now();
-        let outcome = std::panic::catch_unwind(step.run)
-            .unwrap_or_else(|p| Err(format!("panicked: {}", panic_text(&p))));
+        let outcome =
+            std::panic::catch_unwind(step.run).unwrap_or_else(|p| Err(format!("panicked: {}", panic_text(&p))));
         let us = t0.elapsed().as_micros();
         match outcome {
             Ok(()) => {

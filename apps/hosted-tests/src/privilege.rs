@@ -26,7 +26,11 @@ pub fn wait_trusted_boot(bad: &mut Findings) {
 
 /// The control name: a lookup and a claim through the client library must both be refused.
 /// Returns (lookup, claim) as `refused` or what happened instead.
-pub fn control_refused<T>(control_name: &str, claim: Result<T, ClaimError>, bad: &mut Findings) -> (&'static str, &'static str) {
+pub fn control_refused<T>(
+    control_name: &str,
+    claim: Result<T, ClaimError>,
+    bad: &mut Findings,
+) -> (&'static str, &'static str) {
     let lookup = match service_ipc::control::try_lookup(control_name) {
         Err(_) => "refused",
         Ok(cid) => {
@@ -51,7 +55,12 @@ pub fn control_refused<T>(control_name: &str, claim: Result<T, ClaimError>, bad:
 /// Send each privileged opcode to the public server `conn` as a blocking scalar, lend_mut and
 /// lend (each must get `not_permitted`), then as a scalar and a move (no answer possible; they
 /// must have no effect, which the caller checks). Returns (refused, tried).
-pub fn privileged_opcodes_refused(conn: CID, ops: &[(usize, &str)], not_permitted: usize, bad: &mut Findings) -> (usize, usize) {
+pub fn privileged_opcodes_refused(
+    conn: CID,
+    ops: &[(usize, &str)],
+    not_permitted: usize,
+    bad: &mut Findings,
+) -> (usize, usize) {
     let page = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).unwrap();
     let (mut refused, mut tried) = (0, 0);
     for &(id, name) in ops {

@@ -66,7 +66,10 @@ impl Common {
         };
         let clock_hz = p.u64("--clock-hz")?.unwrap_or(0);
         if engine != EngineMode::Software && clock_hz == 0 && !p.is_set("--no-pace") {
-            return Err(format!("--engine {} paces to the engine clock: give --clock-hz N (or CHAT_ENGINE_HZ)", engine.name()));
+            return Err(format!(
+                "--engine {} paces to the engine clock: give --clock-hz N (or CHAT_ENGINE_HZ)",
+                engine.name()
+            ));
         }
         Ok(Common { store, engine, clock_hz, pace: !p.is_set("--no-pace") })
     }
@@ -81,8 +84,13 @@ impl Common {
 
     pub fn describe(&self) -> String {
         match self.pacing() {
-            Pacing::Engine { clock_hz } => format!("engine {} paced at {:.0} MHz", self.engine.name(), clock_hz as f64 / 1e6),
-            Pacing::Software { per_dh } => format!("software X25519, {:.1} ms per DH (x25519-dalek on the simulated 100 MHz Precursor)", per_dh.as_secs_f64() * 1e3),
+            Pacing::Engine { clock_hz } => {
+                format!("engine {} paced at {:.0} MHz", self.engine.name(), clock_hz as f64 / 1e6)
+            }
+            Pacing::Software { per_dh } => format!(
+                "software X25519, {:.1} ms per DH (x25519-dalek on the simulated 100 MHz Precursor)",
+                per_dh.as_secs_f64() * 1e3
+            ),
             Pacing::Off { .. } => format!("engine {} unpaced", self.engine.name()),
         }
     }

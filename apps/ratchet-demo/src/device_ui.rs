@@ -251,7 +251,10 @@ mod tests {
         // reader's queue: fed in one go, every line comes out whole and in order
         let mut e = LineEditor::default();
         let burst: Vec<u8> = (1..=50).flat_map(|i| format!("line {i}\r").into_bytes()).collect();
-        let lines: Vec<String> = feed(&mut e, &burst).into_iter().filter_map(|k| if let Key::Submit(l) = k { Some(l) } else { None }).collect();
+        let lines: Vec<String> = feed(&mut e, &burst)
+            .into_iter()
+            .filter_map(|k| if let Key::Submit(l) = k { Some(l) } else { None })
+            .collect();
         assert_eq!(lines, (1..=50).map(|i| format!("line {i}")).collect::<Vec<_>>());
     }
 

@@ -144,7 +144,17 @@ impl Device {
             }
         }
         let latency = if self.pacing.paces() { submitted.elapsed() } else { host + kem_host };
-        Ok(DhBatch { outputs, jobs: jobs.len(), kem_outputs, kem_jobs: kem.len(), kem_host, cycles, device, host, latency })
+        Ok(DhBatch {
+            outputs,
+            jobs: jobs.len(),
+            kem_outputs,
+            kem_jobs: kem.len(),
+            kem_host,
+            cycles,
+            device,
+            host,
+            latency,
+        })
     }
 }
 
@@ -302,9 +312,13 @@ mod tests {
     fn async_runner_notifies_after_each_result_is_ready() {
         let (ntx, nrx) = mpsc::channel::<()>();
         let (f, open, ran) = gated_fn();
-        let mut r = AsyncRunner::with_notify(f, Device::new(Pacing::Off { clock_hz: 0 }), Box::new(move || {
-            let _ = ntx.send(());
-        }));
+        let mut r = AsyncRunner::with_notify(
+            f,
+            Device::new(Pacing::Off { clock_hz: 0 }),
+            Box::new(move || {
+                let _ = ntx.send(());
+            }),
+        );
         let jobs = vec![job(), job(), job()];
         let want: Vec<[u8; 32]> = jobs.iter().map(|j| *j.run_dalek()).collect();
         let a = r.submit(jobs, vec![]);
@@ -373,7 +387,10 @@ mod tests {
         let mut r = AsyncRunner::new(f, Device::new(Pacing::Off { clock_hz: 0 }));
         let seed = zeroize::Zeroizing::new([7u8; 64]);
         let KemOutput::PublicKey(pk) = (KemJob::KeyGen { seed: seed.clone() }).run().unwrap() else { panic!() };
-        let kem = vec![KemJob::KeyGen { seed }, KemJob::Encapsulate { public_key: pk.clone(), randomness: Default::default() }];
+        let kem = vec![
+            KemJob::KeyGen { seed },
+            KemJob::Encapsulate { public_key: pk.clone(), randomness: Default::default() },
+        ];
         let t = r.submit(vec![job()], kem);
         assert!(!ran.load(std::sync::atomic::Ordering::SeqCst), "submit ran the batch on the caller's thread");
         assert!(r.poll(t).is_none(), "the batch is not done while its DH job waits");

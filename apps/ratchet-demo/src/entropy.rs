@@ -42,7 +42,9 @@ impl PoolRng {
                 loop {
                     {
                         let g = i2.0.lock().unwrap();
-                        let (g, _) = i2.1.wait_timeout_while(g, Duration::from_millis(50), |p| p.bytes.len() >= POOL_BYTES).unwrap();
+                        let (g, _) =
+                            i2.1.wait_timeout_while(g, Duration::from_millis(50), |p| p.bytes.len() >= POOL_BYTES)
+                                .unwrap();
                         if g.bytes.len() >= POOL_BYTES {
                             continue;
                         }
@@ -113,7 +115,9 @@ impl rand_core::RngCore for PoolRng {
         if g.bytes.len() < n {
             drop(g);
             self.inner.1.notify_all();
-            return Err(rand_core::Error::from(core::num::NonZeroU32::new(rand_core::Error::CUSTOM_START + 1).unwrap()));
+            return Err(rand_core::Error::from(
+                core::num::NonZeroU32::new(rand_core::Error::CUSTOM_START + 1).unwrap(),
+            ));
         }
         let start = g.bytes.len() - n;
         dest.copy_from_slice(&g.bytes[start..]);

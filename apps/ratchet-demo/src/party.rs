@@ -30,7 +30,10 @@ use std::time::{Duration, Instant};
 
 use rand_core::CryptoRngCore;
 use ratchet::x25519_dalek::{PublicKey, StaticSecret};
-use ratchet::{pqxdh, Decrypted, DhJob, Envelope, Error as RError, KeyPair, PendingAccept, PendingDecrypt, PendingInitiate, PqxdhBundle, Responder, Session};
+use ratchet::{
+    pqxdh, Decrypted, DhJob, Envelope, Error as RError, KeyPair, PendingAccept, PendingDecrypt, PendingInitiate,
+    PqxdhBundle, Responder, Session,
+};
 use sha2::{Digest, Sha256};
 
 use crate::dh::{DhBatch, DhRunner};
@@ -83,7 +86,12 @@ pub struct DhInfo {
 
 impl DhInfo {
     pub fn from_batch(b: &DhBatch) -> DhInfo {
-        DhInfo { jobs: b.jobs as u32, cycles: b.cycles, device_us: b.device.as_micros() as u64, host_us: b.host.as_micros() as u64 }
+        DhInfo {
+            jobs: b.jobs as u32,
+            cycles: b.cycles,
+            device_us: b.device.as_micros() as u64,
+            host_us: b.host.as_micros() as u64,
+        }
     }
 }
 
@@ -126,14 +134,34 @@ pub enum Reject {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    Received { peer: u32, seq: u32, text: String, dh: Option<DhInfo> },
-    Sent { peer: u32, seq: u32 },
-    Acked { peer: u32, seq: u32 },
-    Retransmit { peer: u32, seq: u32 },
-    Rejected { peer: u32, kind: Reject, why: String },
+    Received {
+        peer: u32,
+        seq: u32,
+        text: String,
+        dh: Option<DhInfo>,
+    },
+    Sent {
+        peer: u32,
+        seq: u32,
+    },
+    Acked {
+        peer: u32,
+        seq: u32,
+    },
+    Retransmit {
+        peer: u32,
+        seq: u32,
+    },
+    Rejected {
+        peer: u32,
+        kind: Reject,
+        why: String,
+    },
     /// the responder's published bundle changed (publish it again)
     BundleChanged,
-    SessionReady { peer: u32 },
+    SessionReady {
+        peer: u32,
+    },
     Info(String),
     Error(String),
 }
@@ -264,7 +292,11 @@ impl Party {
     }
 
     /// [`Self::responder`] with its store in `store`.
-    pub fn responder_in(store: Box<dyn Storage>, me: u32, make: impl FnOnce() -> Result<Responder, String>) -> Result<Party, String> {
+    pub fn responder_in(
+        store: Box<dyn Storage>,
+        me: u32,
+        make: impl FnOnce() -> Result<Responder, String>,
+    ) -> Result<Party, String> {
         let mut p = Party::empty(store, me, Role::Responder);
         p.load().map_err(|e| e.to_string())?;
         if p.responder.is_none() {
@@ -582,7 +614,9 @@ impl Party {
                 self.events.push(Event::Error(format!("DH failed: {e}; retrying")));
                 // put the message back (if any) and wait a little
                 match job {
-                    InFlight::Decrypt { peer, wire, .. } | InFlight::Accept { peer, wire, .. } => self.inbox.push_front((peer, msg_frame(&wire))),
+                    InFlight::Decrypt { peer, wire, .. } | InFlight::Accept { peer, wire, .. } => {
+                        self.inbox.push_front((peer, msg_frame(&wire)))
+                    }
                     _ => {}
                 }
                 self.retry_after = Some(Instant::now() + Duration::from_millis(500));
@@ -600,7 +634,8 @@ impl Party {
                 if out.len() == 1 && out[0].iter().any(|&b| b != 0) {
                     self.identity = Some(KeyPair::from_parts(secret, PublicKey::from(*out[0])));
                     self.dirty = true;
-                    self.events.push(Event::Info("identity key generated (TRNG secret, public key on the engine)".into()));
+                    self.events
+                        .push(Event::Info("identity key generated (TRNG secret, public key on the engine)".into()));
                 }
             }
             InFlight::Initiate { peer, pending } => match pending.complete_with_kem(out, kem) {
@@ -648,14 +683,23 @@ impl Party {
         }
     }
 
-    fn handle_frame(&mut self, from: u32, data: Vec<u8>, dh: &mut dyn DhRunner, rng: &mut dyn CryptoRngCore, _now: Instant) {
+    fn handle_frame(
+        &mut self,
+        from: u32,
+        data: Vec<u8>,
+        dh: &mut dyn DhRunner,
+        rng: &mut dyn CryptoRngCore,
+        _now: Instant,
+    ) {
         match data.first() {
             Some(&TAG_ACK) if data.len() == 33 => {
                 let h: [u8; 32] = data[1..].try_into().unwrap();
                 if let Some(i) = self.outbox.iter().position(|m| m.peer == from && m.hash == h) {
                     let m = self.outbox.remove(i);
                     self.counters.acked += 1;
-                    if let Some(e) = self.history.iter_mut().rev().find(|e| e.dir == Dir::Out && e.peer == from && e.seq == m.seq) {
+                    if let Some(e) =
+                        self.history.iter_mut().rev().find(|e| e.dir == Dir::Out && e.peer == from && e.seq == m.seq)
+                    {
                         e.acked = true;
                     }
                     self.events.push(Event::Acked { peer: from, seq: m.seq });
@@ -671,12 +715,23 @@ impl Party {
             _ => {
                 self.counters.rej_malformed += 1;
                 self.dirty = true;
-                self.events.push(Event::Rejected { peer: from, kind: Reject::Malformed, why: "unknown frame type".into() });
+                self.events.push(Event::Rejected {
+                    peer: from,
+                    kind: Reject::Malformed,
+                    why: "unknown frame type".into(),
+                });
             }
         }
     }
 
-    fn decrypt_incoming(&mut self, from: u32, wire: &[u8], hash: [u8; 32], dh: &mut dyn DhRunner, rng: &mut dyn CryptoRngCore) {
+    fn decrypt_incoming(
+        &mut self,
+        from: u32,
+        wire: &[u8],
+        hash: [u8; 32],
+        dh: &mut dyn DhRunner,
+        rng: &mut dyn CryptoRngCore,
+    ) {
         // A copy of a message accepted in this run (its acknowledgement got lost): the ratchet
         // would refuse it too, as a duplicate while its chain is among the peer's last 32
         // ratchet keys, but with a failed tag (after a useless DH step) once more chains went
@@ -694,13 +749,21 @@ impl Party {
                     if !known {
                         let ek = env.x3dh().expect("a prekey message").ephemeral_key;
                         if self.seen_x3dh.contains(&ek) {
-                            return self.reject(from, &RError::Duplicate { ratchet_key_prefix: [ek[0], ek[1], ek[2], ek[3]], n: env.ratchet().header.n }, hash);
+                            return self.reject(
+                                from,
+                                &RError::Duplicate {
+                                    ratchet_key_prefix: [ek[0], ek[1], ek[2], ek[3]],
+                                    n: env.ratchet().header.n,
+                                },
+                                hash,
+                            );
                         }
                         let r = self.responder.as_ref().expect("a responder").accept(wire, rng);
                         match r {
                             Ok(pending) => {
                                 let t = dh.submit(pending.jobs().to_vec(), pending.kem_jobs().to_vec());
-                                self.inflight = Some((t, InFlight::Accept { peer: from, pending, hash, ek, wire: wire.to_vec() }));
+                                self.inflight =
+                                    Some((t, InFlight::Accept { peer: from, pending, hash, ek, wire: wire.to_vec() }));
                             }
                             Err(e) if transient(&e) => self.defer(from, wire),
                             Err(e) => self.reject(from, &e, hash),
@@ -909,7 +972,8 @@ impl Party {
             w.raw(k);
         }
         let c = &self.counters;
-        for v in [c.accepted, c.sent, c.acked, c.retransmits, c.dh_steps, c.rej_replay, c.rej_tampered, c.rej_malformed] {
+        for v in [c.accepted, c.sent, c.acked, c.retransmits, c.dh_steps, c.rej_replay, c.rej_tampered, c.rej_malformed]
+        {
             w.u64(v);
         }
         w
@@ -959,7 +1023,8 @@ impl Party {
         }
         for _ in 0..r.count("queued texts", 8)? {
             let peer = r.u32("queued peer")?;
-            let text = String::from_utf8(r.bytes("queued text")?.to_vec()).map_err(|_| StoreError::Corrupt("queued text is not UTF-8".into()))?;
+            let text = String::from_utf8(r.bytes("queued text")?.to_vec())
+                .map_err(|_| StoreError::Corrupt("queued text is not UTF-8".into()))?;
             self.to_send.push_back((peer, text));
         }
         for _ in 0..r.count("history", 27)? {
@@ -972,9 +1037,15 @@ impl Party {
             let seq = r.u32("history seq")?;
             let unix_ms = r.u64("history time")?;
             let acked = r.flag("history acked")?;
-            let text = String::from_utf8(r.bytes("history text")?.to_vec()).map_err(|_| StoreError::Corrupt("history text is not UTF-8".into()))?;
+            let text = String::from_utf8(r.bytes("history text")?.to_vec())
+                .map_err(|_| StoreError::Corrupt("history text is not UTF-8".into()))?;
             let dh = if r.flag("history DH")? {
-                Some(DhInfo { jobs: r.u32("DH jobs")?, cycles: r.u64("DH cycles")?, device_us: r.u64("DH device")?, host_us: r.u64("DH host")? })
+                Some(DhInfo {
+                    jobs: r.u32("DH jobs")?,
+                    cycles: r.u64("DH cycles")?,
+                    device_us: r.u64("DH device")?,
+                    host_us: r.u64("DH host")?,
+                })
             } else {
                 None
             };

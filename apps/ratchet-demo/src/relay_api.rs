@@ -132,7 +132,8 @@ impl Frame {
 /// The frame archived at byte `pos` of `page`, read in place: None if it does not fit the page
 /// or is misaligned there.
 pub fn frame_at(page: &[u8], pos: usize) -> Option<&ArchivedFrame> {
-    let fits = service_ipc::archive::archive_fits::<Frame>(page.len(), pos) && (page.as_ptr() as usize + pos) % core::mem::align_of::<ArchivedFrame>() == 0;
+    let fits = service_ipc::archive::archive_fits::<Frame>(page.len(), pos)
+        && (page.as_ptr() as usize + pos) % core::mem::align_of::<ArchivedFrame>() == 0;
     // Safety: the archived frame lies inside `page` and is aligned (checked); it holds only
     // integers and bytes, so any bytes are a valid value.
     fits.then(|| unsafe { &*(page.as_ptr().add(pos) as *const ArchivedFrame) })
@@ -140,7 +141,8 @@ pub fn frame_at(page: &[u8], pos: usize) -> Option<&ArchivedFrame> {
 
 /// [`frame_at`] for writing a frame in place.
 pub fn frame_at_mut(page: &mut [u8], pos: usize) -> Option<&mut ArchivedFrame> {
-    let fits = service_ipc::archive::archive_fits::<Frame>(page.len(), pos) && (page.as_ptr() as usize + pos) % core::mem::align_of::<ArchivedFrame>() == 0;
+    let fits = service_ipc::archive::archive_fits::<Frame>(page.len(), pos)
+        && (page.as_ptr() as usize + pos) % core::mem::align_of::<ArchivedFrame>() == 0;
     // Safety: as in frame_at, and `page` is borrowed mutably.
     fits.then(|| unsafe { &mut *(page.as_mut_ptr().add(pos) as *mut ArchivedFrame) })
 }

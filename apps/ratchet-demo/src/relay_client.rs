@@ -86,7 +86,8 @@ impl Relay {
     pub fn new() -> Result<Relay, RelayError> {
         let xns = xous_api_names::XousNames::new().map_err(|e| RelayError::Ipc(format!("{e:?}")))?;
         let conn = xns.request_connection_blocking(SERVER_NAME).map_err(|e| RelayError::Ipc(format!("{e:?}")))?;
-        let page = xous::map_memory(None, None, PAGE, xous::MemoryFlags::R | xous::MemoryFlags::W).map_err(|e| RelayError::Ipc(format!("page: {e:?}")))?;
+        let page = xous::map_memory(None, None, PAGE, xous::MemoryFlags::R | xous::MemoryFlags::W)
+            .map_err(|e| RelayError::Ipc(format!("page: {e:?}")))?;
         Ok(Relay { conn, page })
     }
 
@@ -103,7 +104,10 @@ impl Relay {
         if !f.set(from, to, data) {
             return Err(RelayError::Status(Status::BadLength));
         }
-        let r = xous::send_message(self.conn, xous::Message::new_lend_mut(op as usize, self.page, None, xous::MemorySize::new(PAGE)));
+        let r = xous::send_message(
+            self.conn,
+            xous::Message::new_lend_mut(op as usize, self.page, None, xous::MemorySize::new(PAGE)),
+        );
         let (pos, _) = memory_reply(r.map_err(CallError::Ipc)?)?;
         let page = self.page.as_slice::<u8>();
         frame_at(page, pos.unwrap_or(0)).ok_or(RelayError::Ipc("reply archive out of range".into()))
@@ -183,7 +187,11 @@ impl Relay {
     }
 
     pub fn stats(&self) -> Result<RelayStats, RelayError> {
-        Ok(service_ipc::client::call(self.conn, Opcode::Stats as u32, RelayStats { magic: MAGIC, ..Default::default() })?)
+        Ok(service_ipc::client::call(
+            self.conn,
+            Opcode::Stats as u32,
+            RelayStats { magic: MAGIC, ..Default::default() },
+        )?)
     }
 }
 
@@ -192,7 +200,10 @@ mod tests {
     use super::{drain_with, DrainEnd};
 
     /// A mailbox of `frames`, failing with `fail` once they are taken (if set).
-    fn mailbox(frames: &[u32], fail: Option<&'static str>) -> impl FnMut() -> Result<Option<(u32, Vec<u8>)>, &'static str> {
+    fn mailbox(
+        frames: &[u32],
+        fail: Option<&'static str>,
+    ) -> impl FnMut() -> Result<Option<(u32, Vec<u8>)>, &'static str> {
         let mut q: std::collections::VecDeque<u32> = frames.iter().copied().collect();
         move || match q.pop_front() {
             Some(f) => Ok(Some((f, vec![f as u8]))),
@@ -203,7 +214,13 @@ mod tests {
     #[test]
     fn a_drain_hands_on_every_frame_in_order_and_says_how_it_ended() {
         let mut got = Vec::new();
-        assert_eq!(drain_with(mailbox(&[3, 1, 2], None), |f, d| { got.push((f, d)); true }), (3, DrainEnd::Empty));
+        assert_eq!(
+            drain_with(mailbox(&[3, 1, 2], None), |f, d| {
+                got.push((f, d));
+                true
+            }),
+            (3, DrainEnd::Empty)
+        );
         assert_eq!(got, vec![(3, vec![3]), (1, vec![1]), (2, vec![2])]);
         assert_eq!(drain_with(mailbox(&[], None), |_, _| true), (0, DrainEnd::Empty));
         // the relay failing after two frames: both handed on, then the error
@@ -211,7 +228,13 @@ mod tests {
         // the taker refusing the second frame: the drain stops there, the third stays queued
         let mut q = mailbox(&[7, 8, 9], None);
         let mut seen = 0;
-        assert_eq!(drain_with(&mut q, |_, _| { seen += 1; seen < 2 }), (1, DrainEnd::Refused));
+        assert_eq!(
+            drain_with(&mut q, |_, _| {
+                seen += 1;
+                seen < 2
+            }),
+            (1, DrainEnd::Refused)
+        );
         assert_eq!(q(), Ok(Some((9, vec![9]))));
     }
 }

@@ -114,7 +114,8 @@ impl Net {
         if data.is_empty() || data.len() > FRAME_DATA {
             return Err(Status::BadLength);
         }
-        let waiting = self.boxes.get(&to).map(|q| q.len()).unwrap_or(0) + self.held.iter().filter(|h| h.to == to).count();
+        let waiting =
+            self.boxes.get(&to).map(|q| q.len()).unwrap_or(0) + self.held.iter().filter(|h| h.to == to).count();
         if waiting >= MAX_QUEUE {
             self.stats.refused += 1;
             return Err(Status::Full);
@@ -261,13 +262,19 @@ mod tests {
         }
         let got = drain(&mut n, 2, u64::MAX);
         let s = n.stats();
-        for (name, v) in [("dropped", s.dropped), ("reordered", s.reordered), ("duplicated", s.duplicated), ("corrupted", s.corrupted)] {
+        for (name, v) in [
+            ("dropped", s.dropped),
+            ("reordered", s.reordered),
+            ("duplicated", s.duplicated),
+            ("corrupted", s.corrupted),
+        ] {
             assert!((120..280).contains(&v), "{name} {v} of {total} at 20%");
         }
         assert_eq!(got.len() as u64, total as u64 - s.dropped + s.duplicated);
         assert_eq!(s.delivered, got.len() as u64);
         // reordering really changes the order; corruption really changes bytes
-        let intact: Vec<u32> = got.iter().map(|d| u32::from_be_bytes(d[..].try_into().unwrap())).filter(|&v| v < total).collect();
+        let intact: Vec<u32> =
+            got.iter().map(|d| u32::from_be_bytes(d[..].try_into().unwrap())).filter(|&v| v < total).collect();
         assert!(intact.windows(2).any(|w| w[0] > w[1]), "no reordering seen");
         let mut seen = std::collections::HashMap::new();
         for v in &intact {

@@ -35,7 +35,10 @@ pub enum StoreError {
     Corrupt(String),
     Version(u16),
     /// The write needs `need` bytes, the store holds at most `cap`: nothing was written.
-    Full { need: usize, cap: usize },
+    Full {
+        need: usize,
+        cap: usize,
+    },
 }
 
 impl std::fmt::Display for StoreError {
@@ -44,7 +47,9 @@ impl std::fmt::Display for StoreError {
             StoreError::Io(e) => write!(f, "store I/O: {e}"),
             StoreError::Corrupt(e) => write!(f, "store file is damaged: {e}"),
             StoreError::Version(v) => write!(f, "store file version {v}, this build reads {VERSION}"),
-            StoreError::Full { need, cap } => write!(f, "store full: the state needs {need} bytes, the store holds {cap}; nothing was written"),
+            StoreError::Full { need, cap } => {
+                write!(f, "store full: the state needs {need} bytes, the store holds {cap}; nothing was written")
+            }
         }
     }
 }

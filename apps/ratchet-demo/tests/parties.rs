@@ -6,13 +6,13 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use rand_core::OsRng;
+use ratchet::{CpuKem, DalekDh, KeyPair, Responder};
 use ratchet_demo::dh::{dalek_fn, AsyncRunner, Device, DhRunner, Pacing, SyncRunner};
 use ratchet_demo::party::{Dir, Event, Party, VerifiedBundle};
 use ratchet_demo::relay_api::Faults;
 use ratchet_demo::relay_net::Net;
 use ratchet_demo::{ALICE, BOB};
-use rand_core::OsRng;
-use ratchet::{CpuKem, DalekDh, KeyPair, Responder};
 
 fn dir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("chat-parties-{name}-{}", std::process::id()));
@@ -72,7 +72,17 @@ impl World {
         net.set_faults(faults);
         let bob = make_bob(&pb);
         net.put_bundle(BOB, &bob.responder_keys().unwrap().pqxdh_bundle().encode()).unwrap();
-        World { net, t0: Instant::now(), alice: make_alice(&pa), bob, da: runner(false), db: runner(true), pa, pb, alice_sent: 0 }
+        World {
+            net,
+            t0: Instant::now(),
+            alice: make_alice(&pa),
+            bob,
+            da: runner(false),
+            db: runner(true),
+            pa,
+            pb,
+            alice_sent: 0,
+        }
     }
 
     fn now_ms(&self) -> u64 {
@@ -363,7 +373,10 @@ fn an_old_copy_is_acknowledged_again_without_the_ratchet() {
     w.bob.tick(Instant::now(), w.db.as_mut(), &mut OsRng).unwrap();
     let after = w.bob.counters();
     assert_eq!(after.rej_replay, before.rej_replay + 1);
-    assert_eq!((after.dh_steps, after.rej_tampered, after.accepted), (before.dh_steps, before.rej_tampered, before.accepted));
+    assert_eq!(
+        (after.dh_steps, after.rej_tampered, after.accepted),
+        (before.dh_steps, before.rej_tampered, before.accepted)
+    );
     use sha2::Digest;
     let hash: [u8; 32] = sha2::Sha256::digest(&first[1..]).into();
     let mut ack = vec![ratchet_demo::party::TAG_ACK];
@@ -432,7 +445,8 @@ fn a_full_store_refuses_texts_and_releases_no_frame_it_could_not_store() {
             std::thread::sleep(Duration::from_micros(200));
         }
     }
-    let e = refused.or_else(|| (tick_full > 0).then(|| "store full during a tick".into())).expect("16 KiB never filled up");
+    let e =
+        refused.or_else(|| (tick_full > 0).then(|| "store full during a tick".into())).expect("16 KiB never filled up");
     assert!(e.contains("store full"), "{e}");
     assert!(queued >= 2, "the store filled after {queued} messages");
     let mut seen = BTreeMap::new();
@@ -543,7 +557,10 @@ fn a_text_is_encrypted_in_the_write_that_queues_it_and_undone_if_that_write_fail
     let e = w.alice.queue_text(BOB, "message 2 from Alice").unwrap_err();
     assert!(e.contains("store full"), "{e}");
     assert!(w.alice.session(BOB).unwrap().to_bytes() == s0, "the encryption was not undone");
-    assert_eq!((w.alice.counters(), w.alice.history().len(), w.alice.outbox_len(), w.alice.queued_texts()), (c0, h0, 0, 0));
+    assert_eq!(
+        (w.alice.counters(), w.alice.history().len(), w.alice.outbox_len(), w.alice.queued_texts()),
+        (c0, h0, 0, 0)
+    );
     assert!(w.alice.take_events().iter().all(|e| !matches!(e, Event::Sent { .. })), "a Sent event of an undone text");
     let _ = w.alice.tick(Instant::now(), w.da.as_mut(), &mut OsRng);
     assert!(w.alice.take_outgoing().is_empty(), "a frame left whose state was never stored");

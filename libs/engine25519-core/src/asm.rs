@@ -143,7 +143,10 @@ struct Tok<'a> {
 
 enum Stmt {
     /// Operands as (text, column): owned, since included texts live only while they are read.
-    Insn { op: &'static OpcodeInfo, operands: Vec<(String, usize)> },
+    Insn {
+        op: &'static OpcodeInfo,
+        operands: Vec<(String, usize)>,
+    },
     Word(u32),
 }
 
@@ -417,7 +420,12 @@ impl<'r> Pass<'r> {
             let stmt = if head.text.eq_ignore_ascii_case(".isa") {
                 let declared = isa_directive(&line, lineno)?;
                 if seen_isa || self.items.len() != first_item {
-                    return Err(err(lineno, head.col, AsmErrorKind::Syntax, ".isa must come once, before any instruction"));
+                    return Err(err(
+                        lineno,
+                        head.col,
+                        AsmErrorKind::Syntax,
+                        ".isa must come once, before any instruction",
+                    ));
                 }
                 seen_isa = true;
                 if declared != isa {
@@ -505,7 +513,12 @@ impl<'r> Pass<'r> {
             .and_then(|s| s.strip_suffix('"'))
             .filter(|n| !n.is_empty() && !n.contains('"'))
             .ok_or_else(|| {
-                err(lineno, t.col, AsmErrorKind::Syntax, format!(".include takes a quoted file name, found {:?}", t.text))
+                err(
+                    lineno,
+                    t.col,
+                    AsmErrorKind::Syntax,
+                    format!(".include takes a quoted file name, found {:?}", t.text),
+                )
             })?;
         let Some(resolve) = self.resolve else {
             return Err(err(
@@ -566,7 +579,12 @@ fn parse_reg(t: &Tok, line: usize, allow_const: bool) -> Result<(u8, bool), AsmE
         (false, b)
     } else if let Some(b) = t.text.strip_prefix('#') {
         if !allow_const {
-            return Err(err(line, t.col, AsmErrorKind::BadOperand, format!("expected a register %n, found constant {:?}", t.text)));
+            return Err(err(
+                line,
+                t.col,
+                AsmErrorKind::BadOperand,
+                format!("expected a register %n, found constant {:?}", t.text),
+            ));
         }
         (true, b)
     } else {
@@ -606,12 +624,24 @@ fn parse_target(t: &Tok, line: usize, pc: usize, labels: &BTreeMap<String, usize
         let ok = rest.starts_with('+') || rest.starts_with('-');
         match parse_int(rest) {
             Some(off) if ok && !rest[1..].starts_with(['+', '-']) => return Ok(pc as i64 + off),
-            _ => return Err(err(line, t.col, AsmErrorKind::BadOperand, format!("bad relative target {s:?} (use .+n or .-n)"))),
+            _ => {
+                return Err(err(
+                    line,
+                    t.col,
+                    AsmErrorKind::BadOperand,
+                    format!("bad relative target {s:?} (use .+n or .-n)"),
+                ))
+            }
         }
     }
     let mut chars = s.chars();
     if !chars.next().is_some_and(is_ident_start) || !chars.all(is_ident_char) {
-        return Err(err(line, t.col, AsmErrorKind::BadOperand, format!("expected a branch target (label, .+n, .-n), found {s:?}")));
+        return Err(err(
+            line,
+            t.col,
+            AsmErrorKind::BadOperand,
+            format!("expected a branch target (label, .+n, .-n), found {s:?}"),
+        ));
     }
     labels
         .get(s)
@@ -672,7 +702,14 @@ fn encode_insn(
                         format!("immediate {} out of range ({imm_min}..={imm_max})", t.text),
                     ))
                 }
-                None => return Err(err(line, t.col, AsmErrorKind::BadOperand, format!("expected an integer, found {:?}", t.text))),
+                None => {
+                    return Err(err(
+                        line,
+                        t.col,
+                        AsmErrorKind::BadOperand,
+                        format!("expected an integer, found {:?}", t.text),
+                    ))
+                }
             },
         }
     }

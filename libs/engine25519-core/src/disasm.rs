@@ -91,9 +91,7 @@ fn reg_or_const(n: u8, c: bool) -> String {
 
 /// Branch target of a decoded instruction at `pc` (`None` if it has no target operand).
 pub fn branch_target(op: &OpcodeInfo, f: &Instr, pc: usize) -> Option<i64> {
-    op.operands
-        .contains(&OperandKind::Target)
-        .then(|| pc as i64 + f.imm as i64 + 1)
+    op.operands.contains(&OperandKind::Target).then(|| pc as i64 + f.imm as i64 + 1)
 }
 
 /// Format an instruction; `target` renders the branch target operand.

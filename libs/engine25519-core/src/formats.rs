@@ -77,11 +77,18 @@ pub fn words_to_bin(words: &[u32]) -> Vec<u8> {
 pub fn read_image(path: &Path, format: ImageFormat) -> Res<Vec<u32>> {
     let words = match format {
         ImageFormat::Bin => bin_to_words(&std::fs::read(path).with_ctx(|| format!("reading {}", path.display()))?),
-        ImageFormat::Hex => hex_to_words(&std::fs::read_to_string(path).with_ctx(|| format!("reading {}", path.display()))?),
+        ImageFormat::Hex => {
+            hex_to_words(&std::fs::read_to_string(path).with_ctx(|| format!("reading {}", path.display()))?)
+        }
     }
     .with_ctx(|| format!("{}", path.display()))?;
     if words.len() > isa::UCODE_WORDS {
-        return Err(format!("{}: {} words exceed the microcode RAM ({} words)", path.display(), words.len(), isa::UCODE_WORDS));
+        return Err(format!(
+            "{}: {} words exceed the microcode RAM ({} words)",
+            path.display(),
+            words.len(),
+            isa::UCODE_WORDS
+        ));
     }
     Ok(words)
 }
@@ -92,10 +99,10 @@ pub fn read_image(path: &Path, format: ImageFormat) -> Res<Vec<u32>> {
 #[cfg(feature = "export")]
 pub mod export {
     use super::*;
-    use std::path::PathBuf;
     use crate::isa::{self, Isa};
     use crate::programs::{self, MicroProgram, Runner};
     use serde_json::{json, Value};
+    use std::path::PathBuf;
 
     pub const FORMAT: &str = "engine25519-vectors/1";
     pub const VECT_MAGIC: u32 = 0x5645_4354;
@@ -168,7 +175,9 @@ pub mod export {
                 }
             }
             "field_add" | "field_sub" => {
-                for (a, b) in [(small(0), small(0)), (p_minus(1), small(1)), (small(0), small(1)), (p_minus(1), p_minus(1))] {
+                for (a, b) in
+                    [(small(0), small(0)), (p_minus(1), small(1)), (small(0), small(1)), (p_minus(1), p_minus(1))]
+                {
                     v.push(("edge", vec![a, b]));
                 }
                 for _ in 0..count {
@@ -193,7 +202,8 @@ pub mod export {
         if nargs >= 32 || window >= 16 || vectors.len() >= 1 << 23 || p.len() >= 1 << 16 {
             return Err(format!("{} ({}): does not fit the VECT header fields", p.name, p.isa));
         }
-        let mut w = vec![VECT_MAGIC, p.len() as u32, (nargs as u32) << 27 | (window as u32) << 23 | vectors.len() as u32];
+        let mut w =
+            vec![VECT_MAGIC, p.len() as u32, (nargs as u32) << 27 | (window as u32) << 23 | vectors.len() as u32];
         w.extend_from_slice(p.words());
         while w.len() % 8 != 0 {
             w.push(0);
@@ -263,13 +273,20 @@ pub mod export {
             let mut vecs = Vec::new();
             let mut raw = Vec::new();
             for (kind, inputs) in inputs_for(p, &mut rng, count)? {
-                let (result, o) = runner
-                    .run(&inputs)
-                    .map_err(|e| format!("model failed on {} ({}): {e}", p.name, p.isa))?;
+                let (result, o) =
+                    runner.run(&inputs).map_err(|e| format!("model failed on {} ({}): {e}", p.name, p.isa))?;
                 if kind == "rfc7748" {
-                    let (_, _, want) = RFC7748.iter().find(|(k, u, _)| parse32(k).ok() == Some(inputs[0]) && parse32(u).ok() == Some(inputs[1])).unwrap();
+                    let (_, _, want) = RFC7748
+                        .iter()
+                        .find(|(k, u, _)| parse32(k).ok() == Some(inputs[0]) && parse32(u).ok() == Some(inputs[1]))
+                        .unwrap();
                     if hex::encode(&result) != *want {
-                        return Err(format!("{} ({}): model result {} != RFC 7748 {want}", p.name, p.isa, hex::encode(&result)));
+                        return Err(format!(
+                            "{} ({}): model result {} != RFC 7748 {want}",
+                            p.name,
+                            p.isa,
+                            hex::encode(&result)
+                        ));
                     }
                 }
                 runner.engine.clear_window(job.window).map_err(|e| format!("{e}"))?;
@@ -312,7 +329,8 @@ pub mod export {
             "register_encoding": "64 hex digits = 32 little-endian bytes (RF layout: 8 u32 words, LSW first)",
             "programs": progs,
         });
-        std::fs::write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest).ctx("manifest")?).ctx("manifest.json")?;
+        std::fs::write(out.join("manifest.json"), serde_json::to_string_pretty(&manifest).ctx("manifest")?)
+            .ctx("manifest.json")?;
         Ok(manifest)
     }
 
@@ -331,10 +349,13 @@ pub mod export {
             let name = pj["name"].as_str().ok_or_else(|| format!("program without name"))?;
             let isa: Isa = pj["isa"].as_str().unwrap_or("").parse()?;
             let p = programs::get(name, isa).ok_or_else(|| format!("unknown program {name} ({isa})"))?;
-            let file = |k: &str| -> Res<PathBuf> { Ok(dir.join(pj[k].as_str().ok_or_else(|| format!("{name}: {k} missing"))?)) };
+            let file = |k: &str| -> Res<PathBuf> {
+                Ok(dir.join(pj[k].as_str().ok_or_else(|| format!("{name}: {k} missing"))?))
+            };
             let hex = read_image(&file("hex")?, ImageFormat::Hex)?;
             let bin = read_image(&file("bin")?, ImageFormat::Bin)?;
-            let vect = parse_vect(&std::fs::read(file("vect")?).ctx("reading the .vect file")?).with_ctx(|| format!("{name} ({isa}) vect"))?;
+            let vect = parse_vect(&std::fs::read(file("vect")?).ctx("reading the .vect file")?)
+                .with_ctx(|| format!("{name} ({isa}) vect"))?;
             if hex != p.words() || bin != p.words() || vect.code != p.words() {
                 return Err(format!("{name} ({isa}): program images disagree with the assembled source"));
             }
@@ -358,7 +379,13 @@ pub mod export {
                 }
                 let (got, o) = runner.run(&inputs).map_err(|e| format!("{name} ({isa}): {e}"))?;
                 if got != expected || Some(o.cycles) != v["cycles"].as_u64() {
-                    return Err(format!("{name} ({isa}): model gives {} in {} cycles, manifest says {} in {}", hex::encode(&got), o.cycles, v["expected"], v["cycles"]));
+                    return Err(format!(
+                        "{name} ({isa}): model gives {} in {} cycles, manifest says {} in {}",
+                        hex::encode(&got),
+                        o.cycles,
+                        v["expected"],
+                        v["cycles"]
+                    ));
                 }
                 cycles.push(o.cycles);
                 checked += 1;

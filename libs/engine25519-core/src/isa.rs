@@ -312,10 +312,7 @@ mod tests {
     fn v1_opcodes_and_costs() {
         let v1 = Isa::V1;
         let names: Vec<&str> = (0..13).map(|c| v1.opcode(c).unwrap().mnemonic).collect();
-        assert_eq!(
-            names,
-            ["psa", "psb", "msk", "xor", "not", "add", "sub", "mul", "trd", "brz", "fin", "shl", "xbt"]
-        );
+        assert_eq!(names, ["psa", "psb", "msk", "xor", "not", "add", "sub", "mul", "trd", "brz", "fin", "shl", "xbt"]);
         for c in 13..64 {
             assert!(v1.opcode(c).is_none(), "opcode {c} must be illegal in v1");
         }

@@ -26,7 +26,6 @@
 
 #![cfg_attr(not(feature = "std"), no_std)]
 
-pub mod isa;
 #[cfg(feature = "std")]
 pub mod asm;
 #[cfg(feature = "std")]
@@ -35,6 +34,7 @@ pub mod disasm;
 pub mod docs;
 #[cfg(feature = "std")]
 pub mod formats;
+pub mod isa;
 #[cfg(feature = "std")]
 pub mod model;
 #[cfg(feature = "std")]

@@ -132,18 +132,8 @@ struct Dec {
     unit: u8,
 }
 
-const ILLEGAL: Dec = Dec {
-    op: Op::Illegal,
-    a: 0,
-    b: 0,
-    wd: 0,
-    touch: 0,
-    writes: false,
-    imm: 0,
-    cycles: 0,
-    latency: 0,
-    unit: u8::MAX,
-};
+const ILLEGAL: Dec =
+    Dec { op: Op::Illegal, a: 0, b: 0, wd: 0, touch: 0, writes: false, imm: 0, cycles: 0, latency: 0, unit: u8::MAX };
 
 /// Per-ISA tables derived once from the spec.
 struct IsaTables {
@@ -361,7 +351,12 @@ impl EngineModel {
     /// A powered-up engine: RF and microcode RAM all zero.
     pub fn new(isa: Isa) -> EngineModel {
         let zero = decode(isa, 0);
-        EngineModel { isa, rf: vec![[[0; 4]; REGS]; WINDOWS], ucode: vec![0; UCODE_WORDS], dec: vec![zero; UCODE_WORDS] }
+        EngineModel {
+            isa,
+            rf: vec![[[0; 4]; REGS]; WINDOWS],
+            ucode: vec![0; UCODE_WORDS],
+            dec: vec![zero; UCODE_WORDS],
+        }
     }
 
     pub fn isa(&self) -> Isa {

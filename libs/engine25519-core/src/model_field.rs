@@ -205,18 +205,13 @@ fn reduce512(t: &[u64; 8]) -> U256 {
     let (s1, k) = adc(r1, 0, k);
     let (s2, k) = adc(r2, 0, k);
     let s3 = (r3 & MASK63) + k; // s < 2^255 + 2^12 < 2p
-    // s >= p  <=>  s + 19 >= 2^255
+                                // s >= p  <=>  s + 19 >= 2^255
     let (u0, k) = adc(s0, 19, 0);
     let (u1, k) = adc(s1, 0, k);
     let (u2, k) = adc(s2, 0, k);
     let u3 = s3 + k;
     let ge = 0u64.wrapping_sub(u3 >> 63);
-    [
-        (u0 & ge) | (s0 & !ge),
-        (u1 & ge) | (s1 & !ge),
-        (u2 & ge) | (s2 & !ge),
-        ((u3 & MASK63) & ge) | (s3 & !ge),
-    ]
+    [(u0 & ge) | (s0 & !ge), (u1 & ge) | (s1 & !ge), (u2 & ge) | (s2 & !ge), ((u3 & MASK63) & ge) | (s3 & !ge)]
 }
 
 /// MUL: ((a mod 2^255) * (b mod 2^255)) mod p, fully reduced.
@@ -279,7 +274,6 @@ pub fn sqr(a: &U256) -> U256 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
 
     #[test]
     fn sqr_equals_mul() {

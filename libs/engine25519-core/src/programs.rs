@@ -76,14 +76,62 @@ const X25519_IN: &[usize] = &[X25519_SCALAR_REG, X25519_U_REG];
 const FIELD_IN: &[usize] = &[FIELD_A_REG, FIELD_B_REG];
 
 const SOURCES: &[Src] = &[
-    Src { name: "x25519", file: "x25519_v1.s", isa: Isa::V1, source: include_str!("../programs/x25519_v1.s"), inputs: X25519_IN },
-    Src { name: "x25519", file: "x25519_v2.s", isa: Isa::V2, source: include_str!("../programs/x25519_v2.s"), inputs: X25519_IN },
-    Src { name: "field_mul", file: "field_mul.s", isa: Isa::V1, source: include_str!("../programs/field_mul.s"), inputs: FIELD_IN },
-    Src { name: "field_mul", file: "field_mul.s", isa: Isa::V2, source: include_str!("../programs/field_mul.s"), inputs: FIELD_IN },
-    Src { name: "field_add", file: "field_add_v1.s", isa: Isa::V1, source: include_str!("../programs/field_add_v1.s"), inputs: FIELD_IN },
-    Src { name: "field_sub", file: "field_sub_v1.s", isa: Isa::V1, source: include_str!("../programs/field_sub_v1.s"), inputs: FIELD_IN },
-    Src { name: "field_add", file: "field_add_v2.s", isa: Isa::V2, source: include_str!("../programs/field_add_v2.s"), inputs: FIELD_IN },
-    Src { name: "field_sub", file: "field_sub_v2.s", isa: Isa::V2, source: include_str!("../programs/field_sub_v2.s"), inputs: FIELD_IN },
+    Src {
+        name: "x25519",
+        file: "x25519_v1.s",
+        isa: Isa::V1,
+        source: include_str!("../programs/x25519_v1.s"),
+        inputs: X25519_IN,
+    },
+    Src {
+        name: "x25519",
+        file: "x25519_v2.s",
+        isa: Isa::V2,
+        source: include_str!("../programs/x25519_v2.s"),
+        inputs: X25519_IN,
+    },
+    Src {
+        name: "field_mul",
+        file: "field_mul.s",
+        isa: Isa::V1,
+        source: include_str!("../programs/field_mul.s"),
+        inputs: FIELD_IN,
+    },
+    Src {
+        name: "field_mul",
+        file: "field_mul.s",
+        isa: Isa::V2,
+        source: include_str!("../programs/field_mul.s"),
+        inputs: FIELD_IN,
+    },
+    Src {
+        name: "field_add",
+        file: "field_add_v1.s",
+        isa: Isa::V1,
+        source: include_str!("../programs/field_add_v1.s"),
+        inputs: FIELD_IN,
+    },
+    Src {
+        name: "field_sub",
+        file: "field_sub_v1.s",
+        isa: Isa::V1,
+        source: include_str!("../programs/field_sub_v1.s"),
+        inputs: FIELD_IN,
+    },
+    Src {
+        name: "field_add",
+        file: "field_add_v2.s",
+        isa: Isa::V2,
+        source: include_str!("../programs/field_add_v2.s"),
+        inputs: FIELD_IN,
+    },
+    Src {
+        name: "field_sub",
+        file: "field_sub_v2.s",
+        isa: Isa::V2,
+        source: include_str!("../programs/field_sub_v2.s"),
+        inputs: FIELD_IN,
+    },
 ];
 
 /// Include fragments (`.include "name"` in the programs above): name -> text, each file under

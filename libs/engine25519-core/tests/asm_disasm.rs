@@ -56,11 +56,9 @@ fn values(kind: OperandKind) -> Vec<(u8, bool, i16)> {
     let consts = [0u8, 1, 3, 9, 10, 31];
     match kind {
         OperandKind::Wd | OperandKind::RaReg | OperandKind::RbReg => regs.iter().map(|&r| (r, false, 0)).collect(),
-        OperandKind::Ra | OperandKind::Rb => regs
-            .iter()
-            .map(|&r| (r, false, 0))
-            .chain(consts.iter().map(|&c| (c, true, 0)))
-            .collect(),
+        OperandKind::Ra | OperandKind::Rb => {
+            regs.iter().map(|&r| (r, false, 0)).chain(consts.iter().map(|&c| (c, true, 0))).collect()
+        }
         OperandKind::Target | OperandKind::Imm => {
             let (lo, hi) = field::IMM.signed_range();
             [lo, lo + 1, -2, -1, 0, 1, 2, hi - 1, hi].iter().map(|&i| (0, false, i as i16)).collect()

@@ -51,7 +51,8 @@ fn include_inserts_text_and_shares_labels() {
 
 #[test]
 fn nested_includes_and_isa_in_fragments() {
-    let table = [("a.s", ".include \"b.s\"\npsa %1, #1\n"), ("b.s", ".isa v1\npsa %2, #2\n"), ("v2.s", ".isa v2\nfin\n")];
+    let table =
+        [("a.s", ".include \"b.s\"\npsa %1, #1\n"), ("b.s", ".isa v1\npsa %2, #2\n"), ("v2.s", ".isa v2\nfin\n")];
     let p = asm("fin\n.include \"a.s\"\n", &table).unwrap();
     assert_eq!(p.len(), 3);
     assert_eq!(p.source_files[1].as_deref(), Some("b.s"));
@@ -128,7 +129,11 @@ fn malformed_include_directives() {
 
 #[test]
 fn include_cycles_are_detected() {
-    let table = [("a.s", "fin\n.include \"b.s\"\n"), ("b.s", "fin\n\n  .include \"a.s\"\n"), ("self.s", ".include \"self.s\"\n")];
+    let table = [
+        ("a.s", "fin\n.include \"b.s\"\n"),
+        ("b.s", "fin\n\n  .include \"a.s\"\n"),
+        ("self.s", ".include \"self.s\"\n"),
+    ];
     let e = fails(".include \"a.s\"\n", &table);
     assert_eq!((e.kind, e.file.as_deref(), e.line, e.col), (AsmErrorKind::Include, Some("b.s"), 3, 12));
     assert_eq!(e.message, "include cycle: a.s -> b.s -> a.s");

@@ -64,10 +64,7 @@ fn branch_out_of_program_halts() {
         let brz = isa.by_mnemonic("brz").unwrap().code;
         let back = isa::Instr { opcode: brz, ra: 1, imm: -3, ..Default::default() }.encode();
         let (mut e, job) = load(isa, &format!("psa %1, #0\n.word {back:#x}\nfin\n"));
-        assert!(
-            matches!(e.run(&job), Err(ModelError::BranchOutOfProgram { mpc: 101, target: 99, .. })),
-            "{isa}"
-        );
+        assert!(matches!(e.run(&job), Err(ModelError::BranchOutOfProgram { mpc: 101, target: 99, .. })), "{isa}");
         // forwards past the end
         let fwd = isa::Instr { opcode: brz, ca: true, imm: 2, ..Default::default() }.encode();
         let (mut e, job) = load(isa, &format!(".word {fwd:#x}\nfin\nfin\n"));
@@ -175,7 +172,12 @@ fn v1_cycles_are_the_sum_of_the_costs() {
     let isa = Isa::V1;
     let (mut e, job) = load(isa, "mul %1, #2, #2\nadd %2, %1, %1\nmul %3, %2, %1\nbrz .+1, #0\nxbt %4, %3\nfin\n");
     let o = e.run(&job).unwrap();
-    let want = isa.info().go_cycles as u64 + 2 * cost(isa, "mul") + cost(isa, "add") + cost(isa, "brz") + cost(isa, "xbt") + cost(isa, "fin");
+    let want = isa.info().go_cycles as u64
+        + 2 * cost(isa, "mul")
+        + cost(isa, "add")
+        + cost(isa, "brz")
+        + cost(isa, "xbt")
+        + cost(isa, "fin");
     assert_eq!(o.cycles, want);
 }
 
@@ -225,7 +227,7 @@ fn v2_new_opcodes() {
     e.run(&job).unwrap();
     assert_eq!(e.reg(3, 2).unwrap(), [0; 32]);
     assert_eq!(e.reg(3, 3).unwrap(), e.reg(3, 1).unwrap()); // 0 - 1 = p - 1
-    // v1 does not have them
+                                                            // v1 does not have them
     assert!(assemble("fadd %1, %2, %3\n", Isa::V1).is_err());
 }
 

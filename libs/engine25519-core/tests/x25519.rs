@@ -109,7 +109,11 @@ fn random_pairs_match_dalek_with_constant_cycles() {
         for (i, r) in runners.iter_mut().enumerate() {
             let (out, o) = r.run(&[k, u]).unwrap();
             assert_eq!(out, want, "{}: case {n} differs from x25519-dalek", r.program.isa);
-            assert!(cycles[i].is_none() || cycles[i] == Some(o.cycles), "{}: cycle count depends on data", r.program.isa);
+            assert!(
+                cycles[i].is_none() || cycles[i] == Some(o.cycles),
+                "{}: cycle count depends on data",
+                r.program.isa
+            );
             assert!(instructions[i].is_none() || instructions[i] == Some(o.instructions));
             cycles[i] = Some(o.cycles);
             instructions[i] = Some(o.instructions);

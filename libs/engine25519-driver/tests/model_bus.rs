@@ -94,7 +94,9 @@ impl Bus for ModelBus {
             csr::mpstart::OFFSET => self.mpstart,
             csr::mplen::OFFSET => self.mplen,
             csr::mpresume::OFFSET => self.mpc(),
-            csr::power::OFFSET => csr::power::PAUSE_REQ.put(csr::power::ON.put(0, self.on as u32), self.pause_req as u32),
+            csr::power::OFFSET => {
+                csr::power::PAUSE_REQ.put(csr::power::ON.put(0, self.on as u32), self.pause_req as u32)
+            }
             csr::status::OFFSET => {
                 self.advance();
                 let s = csr::status::RUNNING.put(0, self.running() as u32);
@@ -229,7 +231,14 @@ fn start_programs_the_launch_registers_then_go() {
     let offsets: Vec<u32> = w.iter().map(|x| x.0).collect();
     assert_eq!(
         offsets,
-        [csr::window::OFFSET, csr::mpstart::OFFSET, csr::mplen::OFFSET, csr::ev_pending::OFFSET, csr::power::OFFSET, csr::control::OFFSET]
+        [
+            csr::window::OFFSET,
+            csr::mpstart::OFFSET,
+            csr::mplen::OFFSET,
+            csr::ev_pending::OFFSET,
+            csr::power::OFFSET,
+            csr::control::OFFSET
+        ]
     );
     assert_eq!((w[0].1, w[1].1, w[2].1), (9, 10, 1));
     assert_eq!(w[4].1, csr::power::ON.mask(), "engine on, no pause");

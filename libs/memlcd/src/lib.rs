@@ -47,7 +47,10 @@ impl Default for FrameBuffer {
 
 impl core::fmt::Debug for FrameBuffer {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("FrameBuffer").field("dirty_lines", &self.dirty_lines().count()).field("clipped", &self.clipped).finish()
+        f.debug_struct("FrameBuffer")
+            .field("dirty_lines", &self.dirty_lines().count())
+            .field("clipped", &self.clipped)
+            .finish()
     }
 }
 
@@ -216,7 +219,8 @@ pub mod text {
     /// Read back the `n` characters at (x, y) by matching each cell against the font's
     /// printable ASCII glyphs; a cell that matches none reads as '?'.
     pub fn read(fb: &FrameBuffer, x: i32, y: i32, n: usize) -> String {
-        let (w, h) = (FONT.character_size.width as i32 + FONT.character_spacing as i32, FONT.character_size.height as i32);
+        let (w, h) =
+            (FONT.character_size.width as i32 + FONT.character_spacing as i32, FONT.character_size.height as i32);
         let cell = |fb: &FrameBuffer, cx: i32, cy: i32| -> Vec<bool> {
             let mut v = Vec::with_capacity((w * h) as usize);
             for dy in 0..h {
@@ -292,7 +296,11 @@ pub mod grid {
         /// a character outside printable ASCII is drawn as '?'. A row below the screen is not
         /// drawn (counted as clipped). Marks the row's lines dirty.
         pub fn draw_row(&self, fb: &mut FrameBuffer, row: usize, s: &str) {
-            let chars: Vec<usize> = s.chars().take(COLS).map(|c| if (' '..='~').contains(&c) { c as usize - 32 } else { '?' as usize - 32 }).collect();
+            let chars: Vec<usize> = s
+                .chars()
+                .take(COLS)
+                .map(|c| if (' '..='~').contains(&c) { c as usize - 32 } else { '?' as usize - 32 })
+                .collect();
             for dy in 0..CELL_H {
                 let mut words = [u32::MAX; WORDS_PER_LINE];
                 for (i, &g) in chars.iter().enumerate() {
@@ -400,8 +408,18 @@ pub mod device {
         /// process holds either (on Precursor: the graphics server).
         pub fn map() -> Result<Memlcd, xous::Error> {
             let len = (FB_WORDS * 4 + 4095) & !4095;
-            let fb = xous::map_memory(xous::MemoryAddress::new(HW_MEMLCD_MEM), None, len, xous::MemoryFlags::R | xous::MemoryFlags::W)?;
-            let regs = xous::map_memory(xous::MemoryAddress::new(HW_MEMLCD_BASE), None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W)?;
+            let fb = xous::map_memory(
+                xous::MemoryAddress::new(HW_MEMLCD_MEM),
+                None,
+                len,
+                xous::MemoryFlags::R | xous::MemoryFlags::W,
+            )?;
+            let regs = xous::map_memory(
+                xous::MemoryAddress::new(HW_MEMLCD_BASE),
+                None,
+                4096,
+                xous::MemoryFlags::R | xous::MemoryFlags::W,
+            )?;
             let mut csr = CSR::new(regs.as_mut_ptr() as *mut u32);
             csr.wfo(utra::memlcd::PRESCALER_PRESCALER, 49);
             Ok(Memlcd { fb: fb.as_mut_ptr() as *mut u32, csr, sent: Vec::new() })
@@ -440,7 +458,12 @@ pub mod device {
         /// of them, top to bottom (a transfer takes [`CLOCKS_PER_LINE`] serial clocks per
         /// line, so `max` bounds how long the panel stays busy); the others stay dirty in `fb`
         /// for a later transfer.
-        pub fn start_flush_some(&mut self, fb: &mut FrameBuffer, pick: impl Fn(usize) -> bool, max: usize) -> Option<usize> {
+        pub fn start_flush_some(
+            &mut self,
+            fb: &mut FrameBuffer,
+            pick: impl Fn(usize) -> bool,
+            max: usize,
+        ) -> Option<usize> {
             if self.busy() {
                 return None;
             }
@@ -533,7 +556,9 @@ mod tests {
 
     #[test]
     fn the_dirty_bitmap_agrees_with_the_lines_dirty_bits() {
-        let from_words = |fb: &FrameBuffer| (0..LINES).filter(|&y| fb.line(y)[WORDS_PER_LINE - 1] & DIRTY_BIT != 0).collect::<Vec<_>>();
+        let from_words = |fb: &FrameBuffer| {
+            (0..LINES).filter(|&y| fb.line(y)[WORDS_PER_LINE - 1] & DIRTY_BIT != 0).collect::<Vec<_>>()
+        };
         let mut fb = FrameBuffer::new();
         fb.clear_screen();
         assert_eq!(fb.dirty_lines().collect::<Vec<_>>(), (0..LINES).collect::<Vec<_>>());
@@ -561,7 +586,10 @@ mod tests {
         assert!(!fb.set(-1, 0, true) && !fb.set(336, 0, true) && !fb.set(0, 536, true) && !fb.set(0, -5, true));
         assert_eq!(fb.clipped(), 4);
         // a rectangle hanging over the right edge: the inside is drawn, the rest counted
-        Rectangle::new(Point::new(330, 10), Size::new(10, 2)).into_styled(PrimitiveStyle::with_fill(BinaryColor::On)).draw(&mut fb).unwrap();
+        Rectangle::new(Point::new(330, 10), Size::new(10, 2))
+            .into_styled(PrimitiveStyle::with_fill(BinaryColor::On))
+            .draw(&mut fb)
+            .unwrap();
         assert_eq!(fb.clipped(), 4 + 8);
         assert_eq!((330..336).filter(|&x| fb.is_dark(x, 10) == Some(true)).count(), 6);
         assert_eq!(fb.is_dark(336, 10), None);
@@ -577,7 +605,13 @@ mod tests {
         // the log the simulator writes for the dirty lines
         let log: String = fb
             .dirty_lines()
-            .map(|y| format!("{} {y} {}\n", 1000 + y, fb.line(y).iter().rev().map(|w| format!("{w:08x}")).collect::<String>()))
+            .map(|y| {
+                format!(
+                    "{} {y} {}\n",
+                    1000 + y,
+                    fb.line(y).iter().rev().map(|w| format!("{w:08x}")).collect::<String>()
+                )
+            })
             .collect();
         let (panel, sent) = check::panel_from_log(&log).unwrap();
         assert_eq!(sent, fb.dirty_lines().count());

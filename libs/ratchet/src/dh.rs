@@ -45,28 +45,17 @@ pub struct DhJob {
 
 impl core::fmt::Debug for DhJob {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("DhJob")
-            .field("public", &self.public)
-            .field("purpose", &self.purpose)
-            .finish_non_exhaustive()
+        f.debug_struct("DhJob").field("public", &self.public).field("purpose", &self.purpose).finish_non_exhaustive()
     }
 }
 
 impl DhJob {
     /// The job that yields `secret`'s public key.
     pub fn public_key(secret: &StaticSecret) -> Self {
-        DhJob {
-            secret: secret.clone(),
-            public: BASEPOINT,
-            purpose: DhPurpose::PublicKey,
-        }
+        DhJob { secret: secret.clone(), public: BASEPOINT, purpose: DhPurpose::PublicKey }
     }
     pub fn agree(secret: &StaticSecret, public: &PublicKey, purpose: DhPurpose) -> Self {
-        DhJob {
-            secret: secret.clone(),
-            public: *public.as_bytes(),
-            purpose,
-        }
+        DhJob { secret: secret.clone(), public: *public.as_bytes(), purpose }
     }
     /// The secret as bytes (for a provider that ships it elsewhere, e.g. to the engine service).
     pub fn secret_bytes(&self) -> Zeroizing<[u8; 32]> {
@@ -109,18 +98,14 @@ where
 /// A fresh X25519 secret from `rng` (errors from the source are passed on).
 pub fn generate_secret(rng: &mut dyn CryptoRngCore) -> Result<StaticSecret, Error> {
     let mut b = Zeroizing::new([0u8; 32]);
-    rng.try_fill_bytes(&mut b[..])
-        .map_err(|e| Error::Rng(e.to_string()))?;
+    rng.try_fill_bytes(&mut b[..]).map_err(|e| Error::Rng(e.to_string()))?;
     Ok(StaticSecret::from(*b))
 }
 
 /// Checks a batch result against its jobs: count, and no all-zero output (low-order public key).
 pub(crate) fn check_results(jobs: usize, results: &[DhOutput]) -> Result<(), Error> {
     if results.len() != jobs {
-        return Err(Error::DhResultCount {
-            expected: jobs,
-            got: results.len(),
-        });
+        return Err(Error::DhResultCount { expected: jobs, got: results.len() });
     }
     // Constant-time enough: the OR over all bytes does not branch on individual bytes.
     for r in results {
@@ -141,9 +126,7 @@ pub struct KeyPair {
 
 impl core::fmt::Debug for KeyPair {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("KeyPair")
-            .field("public", &self.public)
-            .finish_non_exhaustive()
+        f.debug_struct("KeyPair").field("public", &self.public).finish_non_exhaustive()
     }
 }
 
@@ -153,10 +136,7 @@ impl KeyPair {
         let secret = generate_secret(rng)?;
         let out = dh.run(&[DhJob::public_key(&secret)])?;
         check_results(1, &out)?;
-        Ok(KeyPair {
-            public: PublicKey::from(*out[0]),
-            secret,
-        })
+        Ok(KeyPair { public: PublicKey::from(*out[0]), secret })
     }
     /// From a secret and its already known public key.
     pub fn from_parts(secret: StaticSecret, public: PublicKey) -> Self {

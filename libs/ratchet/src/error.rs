@@ -7,17 +7,9 @@ use core::fmt;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Error {
     /// The input ended before a field it must contain.
-    Truncated {
-        what: &'static str,
-        needed: usize,
-        got: usize,
-    },
+    Truncated { what: &'static str, needed: usize, got: usize },
     /// The input is longer than this crate accepts.
-    Oversized {
-        what: &'static str,
-        len: usize,
-        max: usize,
-    },
+    Oversized { what: &'static str, len: usize, max: usize },
     /// A field holds a value the format does not allow.
     Malformed(&'static str),
     /// The first byte names no message type we know.
@@ -47,10 +39,7 @@ pub enum Error {
     /// A pending step was completed with the wrong number of KEM results.
     KemResultCount { expected: usize, got: usize },
     /// A KEM result is not of its job's kind (e.g. a shared secret for a key generation).
-    KemResultKind {
-        expected: &'static str,
-        got: &'static str,
-    },
+    KemResultKind { expected: &'static str, got: &'static str },
     /// The prekey message names a signed or one-time prekey we do not hold (any more).
     UnknownPreKey(&'static str),
     /// A prekey message whose X3DH header does not belong to this session.
@@ -88,14 +77,15 @@ impl fmt::Display for Error {
                 write!(f, "message would skip {skip} message keys, more than MAX_SKIP = {max}")
             }
             Error::CounterOverflow => write!(f, "message counter overflow"),
-            Error::NoSendingChain => write!(f, "this session has no sending chain yet (receive the first message first)"),
+            Error::NoSendingChain => {
+                write!(f, "this session has no sending chain yet (receive the first message first)")
+            }
             Error::InvalidPublicKey => write!(f, "invalid public key (Diffie-Hellman output is all zero)"),
             Error::BadSignature => write!(f, "signed prekey signature does not verify"),
             Error::BadPqSignature => write!(f, "post-quantum prekey signature does not verify"),
-            Error::MissingPqPreKey => write!(
-                f,
-                "prekey bundle has no post-quantum prekey: PQXDH requires one (no fall-back to X3DH)"
-            ),
+            Error::MissingPqPreKey => {
+                write!(f, "prekey bundle has no post-quantum prekey: PQXDH requires one (no fall-back to X3DH)")
+            }
             Error::InvalidKemKey => write!(f, "ML-KEM-1024 public key fails the FIPS 203 modulus check"),
             Error::KemResultCount { expected, got } => {
                 write!(f, "pending step completed with {got} KEM results, {expected} expected")

@@ -112,11 +112,7 @@ fn aead_keys(mk: &[u8; 32]) -> AeadKeys {
     let hk = Hkdf::<Sha256>::new(Some(&[0u8; 32]), mk);
     let mut okm = Zeroizing::new([0u8; 80]);
     hk.expand(MESSAGE_INFO, &mut okm[..]).expect("80 <= 255*32");
-    let mut k = AeadKeys {
-        enc: [0; 32],
-        auth: [0; 32],
-        iv: [0; 16],
-    };
+    let mut k = AeadKeys { enc: [0; 32], auth: [0; 32], iv: [0; 16] };
     k.enc.copy_from_slice(&okm[..32]);
     k.auth.copy_from_slice(&okm[32..64]);
     k.iv.copy_from_slice(&okm[64..80]);
@@ -127,8 +123,7 @@ fn aead_keys(mk: &[u8; 32]) -> AeadKeys {
 pub fn encrypt(mk: &[u8; 32], plaintext: &[u8], ad: &[u8]) -> Vec<u8> {
     let k = aead_keys(mk);
     crate::pause();
-    let mut out = cbc::Encryptor::<Aes256>::new(&k.enc.into(), &k.iv.into())
-        .encrypt_padded_vec_mut::<Pkcs7>(plaintext);
+    let mut out = cbc::Encryptor::<Aes256>::new(&k.enc.into(), &k.iv.into()).encrypt_padded_vec_mut::<Pkcs7>(plaintext);
     let mut mac = <HmacSha256 as Mac>::new_from_slice(&k.auth).expect("any key length");
     mac.update(ad);
     mac.update(&out);
@@ -137,11 +132,7 @@ pub fn encrypt(mk: &[u8; 32], plaintext: &[u8], ad: &[u8]) -> Vec<u8> {
 }
 
 /// DECRYPT: verifies the tag (constant time) before touching the ciphertext.
-pub fn decrypt(
-    mk: &[u8; 32],
-    ciphertext_and_tag: &[u8],
-    ad: &[u8],
-) -> Result<Zeroizing<Vec<u8>>, Error> {
+pub fn decrypt(mk: &[u8; 32], ciphertext_and_tag: &[u8], ad: &[u8]) -> Result<Zeroizing<Vec<u8>>, Error> {
     if ciphertext_and_tag.len() < BLOCK_LEN + TAG_LEN {
         return Err(Error::Truncated {
             what: "ciphertext",
@@ -151,9 +142,7 @@ pub fn decrypt(
     }
     let (ct, tag) = ciphertext_and_tag.split_at(ciphertext_and_tag.len() - TAG_LEN);
     if ct.len() % BLOCK_LEN != 0 {
-        return Err(Error::Malformed(
-            "ciphertext length is not a multiple of the AES block size",
-        ));
+        return Err(Error::Malformed("ciphertext length is not a multiple of the AES block size"));
     }
     let k = aead_keys(mk);
     crate::pause();
@@ -182,10 +171,7 @@ mod tests {
         let hk = Hkdf::<Sha256>::new(Some(&salt), &ikm);
         let mut okm = [0u8; 42];
         hk.expand(&info, &mut okm).unwrap();
-        assert_eq!(
-            hex(&okm),
-            "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865"
-        );
+        assert_eq!(hex(&okm), "3cb25f25faacd57a90434f64d0362f2a2d2d0a90cf1a5a4c5db02d56ecc4c5bf34007208d5b887185865");
     }
 
     /// RFC 4231 test case 2 (HMAC-SHA256, key "Jefe").

@@ -74,15 +74,9 @@ pub enum KemJob {
     /// Key generation from the seed d || z: yields the encapsulation key.
     KeyGen { seed: Zeroizing<[u8; SEED_LEN]> },
     /// Encapsulation to `public_key` with the randomness m: yields ciphertext and shared secret.
-    Encapsulate {
-        public_key: KemPublicKey,
-        randomness: Zeroizing<[u8; ENCAPS_RANDOMNESS_LEN]>,
-    },
+    Encapsulate { public_key: KemPublicKey, randomness: Zeroizing<[u8; ENCAPS_RANDOMNESS_LEN]> },
     /// Decapsulation of `ciphertext` with the key pair of `seed`: yields the shared secret.
-    Decapsulate {
-        seed: Zeroizing<[u8; SEED_LEN]>,
-        ciphertext: KemCiphertext,
-    },
+    Decapsulate { seed: Zeroizing<[u8; SEED_LEN]>, ciphertext: KemCiphertext },
 }
 
 impl core::fmt::Debug for KemJob {
@@ -94,10 +88,7 @@ impl core::fmt::Debug for KemJob {
 /// The result of one [`KemJob`].
 pub enum KemOutput {
     PublicKey(KemPublicKey),
-    Encapsulated {
-        ciphertext: KemCiphertext,
-        shared_secret: SharedSecret,
-    },
+    Encapsulated { ciphertext: KemCiphertext, shared_secret: SharedSecret },
     SharedSecret(SharedSecret),
 }
 
@@ -142,19 +133,13 @@ impl KemJob {
                 wipe(kp);
                 Ok(KemOutput::PublicKey(pk))
             }
-            KemJob::Encapsulate {
-                public_key,
-                randomness,
-            } => {
+            KemJob::Encapsulate { public_key, randomness } => {
                 let pk = mlkem1024::MlKem1024PublicKey::from(&**public_key);
                 if !mlkem1024::validate_public_key(&pk) {
                     return Err(Error::InvalidKemKey);
                 }
                 let (ct, ss) = mlkem1024::encapsulate(&pk, **randomness);
-                Ok(KemOutput::Encapsulated {
-                    ciphertext: Box::new(*ct.as_slice()),
-                    shared_secret: Zeroizing::new(ss),
-                })
+                Ok(KemOutput::Encapsulated { ciphertext: Box::new(*ct.as_slice()), shared_secret: Zeroizing::new(ss) })
             }
             KemJob::Decapsulate { seed, ciphertext } => {
                 let kp = mlkem1024::generate_key_pair(**seed);
@@ -194,17 +179,11 @@ where
 /// Checks a batch result against its jobs: the count, and each result of its job's kind.
 pub(crate) fn check_kem_results(jobs: &[KemJob], results: &[KemOutput]) -> Result<(), Error> {
     if results.len() != jobs.len() {
-        return Err(Error::KemResultCount {
-            expected: jobs.len(),
-            got: results.len(),
-        });
+        return Err(Error::KemResultCount { expected: jobs.len(), got: results.len() });
     }
     for (j, r) in jobs.iter().zip(results) {
         if j.op() != r.op() {
-            return Err(Error::KemResultKind {
-                expected: j.op().name(),
-                got: r.op().name(),
-            });
+            return Err(Error::KemResultKind { expected: j.op().name(), got: r.op().name() });
         }
     }
     Ok(())
@@ -216,45 +195,26 @@ mod tests {
     use sha2::{Digest, Sha256};
 
     fn unhex<const N: usize>(s: &str) -> [u8; N] {
-        let v: Vec<u8> = (0..s.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-            .collect();
+        let v: Vec<u8> = (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect();
         v.try_into().unwrap()
     }
 
     #[test]
     fn roundtrip_and_implicit_rejection() {
         let seed = Zeroizing::new([3u8; 64]);
-        let KemOutput::PublicKey(pk) = (KemJob::KeyGen { seed: seed.clone() }).run().unwrap() else {
-            panic!()
-        };
-        let job = KemJob::Encapsulate {
-            public_key: pk.clone(),
-            randomness: Zeroizing::new([5u8; 32]),
-        };
-        let KemOutput::Encapsulated {
-            ciphertext,
-            shared_secret,
-        } = job.run().unwrap()
+        let KemOutput::PublicKey(pk) = (KemJob::KeyGen { seed: seed.clone() }).run().unwrap() else { panic!() };
+        let job = KemJob::Encapsulate { public_key: pk.clone(), randomness: Zeroizing::new([5u8; 32]) };
+        let KemOutput::Encapsulated { ciphertext, shared_secret } = job.run().unwrap() else { panic!() };
+        let KemOutput::SharedSecret(k) =
+            (KemJob::Decapsulate { seed: seed.clone(), ciphertext: ciphertext.clone() }).run().unwrap()
         else {
-            panic!()
-        };
-        let KemOutput::SharedSecret(k) = (KemJob::Decapsulate {
-            seed: seed.clone(),
-            ciphertext: ciphertext.clone(),
-        })
-        .run()
-        .unwrap() else {
             panic!()
         };
         assert_eq!(*k, *shared_secret);
         // another ciphertext: the implicit-rejection key, not the shared secret, not an error
         let mut bad = ciphertext.clone();
         bad[100] ^= 1;
-        let KemOutput::SharedSecret(k2) = (KemJob::Decapsulate { seed, ciphertext: bad })
-            .run()
-            .unwrap() else {
+        let KemOutput::SharedSecret(k2) = (KemJob::Decapsulate { seed, ciphertext: bad }).run().unwrap() else {
             panic!()
         };
         assert_ne!(*k2, *shared_secret);
@@ -267,10 +227,7 @@ mod tests {
         // first 12-bit coefficient = 0xFFF >= 3329
         pk[0] = 0xff;
         pk[1] = 0x0f;
-        let job = KemJob::Encapsulate {
-            public_key: pk,
-            randomness: Zeroizing::new([0u8; 32]),
-        };
+        let job = KemJob::Encapsulate { public_key: pk, randomness: Zeroizing::new([0u8; 32]) };
         assert!(matches!(job.run(), Err(Error::InvalidKemKey)));
     }
 
@@ -285,15 +242,12 @@ mod tests {
         let mut seed = Zeroizing::new([0u8; 64]);
         seed[..32].copy_from_slice(&d);
         seed[32..].copy_from_slice(&z);
-        let KemOutput::PublicKey(pk) = (KemJob::KeyGen { seed }).run().unwrap() else {
-            panic!()
-        };
+        let KemOutput::PublicKey(pk) = (KemJob::KeyGen { seed }).run().unwrap() else { panic!() };
         let got: String = Sha256::digest(&pk[..]).iter().map(|b| format!("{b:02x}")).collect();
         assert_eq!(got, ACVP_TC51_EK_SHA256);
     }
 
     const ACVP_TC51_D: &str = "49ac8b99bb1e6a8ea818261f8be68bdeaa52897e7ec6c40b530bc760ab77dce3";
     const ACVP_TC51_Z: &str = "99e3246884181f8e1dd44e0c7629093330221fd67d9b7d6e1510b2dbad8762f7";
-    const ACVP_TC51_EK_SHA256: &str =
-        "62fccf5fdf805b110670b39cd5e25b1811172961ea4047bfbd589e323ce7cfbc";
+    const ACVP_TC51_EK_SHA256: &str = "62fccf5fdf805b110670b39cd5e25b1811172961ea4047bfbd589e323ce7cfbc";
 }

@@ -95,15 +95,13 @@ pub mod xeddsa;
 
 pub use dh::{generate_secret, DalekDh, Dh, DhJob, DhOutput, DhPurpose, KeyPair, BASEPOINT};
 pub use error::Error;
-pub use session::{
-    Decrypted, Limits, PendingDecrypt, PendingInit, Session, MAX_SKIP, MAX_STORED_KEYS,
-};
 pub use kem::{CpuKem, Kem, KemJob, KemOp, KemOutput};
 pub use pqxdh::{PendingPqPreKeys, PqxdhBundle, SignedPqPreKey};
+pub use session::{Decrypted, Limits, PendingDecrypt, PendingInit, Session, MAX_SKIP, MAX_STORED_KEYS};
 pub use state::STATE_VERSION;
 pub use wire::{
-    Envelope, Header, PqHeader, PqPreKeyMessage, PreKeyMessage, RatchetMessage, X3dhHeader,
-    MAX_MESSAGE_LEN, MAX_PLAINTEXT_LEN,
+    Envelope, Header, PqHeader, PqPreKeyMessage, PreKeyMessage, RatchetMessage, X3dhHeader, MAX_MESSAGE_LEN,
+    MAX_PLAINTEXT_LEN,
 };
 pub use x3dh::{PendingAccept, PendingInitiate, PreKeyBundle, Responder};
 

@@ -34,8 +34,8 @@ use zeroize::Zeroizing;
 
 use crate::dh::{generate_secret, Dh, DhJob, DhPurpose, KeyPair};
 use crate::kem::{
-    check_kem_results, encode_kem_public_key, Kem, KemJob, KemOutput, KemPublicKey,
-    ENCAPS_RANDOMNESS_LEN, PUBLIC_KEY_LEN, SEED_LEN,
+    check_kem_results, encode_kem_public_key, Kem, KemJob, KemOutput, KemPublicKey, ENCAPS_RANDOMNESS_LEN,
+    PUBLIC_KEY_LEN, SEED_LEN,
 };
 use crate::session::Session;
 use crate::x3dh::{PendingInitiate, PreKeyBundle, Responder, MAX_SIGNED_PREKEYS};
@@ -60,22 +60,15 @@ pub struct SignedPqPreKey {
 
 impl core::fmt::Debug for SignedPqPreKey {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_struct("SignedPqPreKey")
-            .field("one_time", &self.one_time)
-            .field("id", &self.id)
-            .finish_non_exhaustive()
+        f.debug_struct("SignedPqPreKey").field("one_time", &self.one_time).field("id", &self.id).finish_non_exhaustive()
     }
 }
 
 impl SignedPqPreKey {
     /// Checks the XEdDSA signature over EncodeKEM(public_key) by `identity_key`.
     pub fn verify(&self, identity_key: &[u8; 32]) -> Result<(), Error> {
-        xeddsa::verify(
-            identity_key,
-            &encode_kem_public_key(&self.public_key),
-            &self.signature,
-        )
-        .map_err(|_| Error::BadPqSignature)
+        xeddsa::verify(identity_key, &encode_kem_public_key(&self.public_key), &self.signature)
+            .map_err(|_| Error::BadPqSignature)
     }
 }
 
@@ -129,11 +122,7 @@ impl PqxdhBundle {
 
     pub fn parse(b: &[u8]) -> Result<Self, Error> {
         if b.len() < 2 {
-            return Err(Error::Truncated {
-                what: "PQXDH bundle",
-                needed: 2 + 128,
-                got: b.len(),
-            });
+            return Err(Error::Truncated { what: "PQXDH bundle", needed: 2 + 128, got: b.len() });
         }
         if b[0] != TYPE_PQ_BUNDLE {
             return Err(Error::UnknownMessageType(b[0]));
@@ -143,29 +132,16 @@ impl PqxdhBundle {
             return Err(Error::Malformed("PQXDH bundle flags: unknown bits set"));
         }
         if flags & 2 == 0 && flags & 4 != 0 {
-            return Err(Error::Malformed(
-                "PQXDH bundle flags: one-time PQ prekey flag without a PQ prekey",
-            ));
+            return Err(Error::Malformed("PQXDH bundle flags: one-time PQ prekey flag without a PQ prekey"));
         }
         let has_opk = flags & 1 != 0;
         let has_pq = flags & 2 != 0;
-        let need = 2
-            + 128
-            + if has_opk { 32 } else { 0 }
-            + if has_pq { 4 + PUBLIC_KEY_LEN + 64 } else { 0 };
+        let need = 2 + 128 + if has_opk { 32 } else { 0 } + if has_pq { 4 + PUBLIC_KEY_LEN + 64 } else { 0 };
         if b.len() < need {
-            return Err(Error::Truncated {
-                what: "PQXDH bundle",
-                needed: need,
-                got: b.len(),
-            });
+            return Err(Error::Truncated { what: "PQXDH bundle", needed: need, got: b.len() });
         }
         if b.len() > need {
-            return Err(Error::Oversized {
-                what: "PQXDH bundle",
-                len: b.len(),
-                max: need,
-            });
+            return Err(Error::Oversized { what: "PQXDH bundle", len: b.len(), max: need });
         }
         let mut at = 130;
         let one_time_prekey = if has_opk {
@@ -176,15 +152,9 @@ impl PqxdhBundle {
         };
         let pq_prekey = if has_pq {
             let id = u32::from_be_bytes(b[at..at + 4].try_into().expect("4"));
-            let public_key: KemPublicKey =
-                Box::new(b[at + 4..at + 4 + PUBLIC_KEY_LEN].try_into().expect("pk"));
+            let public_key: KemPublicKey = Box::new(b[at + 4..at + 4 + PUBLIC_KEY_LEN].try_into().expect("pk"));
             let signature = b[at + 4 + PUBLIC_KEY_LEN..need].try_into().expect("64");
-            Some(SignedPqPreKey {
-                one_time: flags & 4 != 0,
-                id,
-                public_key,
-                signature,
-            })
+            Some(SignedPqPreKey { one_time: flags & 4 != 0, id, public_key, signature })
         } else {
             None
         };
@@ -210,10 +180,7 @@ impl PqxdhBundle {
     /// Checks both signatures (curve prekey, then PQ prekey) and that a PQ prekey is present.
     pub fn verify(&self) -> Result<(), Error> {
         self.x3dh().verify()?;
-        self.pq_prekey
-            .as_ref()
-            .ok_or(Error::MissingPqPreKey)?
-            .verify(&self.identity_key)
+        self.pq_prekey.as_ref().ok_or(Error::MissingPqPreKey)?.verify(&self.identity_key)
     }
 }
 
@@ -232,8 +199,7 @@ pub fn initiate(
     let ek = generate_secret(rng)?;
     let ratchet_secret = generate_secret(rng)?;
     let mut m = Zeroizing::new([0u8; ENCAPS_RANDOMNESS_LEN]);
-    rng.try_fill_bytes(&mut m[..])
-        .map_err(|e| Error::Rng(e.to_string()))?;
+    rng.try_fill_bytes(&mut m[..]).map_err(|e| Error::Rng(e.to_string()))?;
     let ik_b = PublicKey::from(classic.identity_key);
     let spk = PublicKey::from(classic.signed_prekey);
     let mut jobs = vec![
@@ -252,10 +218,7 @@ pub fn initiate(
         identity_key: *identity.public.as_bytes(),
         bundle: classic,
         ratchet_secret,
-        kem_jobs: vec![KemJob::Encapsulate {
-            public_key: pq.public_key.clone(),
-            randomness: m,
-        }],
+        kem_jobs: vec![KemJob::Encapsulate { public_key: pq.public_key.clone(), randomness: m }],
         pq: Some((pq.one_time, pq.id)),
     })
 }
@@ -320,11 +283,7 @@ impl Responder {
     /// Second phase: signs the new public keys with the identity key and stores the PQ prekeys.
     /// One-time ones are added (at most [`MAX_PQ_ONE_TIME_PREKEYS`] are held: refused beyond);
     /// a last-resort one becomes current (the oldest beyond [`MAX_SIGNED_PREKEYS`] is dropped).
-    pub fn add_pq_prekeys(
-        &mut self,
-        pending: PendingPqPreKeys,
-        results: &[KemOutput],
-    ) -> Result<(), Error> {
+    pub fn add_pq_prekeys(&mut self, pending: PendingPqPreKeys, results: &[KemOutput]) -> Result<(), Error> {
         check_kem_results(&pending.jobs, results)?;
         let n = results.len();
         if pending.one_time && self.pq_one_time.len() + n > MAX_PQ_ONE_TIME_PREKEYS {
@@ -334,20 +293,12 @@ impl Responder {
                 max: MAX_PQ_ONE_TIME_PREKEYS,
             });
         }
-        let last_id = u32::try_from(n)
-            .ok()
-            .and_then(|n| self.next_pq_id.checked_add(n))
-            .ok_or(Error::CounterOverflow)?;
+        let last_id =
+            u32::try_from(n).ok().and_then(|n| self.next_pq_id.checked_add(n)).ok_or(Error::CounterOverflow)?;
         let mut made = Vec::with_capacity(n);
         for (i, r) in results.iter().enumerate() {
-            let KemOutput::PublicKey(pk) = r else {
-                unreachable!("checked by check_kem_results")
-            };
-            let signature = xeddsa::sign(
-                &self.identity.secret,
-                &encode_kem_public_key(pk),
-                &pending.nonces[i],
-            );
+            let KemOutput::PublicKey(pk) = r else { unreachable!("checked by check_kem_results") };
+            let signature = xeddsa::sign(&self.identity.secret, &encode_kem_public_key(pk), &pending.nonces[i]);
             made.push(PqPreKeyPair {
                 seed: pending.seeds[i].clone(),
                 signed: SignedPqPreKey {
@@ -403,11 +354,7 @@ impl Responder {
             signed_prekey: b.signed_prekey,
             signature: b.signature,
             one_time_prekey: b.one_time_prekey,
-            pq_prekey: self
-                .pq_one_time
-                .first()
-                .or(self.pq_last_resort.last())
-                .map(|k| k.signed.clone()),
+            pq_prekey: self.pq_one_time.first().or(self.pq_last_resort.last()).map(|k| k.signed.clone()),
         }
     }
 

@@ -25,11 +25,7 @@ pub const MAX_AD_LEN: usize = 1024;
 
 fn check_ad(ad: &[u8]) -> Result<(), Error> {
     if ad.len() > MAX_AD_LEN {
-        return Err(Error::Oversized {
-            what: "associated data",
-            len: ad.len(),
-            max: MAX_AD_LEN,
-        });
+        return Err(Error::Oversized { what: "associated data", len: ad.len(), max: MAX_AD_LEN });
     }
     Ok(())
 }
@@ -57,10 +53,7 @@ impl Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits {
-            max_skip: MAX_SKIP,
-            max_stored_keys: MAX_STORED_KEYS,
-        }
+        Limits { max_skip: MAX_SKIP, max_stored_keys: MAX_STORED_KEYS }
     }
 }
 
@@ -114,10 +107,7 @@ impl core::fmt::Debug for Session {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("Session")
             .field("our_ratchet_key", &self.dhs.public)
-            .field(
-                "their_ratchet_key",
-                &self.recv.as_ref().map(|r| r.ratchet_key),
-            )
+            .field("their_ratchet_key", &self.recv.as_ref().map(|r| r.ratchet_key))
             .field("ns", &self.ns)
             .field("nr", &self.nr)
             .field("pn", &self.pn)
@@ -181,18 +171,8 @@ impl PendingInit {
         header: X3dhHeader,
         pq: Option<PqHeader>,
     ) -> Self {
-        let jobs = vec![
-            DhJob::public_key(&secret),
-            DhJob::agree(&secret, their_ratchet_key, DhPurpose::RatchetSend),
-        ];
-        PendingInit {
-            jobs,
-            secret,
-            sk: Zeroizing::new(*sk),
-            ad,
-            x3dh: Some(header),
-            pq,
-        }
+        let jobs = vec![DhJob::public_key(&secret), DhJob::agree(&secret, their_ratchet_key, DhPurpose::RatchetSend)];
+        PendingInit { jobs, secret, sk: Zeroizing::new(*sk), ad, x3dh: Some(header), pq }
     }
 
     pub fn jobs(&self) -> &[DhJob] {
@@ -246,18 +226,8 @@ impl Session {
     ) -> Result<PendingInit, Error> {
         check_ad(ad)?;
         let secret = generate_secret(rng)?;
-        let jobs = vec![
-            DhJob::public_key(&secret),
-            DhJob::agree(&secret, their_ratchet_key, DhPurpose::RatchetSend),
-        ];
-        Ok(PendingInit {
-            jobs,
-            secret,
-            sk: Zeroizing::new(*sk),
-            ad: ad.to_vec(),
-            x3dh,
-            pq: None,
-        })
+        let jobs = vec![DhJob::public_key(&secret), DhJob::agree(&secret, their_ratchet_key, DhPurpose::RatchetSend)];
+        Ok(PendingInit { jobs, secret, sk: Zeroizing::new(*sk), ad: ad.to_vec(), x3dh, pq: None })
     }
 
     /// [`Self::initiate`] run to the end with a blocking DH provider.
@@ -363,9 +333,7 @@ impl Session {
         match env {
             Envelope::Ratchet(_) => false,
             Envelope::PreKey(p) => self.pq.is_none() && self.x3dh.as_ref() == Some(&p.x3dh),
-            Envelope::PqPreKey(p) => {
-                self.x3dh.as_ref() == Some(&p.x3dh) && self.pq.as_ref() == Some(&p.pq)
-            }
+            Envelope::PqPreKey(p) => self.x3dh.as_ref() == Some(&p.x3dh) && self.pq.as_ref() == Some(&p.pq),
         }
     }
     /// True when this session can encrypt (the responder needs the first message first).
@@ -377,11 +345,7 @@ impl Session {
     /// a prekey message while an initiator has not yet received a reply.
     pub fn encrypt(&mut self, plaintext: &[u8]) -> Result<Vec<u8>, Error> {
         if plaintext.len() > MAX_PLAINTEXT_LEN {
-            return Err(Error::Oversized {
-                what: "plaintext",
-                len: plaintext.len(),
-                max: MAX_PLAINTEXT_LEN,
-            });
+            return Err(Error::Oversized { what: "plaintext", len: plaintext.len(), max: MAX_PLAINTEXT_LEN });
         }
         let cks = self.cks.as_ref().ok_or(Error::NoSendingChain)?;
         if self.ns == u32::MAX {
@@ -390,11 +354,7 @@ impl Session {
         let generation = self.next_generation()?;
         let (next, mk) = kdf_ck(cks);
         crate::pause();
-        let header = Header {
-            ratchet_key: *self.dhs.public.as_bytes(),
-            pn: self.pn,
-            n: self.ns,
-        };
+        let header = Header { ratchet_key: *self.dhs.public.as_bytes(), pn: self.pn, n: self.ns };
         let ct = kdf::encrypt(&mk, plaintext, &self.full_ad(&header.encode()));
         self.cks = Some(next);
         self.ns += 1;
@@ -428,11 +388,7 @@ impl Session {
     /// decrypted at once. A message with a new ratchet key returns [`Decrypted::NeedsDh`]: a new
     /// ratchet secret is drawn from `rng` and three X25519 jobs are returned; nothing changes
     /// until [`Self::complete_decrypt`] succeeds. On any error the session is unchanged.
-    pub fn decrypt(
-        &mut self,
-        wire: &[u8],
-        rng: &mut dyn CryptoRngCore,
-    ) -> Result<Decrypted, Error> {
+    pub fn decrypt(&mut self, wire: &[u8], rng: &mut dyn CryptoRngCore) -> Result<Decrypted, Error> {
         let env = Envelope::parse(wire)?;
         if !matches!(env, Envelope::Ratchet(_)) && !self.started_by(&env) {
             return Err(Error::WrongSession);
@@ -442,11 +398,7 @@ impl Session {
         let ad = self.full_ad(m.header_bytes);
 
         // 1. A stored skipped key.
-        if let Some(i) = self
-            .skipped
-            .iter()
-            .position(|k| k.ratchet_key == h.ratchet_key && k.n == h.n)
-        {
+        if let Some(i) = self.skipped.iter().position(|k| k.ratchet_key == h.ratchet_key && k.n == h.n) {
             let pt = kdf::decrypt(&self.skipped[i].mk, m.ciphertext, &ad)?;
             let generation = self.next_generation()?;
             self.skipped.remove(i);
@@ -455,16 +407,9 @@ impl Session {
         }
 
         // 2. The current receiving chain.
-        if let Some(recv) = self
-            .recv
-            .as_ref()
-            .filter(|r| r.ratchet_key == h.ratchet_key)
-        {
+        if let Some(recv) = self.recv.as_ref().filter(|r| r.ratchet_key == h.ratchet_key) {
             if h.n < self.nr {
-                return Err(Error::Duplicate {
-                    ratchet_key_prefix: prefix(&h.ratchet_key),
-                    n: h.n,
-                });
+                return Err(Error::Duplicate { ratchet_key_prefix: prefix(&h.ratchet_key), n: h.n });
             }
             self.check_skip(self.nr, h.n)?;
             // The sender never uses n = u32::MAX (its counter would overflow), and nr = n + 1
@@ -485,10 +430,7 @@ impl Session {
 
         // 3. A key of a chain we already left: its remaining keys are all in `skipped`.
         if self.old_keys.contains(&h.ratchet_key) {
-            return Err(Error::Duplicate {
-                ratchet_key_prefix: prefix(&h.ratchet_key),
-                n: h.n,
-            });
+            return Err(Error::Duplicate { ratchet_key_prefix: prefix(&h.ratchet_key), n: h.n });
         }
         // 4. A new ratchet key: check the skips first (no DH for a header we would refuse).
         if let Some(_recv) = &self.recv {
@@ -505,12 +447,7 @@ impl Session {
             DhJob::public_key(&new_secret),
             DhJob::agree(&new_secret, &theirs, DhPurpose::RatchetSend),
         ];
-        Ok(Decrypted::NeedsDh(PendingDecrypt {
-            jobs,
-            new_secret,
-            message: wire.to_vec(),
-            generation: self.generation,
-        }))
+        Ok(Decrypted::NeedsDh(PendingDecrypt { jobs, new_secret, message: wire.to_vec(), generation: self.generation }))
     }
 
     /// Second phase: `results` are the outputs of `pending.jobs()`, in order. Returns the
@@ -562,13 +499,8 @@ impl Session {
         if let Some(recv) = &self.recv {
             self.check_skip(self.nr, h.pn)?;
             if h.pn > self.nr {
-                let (_ck, mk_last, mut s) =
-                    walk_chain(&recv.ck, &recv.ratchet_key, self.nr, h.pn - 1);
-                s.push(SkippedKey {
-                    ratchet_key: recv.ratchet_key,
-                    n: h.pn - 1,
-                    mk: mk_last,
-                });
+                let (_ck, mk_last, mut s) = walk_chain(&recv.ck, &recv.ratchet_key, self.nr, h.pn - 1);
+                s.push(SkippedKey { ratchet_key: recv.ratchet_key, n: h.pn - 1, mk: mk_last });
                 skipped.extend(s);
             }
         }
@@ -597,10 +529,7 @@ impl Session {
                 next.old_keys.pop_front();
             }
         }
-        next.recv = Some(RecvChain {
-            ratchet_key: h.ratchet_key,
-            ck: ckr_next,
-        });
+        next.recv = Some(RecvChain { ratchet_key: h.ratchet_key, ck: ckr_next });
         next.rk = rk2;
         next.cks = Some(cks);
         next.skipped.extend(skipped);
@@ -612,10 +541,7 @@ impl Session {
     fn check_skip(&self, from: u32, to: u32) -> Result<(), Error> {
         let skip = u64::from(to).saturating_sub(u64::from(from));
         if skip > u64::from(self.limits.max_skip) {
-            return Err(Error::TooManySkipped {
-                skip,
-                max: self.limits.max_skip,
-            });
+            return Err(Error::TooManySkipped { skip, max: self.limits.max_skip });
         }
         Ok(())
     }
@@ -648,21 +574,12 @@ impl Session {
 
 /// Advances a chain from index `from` to message `to` (inclusive): returns (chain key after
 /// `to`, message key of `to`, skipped keys `from..to`).
-fn walk_chain(
-    ck: &[u8; 32],
-    ratchet_key: &[u8; 32],
-    from: u32,
-    to: u32,
-) -> (Key32, Key32, Vec<SkippedKey>) {
+fn walk_chain(ck: &[u8; 32], ratchet_key: &[u8; 32], from: u32, to: u32) -> (Key32, Key32, Vec<SkippedKey>) {
     let mut ck = Zeroizing::new(*ck);
     let mut skipped = Vec::with_capacity((to - from) as usize);
     for n in from..to {
         let (next, mk) = kdf_ck(&ck);
-        skipped.push(SkippedKey {
-            ratchet_key: *ratchet_key,
-            n,
-            mk,
-        });
+        skipped.push(SkippedKey { ratchet_key: *ratchet_key, n, mk });
         ck = next;
     }
     let (next, mk) = kdf_ck(&ck);
@@ -683,8 +600,7 @@ mod tests {
     fn pair() -> (Session, Session) {
         let sk = [7u8; 32];
         let bob_kp = KeyPair::from_secret(StaticSecret::from([9u8; 32]));
-        let mut alice =
-            Session::initiate_with(&sk, &bob_kp.public, b"ad", &mut OsRng, &mut DalekDh).unwrap();
+        let mut alice = Session::initiate_with(&sk, &bob_kp.public, b"ad", &mut OsRng, &mut DalekDh).unwrap();
         let mut bob = Session::respond(&sk, bob_kp, b"ad").unwrap();
         let w = alice.encrypt(b"m0").unwrap();
         bob.decrypt_with(&w, &mut OsRng, &mut DalekDh).unwrap();
@@ -716,20 +632,14 @@ mod tests {
         let last = craft(&bob, u32::MAX - 1);
         let over = craft(&bob, u32::MAX);
         let before = bob.to_bytes();
-        assert_eq!(
-            bob.decrypt(&over, &mut OsRng).err(),
-            Some(Error::CounterOverflow)
-        );
+        assert_eq!(bob.decrypt(&over, &mut OsRng).err(), Some(Error::CounterOverflow));
         assert!(bob.to_bytes() == before, "state changed");
         assert_eq!(&bob.decrypt_with(&last, &mut OsRng, &mut DalekDh).unwrap()[..], b"x");
         assert_eq!(bob.nr, u32::MAX);
         // The chain key is now at index u32::MAX: a message with that number is still refused.
         let over = craft(&bob, u32::MAX);
         let before = bob.to_bytes();
-        assert_eq!(
-            bob.decrypt(&over, &mut OsRng).err(),
-            Some(Error::CounterOverflow)
-        );
+        assert_eq!(bob.decrypt(&over, &mut OsRng).err(), Some(Error::CounterOverflow));
         assert!(bob.to_bytes() == before, "state changed");
     }
 
@@ -760,9 +670,7 @@ mod tests {
         // Bob's reply starts a new chain for Alice: the DH ratchet step is refused too.
         bob.generation = 5;
         let reply = bob.encrypt(b"r").unwrap();
-        check(&mut alice, &mut |s| {
-            s.decrypt_with(&reply, &mut OsRng, &mut DalekDh).map(|_| ())
-        });
+        check(&mut alice, &mut |s| s.decrypt_with(&reply, &mut OsRng, &mut DalekDh).map(|_| ()));
         // One below the end still works, and reaches the end.
         alice.generation = u64::MAX - 1;
         alice.decrypt_with(&reply, &mut OsRng, &mut DalekDh).unwrap();

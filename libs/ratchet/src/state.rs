@@ -164,16 +164,10 @@ fn unframe<'a>(magic: &[u8; 4], b: &'a [u8]) -> Result<(u16, &'a [u8]), Error> {
         return Err(Error::StateCorrupt("state larger than MAX_STATE_LEN"));
     }
     if b.len() < 6 {
-        return Err(Error::StateCorrupt(
-            "state shorter than its frame (truncated?)",
-        ));
+        return Err(Error::StateCorrupt("state shorter than its frame (truncated?)"));
     }
     if &b[..4] != magic {
-        let other = if magic == SESSION_MAGIC {
-            RESPONDER_MAGIC
-        } else {
-            SESSION_MAGIC
-        };
+        let other = if magic == SESSION_MAGIC { RESPONDER_MAGIC } else { SESSION_MAGIC };
         return Err(Error::StateCorrupt(if &b[..4] == other {
             "state is of the other kind (session vs responder)"
         } else {
@@ -182,10 +176,7 @@ fn unframe<'a>(magic: &[u8; 4], b: &'a [u8]) -> Result<(u16, &'a [u8]), Error> {
     }
     let version = u16::from_be_bytes([b[4], b[5]]);
     if !(STATE_VERSION_MIN..=STATE_VERSION).contains(&version) {
-        return Err(Error::StateVersion {
-            found: version,
-            supported: STATE_VERSION,
-        });
+        return Err(Error::StateVersion { found: version, supported: STATE_VERSION });
     }
     // versions 1 and 2: no seal byte, always sealed
     let (seal, at) = if version >= 3 {
@@ -193,27 +184,19 @@ fn unframe<'a>(magic: &[u8; 4], b: &'a [u8]) -> Result<(u16, &'a [u8]), Error> {
             Some(0) => (Seal::None, 7),
             Some(1) => (Seal::Sha256, 7),
             Some(_) => return Err(Error::StateCorrupt("unknown seal kind")),
-            None => {
-                return Err(Error::StateCorrupt(
-                    "state shorter than its frame (truncated?)",
-                ))
-            }
+            None => return Err(Error::StateCorrupt("state shorter than its frame (truncated?)")),
         }
     } else {
         (Seal::Sha256, 6)
     };
     let sum_len = if seal == Seal::Sha256 { SEAL_LEN } else { 0 };
     if b.len() < at + 4 + sum_len {
-        return Err(Error::StateCorrupt(
-            "state shorter than its frame (truncated?)",
-        ));
+        return Err(Error::StateCorrupt("state shorter than its frame (truncated?)"));
     }
     let len = u32::from_be_bytes(b[at..at + 4].try_into().expect("4")) as usize;
     let start = at + 4;
     if b.len() - start - sum_len != len {
-        return Err(Error::StateCorrupt(
-            "length field does not match the state size (truncated or extended)",
-        ));
+        return Err(Error::StateCorrupt("length field does not match the state size (truncated or extended)"));
     }
     if seal == Seal::Sha256 {
         let sum = Sha256::digest(&b[..start + len]);
@@ -317,31 +300,17 @@ impl Session {
         };
         let dhs = r.keypair()?;
         let rk = r.key()?;
-        let recv = if flags & 1 != 0 {
-            Some(RecvChain {
-                ratchet_key: r.k32()?,
-                ck: r.key()?,
-            })
-        } else {
-            None
-        };
+        let recv = if flags & 1 != 0 { Some(RecvChain { ratchet_key: r.k32()?, ck: r.key()? }) } else { None };
         let cks = if flags & 2 != 0 { Some(r.key()?) } else { None };
         let ns = r.u32()?;
         let nr = r.u32()?;
         let pn = r.u32()?;
         let generation = r.u64()?;
-        let limits = Limits {
-            max_skip: r.u32()?,
-            max_stored_keys: r.u32()?,
-        };
-        limits
-            .check()
-            .map_err(|_| Error::StateCorrupt("limits above MAX_LIMIT"))?;
+        let limits = Limits { max_skip: r.u32()?, max_stored_keys: r.u32()? };
+        limits.check().map_err(|_| Error::StateCorrupt("limits above MAX_LIMIT"))?;
         let ad_len = r.u16()? as usize;
         if ad_len > crate::session::MAX_AD_LEN {
-            return Err(Error::StateCorrupt(
-                "associated data longer than MAX_AD_LEN",
-            ));
+            return Err(Error::StateCorrupt("associated data longer than MAX_AD_LEN"));
         }
         let ad = r.take(ad_len)?.to_vec();
         let x3dh = if flags & 4 != 0 {
@@ -365,27 +334,17 @@ impl Session {
             }
             let id = r.u32()?;
             let ciphertext = Box::new(r.take(CIPHERTEXT_LEN)?.try_into().expect("length"));
-            Some(PqHeader {
-                one_time: one_time == 1,
-                id,
-                ciphertext,
-            })
+            Some(PqHeader { one_time: one_time == 1, id, ciphertext })
         } else {
             None
         };
         let count = r.u32()? as usize;
         if count > limits.max_stored_keys as usize || count > (body.len() - r.at) / 68 {
-            return Err(Error::StateCorrupt(
-                "skipped key count exceeds the cap or the data",
-            ));
+            return Err(Error::StateCorrupt("skipped key count exceeds the cap or the data"));
         }
         let mut skipped = VecDeque::with_capacity(count);
         for _ in 0..count {
-            skipped.push_back(SkippedKey {
-                ratchet_key: r.k32()?,
-                n: r.u32()?,
-                mk: r.key()?,
-            });
+            skipped.push_back(SkippedKey { ratchet_key: r.k32()?, n: r.u32()?, mk: r.key()? });
         }
         let n_old = r.u8()? as usize;
         if n_old > crate::session::MAX_OLD_RATCHET_KEYS {
@@ -397,9 +356,7 @@ impl Session {
         }
         r.done()?;
         if flags & 8 != 0 && x3dh.is_none() {
-            return Err(Error::StateCorrupt(
-                "attach-prekey flag without an X3DH header",
-            ));
+            return Err(Error::StateCorrupt("attach-prekey flag without an X3DH header"));
         }
         Ok(Session {
             dhs,
@@ -477,9 +434,7 @@ impl Responder {
         }
         let n_opk = r.u32()? as usize;
         if n_opk > (body.len() - r.at) / 64 {
-            return Err(Error::StateCorrupt(
-                "one-time prekey count exceeds the data",
-            ));
+            return Err(Error::StateCorrupt("one-time prekey count exceeds the data"));
         }
         let mut one_time_prekeys = Vec::with_capacity(n_opk);
         for _ in 0..n_opk {
@@ -513,14 +468,7 @@ impl Responder {
             }
         }
         r.done()?;
-        Ok(Responder {
-            identity,
-            signed_prekeys,
-            one_time_prekeys,
-            pq_last_resort,
-            pq_one_time,
-            next_pq_id,
-        })
+        Ok(Responder { identity, signed_prekeys, one_time_prekeys, pq_last_resort, pq_one_time, next_pq_id })
     }
 }
 
@@ -536,13 +484,5 @@ fn read_pq(r: &mut R<'_>, one_time: bool) -> Result<PqPreKeyPair, Error> {
     let seed: Zeroizing<[u8; SEED_LEN]> = Zeroizing::new(r.take(SEED_LEN)?.try_into().expect("64"));
     let public_key = Box::new(r.take(PUBLIC_KEY_LEN)?.try_into().expect("length"));
     let signature = r.take(64)?.try_into().expect("64");
-    Ok(PqPreKeyPair {
-        seed,
-        signed: SignedPqPreKey {
-            one_time,
-            id,
-            public_key,
-            signature,
-        },
-    })
+    Ok(PqPreKeyPair { seed, signed: SignedPqPreKey { one_time, id, public_key, signature } })
 }

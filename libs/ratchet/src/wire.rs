@@ -50,8 +50,7 @@ pub const HEADER_LEN: usize = 1 + 32 + 4 + 4;
 /// Largest plaintext `encrypt` accepts.
 pub const MAX_PLAINTEXT_LEN: usize = 16 * 1024;
 /// Largest ratchet message: header + padded plaintext + tag.
-pub const MAX_RATCHET_MESSAGE_LEN: usize =
-    HEADER_LEN + (MAX_PLAINTEXT_LEN / 16 + 1) * 16 + crate::kdf::TAG_LEN;
+pub const MAX_RATCHET_MESSAGE_LEN: usize = HEADER_LEN + (MAX_PLAINTEXT_LEN / 16 + 1) * 16 + crate::kdf::TAG_LEN;
 /// Largest message of any type on the wire (a PQXDH prekey message with a one-time prekey).
 pub const MAX_MESSAGE_LEN: usize = 2 + 4 * 32 + 4 + CIPHERTEXT_LEN + MAX_RATCHET_MESSAGE_LEN;
 /// Smallest ratchet message (one AES block).
@@ -110,38 +109,21 @@ pub struct RatchetMessage<'a> {
 impl<'a> RatchetMessage<'a> {
     pub fn parse(b: &'a [u8]) -> Result<Self, Error> {
         if b.is_empty() {
-            return Err(Error::Truncated {
-                what: "ratchet message",
-                needed: MIN_RATCHET_MESSAGE_LEN,
-                got: 0,
-            });
+            return Err(Error::Truncated { what: "ratchet message", needed: MIN_RATCHET_MESSAGE_LEN, got: 0 });
         }
         if b[0] != TYPE_RATCHET {
             return Err(Error::UnknownMessageType(b[0]));
         }
         if b.len() < MIN_RATCHET_MESSAGE_LEN {
-            return Err(Error::Truncated {
-                what: "ratchet message",
-                needed: MIN_RATCHET_MESSAGE_LEN,
-                got: b.len(),
-            });
+            return Err(Error::Truncated { what: "ratchet message", needed: MIN_RATCHET_MESSAGE_LEN, got: b.len() });
         }
         if b.len() > MAX_RATCHET_MESSAGE_LEN {
-            return Err(Error::Oversized {
-                what: "ratchet message",
-                len: b.len(),
-                max: MAX_RATCHET_MESSAGE_LEN,
-            });
+            return Err(Error::Oversized { what: "ratchet message", len: b.len(), max: MAX_RATCHET_MESSAGE_LEN });
         }
         if (b.len() - HEADER_LEN - crate::kdf::TAG_LEN) % crate::kdf::BLOCK_LEN != 0 {
-            return Err(Error::Malformed(
-                "ciphertext length is not a multiple of the AES block size",
-            ));
+            return Err(Error::Malformed("ciphertext length is not a multiple of the AES block size"));
         }
-        let ratchet_key = canonical(
-            b[1..33].try_into().expect("32 bytes"),
-            "non-canonical ratchet public key",
-        )?;
+        let ratchet_key = canonical(b[1..33].try_into().expect("32 bytes"), "non-canonical ratchet public key")?;
         let pn = u32::from_be_bytes(b[33..37].try_into().expect("4 bytes"));
         let n = u32::from_be_bytes(b[37..41].try_into().expect("4 bytes"));
         Ok(RatchetMessage {
@@ -170,12 +152,7 @@ pub struct X3dhHeader {
 
 impl X3dhHeader {
     pub fn encoded_len(&self) -> usize {
-        2 + 3 * 32
-            + if self.one_time_prekey.is_some() {
-                32
-            } else {
-                0
-            }
+        2 + 3 * 32 + if self.one_time_prekey.is_some() { 32 } else { 0 }
     }
     pub fn encode_into(&self, v: &mut Vec<u8>) {
         v.push(TYPE_PREKEY);
@@ -240,19 +217,11 @@ pub struct PqPreKeyMessage<'a> {
 impl<'a> PqPreKeyMessage<'a> {
     pub fn parse(b: &'a [u8]) -> Result<Self, Error> {
         if b.len() > MAX_MESSAGE_LEN {
-            return Err(Error::Oversized {
-                what: "PQXDH prekey message",
-                len: b.len(),
-                max: MAX_MESSAGE_LEN,
-            });
+            return Err(Error::Oversized { what: "PQXDH prekey message", len: b.len(), max: MAX_MESSAGE_LEN });
         }
         let min = 2 + 96 + 4 + CIPHERTEXT_LEN + MIN_RATCHET_MESSAGE_LEN;
         if b.len() < 2 {
-            return Err(Error::Truncated {
-                what: "PQXDH prekey message",
-                needed: min,
-                got: b.len(),
-            });
+            return Err(Error::Truncated { what: "PQXDH prekey message", needed: min, got: b.len() });
         }
         if b[0] != TYPE_PQ_PREKEY {
             return Err(Error::UnknownMessageType(b[0]));
@@ -274,38 +243,21 @@ impl<'a> PqPreKeyMessage<'a> {
         }
         let x3dh = parse_x3dh_keys(b, keys)?;
         let id = u32::from_be_bytes(b[at_id..at_ct].try_into().expect("4 bytes"));
-        let ciphertext: KemCiphertext =
-            Box::new(b[at_ct..fixed].try_into().expect("ciphertext length"));
+        let ciphertext: KemCiphertext = Box::new(b[at_ct..fixed].try_into().expect("ciphertext length"));
         // The ratchet message must be exactly the rest: a ciphertext of another length cannot
         // be cut out of it (its length is fixed by the flags).
         let message = RatchetMessage::parse(&b[fixed..])?;
-        Ok(PqPreKeyMessage {
-            x3dh,
-            pq: PqHeader {
-                one_time: flags & 2 != 0,
-                id,
-                ciphertext,
-            },
-            message,
-        })
+        Ok(PqPreKeyMessage { x3dh, pq: PqHeader { one_time: flags & 2 != 0, id, ciphertext }, message })
     }
 }
 
 fn parse_x3dh_keys(b: &[u8], keys: usize) -> Result<X3dhHeader, Error> {
-    let k = |i: usize| -> [u8; 32] {
-        b[2 + 32 * i..2 + 32 * (i + 1)]
-            .try_into()
-            .expect("32 bytes")
-    };
+    let k = |i: usize| -> [u8; 32] { b[2 + 32 * i..2 + 32 * (i + 1)].try_into().expect("32 bytes") };
     Ok(X3dhHeader {
         identity_key: canonical(k(0), "non-canonical identity key")?,
         ephemeral_key: canonical(k(1), "non-canonical ephemeral key")?,
         signed_prekey: canonical(k(2), "non-canonical signed prekey")?,
-        one_time_prekey: if keys == 4 {
-            Some(canonical(k(3), "non-canonical one-time prekey")?)
-        } else {
-            None
-        },
+        one_time_prekey: if keys == 4 { Some(canonical(k(3), "non-canonical one-time prekey")?) } else { None },
     })
 }
 
@@ -319,28 +271,16 @@ pub struct PreKeyMessage<'a> {
 impl<'a> PreKeyMessage<'a> {
     pub fn parse(b: &'a [u8]) -> Result<Self, Error> {
         if b.len() > MAX_MESSAGE_LEN {
-            return Err(Error::Oversized {
-                what: "prekey message",
-                len: b.len(),
-                max: MAX_MESSAGE_LEN,
-            });
+            return Err(Error::Oversized { what: "prekey message", len: b.len(), max: MAX_MESSAGE_LEN });
         }
         if b.is_empty() {
-            return Err(Error::Truncated {
-                what: "prekey message",
-                needed: 2 + 96,
-                got: 0,
-            });
+            return Err(Error::Truncated { what: "prekey message", needed: 2 + 96, got: 0 });
         }
         if b[0] != TYPE_PREKEY {
             return Err(Error::UnknownMessageType(b[0]));
         }
         if b.len() < 2 {
-            return Err(Error::Truncated {
-                what: "prekey message",
-                needed: 2 + 96,
-                got: b.len(),
-            });
+            return Err(Error::Truncated { what: "prekey message", needed: 2 + 96, got: b.len() });
         }
         let flags = b[1];
         if flags & !1 != 0 {
@@ -373,18 +313,10 @@ impl<'a> Envelope<'a> {
     /// Parses any message; every malformed input is an error naming what is wrong.
     pub fn parse(b: &'a [u8]) -> Result<Self, Error> {
         if b.len() > MAX_MESSAGE_LEN {
-            return Err(Error::Oversized {
-                what: "message",
-                len: b.len(),
-                max: MAX_MESSAGE_LEN,
-            });
+            return Err(Error::Oversized { what: "message", len: b.len(), max: MAX_MESSAGE_LEN });
         }
         match b.first() {
-            None => Err(Error::Truncated {
-                what: "message",
-                needed: MIN_RATCHET_MESSAGE_LEN,
-                got: 0,
-            }),
+            None => Err(Error::Truncated { what: "message", needed: MIN_RATCHET_MESSAGE_LEN, got: 0 }),
             Some(&TYPE_RATCHET) => RatchetMessage::parse(b).map(Envelope::Ratchet),
             Some(&TYPE_PREKEY) => PreKeyMessage::parse(b).map(Envelope::PreKey),
             Some(&TYPE_PQ_PREKEY) => PqPreKeyMessage::parse(b).map(Envelope::PqPreKey),

@@ -47,11 +47,7 @@ impl PreKeyBundle {
 
     pub fn parse(b: &[u8]) -> Result<Self, Error> {
         if b.len() < 2 {
-            return Err(Error::Truncated {
-                what: "prekey bundle",
-                needed: 2 + 128,
-                got: b.len(),
-            });
+            return Err(Error::Truncated { what: "prekey bundle", needed: 2 + 128, got: b.len() });
         }
         if b[0] != TYPE_BUNDLE {
             return Err(Error::UnknownMessageType(b[0]));
@@ -61,38 +57,22 @@ impl PreKeyBundle {
         }
         let need = 2 + 128 + if b[1] & 1 != 0 { 32 } else { 0 };
         if b.len() < need {
-            return Err(Error::Truncated {
-                what: "prekey bundle",
-                needed: need,
-                got: b.len(),
-            });
+            return Err(Error::Truncated { what: "prekey bundle", needed: need, got: b.len() });
         }
         if b.len() > need {
-            return Err(Error::Oversized {
-                what: "prekey bundle",
-                len: b.len(),
-                max: need,
-            });
+            return Err(Error::Oversized { what: "prekey bundle", len: b.len(), max: need });
         }
         Ok(PreKeyBundle {
             identity_key: b[2..34].try_into().expect("32"),
             signed_prekey: b[34..66].try_into().expect("32"),
             signature: b[66..130].try_into().expect("64"),
-            one_time_prekey: if b[1] & 1 != 0 {
-                Some(b[130..162].try_into().expect("32"))
-            } else {
-                None
-            },
+            one_time_prekey: if b[1] & 1 != 0 { Some(b[130..162].try_into().expect("32")) } else { None },
         })
     }
 
     /// Checks the signed prekey's XEdDSA signature.
     pub fn verify(&self) -> Result<(), Error> {
-        xeddsa::verify(
-            &self.identity_key,
-            &encode_public_key(&self.signed_prekey),
-            &self.signature,
-        )
+        xeddsa::verify(&self.identity_key, &encode_public_key(&self.signed_prekey), &self.signature)
     }
 }
 
@@ -137,28 +117,13 @@ impl PendingInitiate {
     pub fn complete_with_kem(self, results: &[DhOutput], kem: &[KemOutput]) -> Result<Session, Error> {
         check_results(self.jobs.len(), results)?;
         check_kem_results(&self.kem_jobs, kem)?;
-        let n = if self.bundle.one_time_prekey.is_some() {
-            4
-        } else {
-            3
-        };
+        let n = if self.bundle.one_time_prekey.is_some() { 4 } else { 3 };
         let dhs: Vec<&[u8; 32]> = results[1..1 + n].iter().map(|r| &**r).collect();
         let (sk, pq) = match (self.pq, kem.first()) {
             (None, _) => (x3dh_kdf(&dhs), None),
-            (
-                Some((one_time, id)),
-                Some(KemOutput::Encapsulated {
-                    ciphertext,
-                    shared_secret,
-                }),
-            ) => (
-                pqxdh_kdf(&dhs, shared_secret),
-                Some(PqHeader {
-                    one_time,
-                    id,
-                    ciphertext: ciphertext.clone(),
-                }),
-            ),
+            (Some((one_time, id)), Some(KemOutput::Encapsulated { ciphertext, shared_secret })) => {
+                (pqxdh_kdf(&dhs, shared_secret), Some(PqHeader { one_time, id, ciphertext: ciphertext.clone() }))
+            }
             (Some(_), _) => unreachable!("checked by check_kem_results"),
         };
         let header = X3dhHeader {
@@ -169,8 +134,7 @@ impl PendingInitiate {
         };
         let ad = associated_data(&self.identity_key, &self.bundle.identity_key);
         let spk = PublicKey::from(self.bundle.signed_prekey);
-        let init: PendingInit =
-            PendingInit::for_x3dh(self.ratchet_secret, &spk, &sk, ad, header, pq);
+        let init: PendingInit = PendingInit::for_x3dh(self.ratchet_secret, &spk, &sk, ad, header, pq);
         init.complete(&results[1 + n..])
     }
 }
@@ -194,11 +158,7 @@ pub fn initiate(
         DhJob::agree(&ek, &spk, DhPurpose::X3dh(3)),
     ];
     if let Some(opk) = &bundle.one_time_prekey {
-        jobs.push(DhJob::agree(
-            &ek,
-            &PublicKey::from(*opk),
-            DhPurpose::X3dh(4),
-        ));
+        jobs.push(DhJob::agree(&ek, &PublicKey::from(*opk), DhPurpose::X3dh(4)));
     }
     jobs.push(DhJob::public_key(&ratchet_secret));
     jobs.push(DhJob::agree(&ratchet_secret, &spk, DhPurpose::RatchetSend));
@@ -297,24 +257,12 @@ impl Responder {
     }
 
     /// A new signed prekey becomes current; the oldest beyond [`MAX_SIGNED_PREKEYS`] is dropped.
-    pub fn rotate_signed_prekey(
-        &mut self,
-        rng: &mut dyn CryptoRngCore,
-        dh: &mut dyn Dh,
-    ) -> Result<(), Error> {
+    pub fn rotate_signed_prekey(&mut self, rng: &mut dyn CryptoRngCore, dh: &mut dyn Dh) -> Result<(), Error> {
         let kp = KeyPair::generate(rng, dh)?;
         let mut z = Zeroizing::new([0u8; 64]);
-        rng.try_fill_bytes(&mut z[..])
-            .map_err(|e| Error::Rng(e.to_string()))?;
-        let signature = xeddsa::sign(
-            &self.identity.secret,
-            &encode_public_key(kp.public.as_bytes()),
-            &z,
-        );
-        self.signed_prekeys.push(SignedPreKey {
-            keypair: kp,
-            signature,
-        });
+        rng.try_fill_bytes(&mut z[..]).map_err(|e| Error::Rng(e.to_string()))?;
+        let signature = xeddsa::sign(&self.identity.secret, &encode_public_key(kp.public.as_bytes()), &z);
+        self.signed_prekeys.push(SignedPreKey { keypair: kp, signature });
         while self.signed_prekeys.len() > MAX_SIGNED_PREKEYS {
             self.signed_prekeys.remove(0);
         }
@@ -328,15 +276,12 @@ impl Responder {
         rng: &mut dyn CryptoRngCore,
         dh: &mut dyn Dh,
     ) -> Result<(), Error> {
-        let secrets: Vec<StaticSecret> = (0..n)
-            .map(|_| generate_secret(rng))
-            .collect::<Result<_, _>>()?;
+        let secrets: Vec<StaticSecret> = (0..n).map(|_| generate_secret(rng)).collect::<Result<_, _>>()?;
         let jobs: Vec<DhJob> = secrets.iter().map(DhJob::public_key).collect();
         let out = dh.run(&jobs)?;
         check_results(jobs.len(), &out)?;
         for (s, p) in secrets.into_iter().zip(out.iter()) {
-            self.one_time_prekeys
-                .push(KeyPair::from_parts(s, PublicKey::from(**p)));
+            self.one_time_prekeys.push(KeyPair::from_parts(s, PublicKey::from(**p)));
         }
         Ok(())
     }
@@ -348,19 +293,13 @@ impl Responder {
 
     /// The public one-time prekeys (all of them, as the Python peer's bundle lists them).
     pub fn one_time_public_keys(&self) -> Vec<[u8; 32]> {
-        self.one_time_prekeys
-            .iter()
-            .map(|k| *k.public.as_bytes())
-            .collect()
+        self.one_time_prekeys.iter().map(|k| *k.public.as_bytes()).collect()
     }
 
     /// The bundle to publish: identity, current signed prekey, and the first unused one-time
     /// prekey (if any). A one-time prekey is consumed when a session using it is accepted.
     pub fn bundle(&self) -> PreKeyBundle {
-        let spk = self
-            .signed_prekeys
-            .last()
-            .expect("a responder always has a signed prekey");
+        let spk = self.signed_prekeys.last().expect("a responder always has a signed prekey");
         PreKeyBundle {
             identity_key: *self.identity.public.as_bytes(),
             signed_prekey: *spk.keypair.public.as_bytes(),
@@ -395,10 +334,7 @@ impl Responder {
         };
         let limits = crate::session::Limits::default();
         if u64::from(message.header.n) > u64::from(limits.max_skip) {
-            return Err(Error::TooManySkipped {
-                skip: u64::from(message.header.n),
-                max: limits.max_skip,
-            });
+            return Err(Error::TooManySkipped { skip: u64::from(message.header.n), max: limits.max_skip });
         }
         let ik_a = PublicKey::from(x3dh.identity_key);
         let ek_a = PublicKey::from(x3dh.ephemeral_key);
@@ -412,24 +348,10 @@ impl Responder {
         if let Some(o) = &opk {
             jobs.push(DhJob::agree(&o.secret, &ek_a, DhPurpose::X3dh(4)));
         }
-        jobs.push(DhJob::agree(
-            &spk.secret,
-            &ratchet_a,
-            DhPurpose::RatchetReceive,
-        ));
+        jobs.push(DhJob::agree(&spk.secret, &ratchet_a, DhPurpose::RatchetReceive));
         jobs.push(DhJob::public_key(&new_secret));
-        jobs.push(DhJob::agree(
-            &new_secret,
-            &ratchet_a,
-            DhPurpose::RatchetSend,
-        ));
-        Ok(PendingAccept {
-            jobs,
-            kem_jobs,
-            message: wire.to_vec(),
-            spk,
-            new_secret,
-        })
+        jobs.push(DhJob::agree(&new_secret, &ratchet_a, DhPurpose::RatchetSend));
+        Ok(PendingAccept { jobs, kem_jobs, message: wire.to_vec(), spk, new_secret })
     }
 
     /// Second phase of an X3DH accept (a PQXDH accept needs [`Self::complete_accept_with_kem`]).
@@ -462,11 +384,7 @@ impl Responder {
         if let Some(h) = pq {
             self.find_pq(h.one_time, h.id)?;
         }
-        let n = if x3dh.one_time_prekey.is_some() {
-            4
-        } else {
-            3
-        };
+        let n = if x3dh.one_time_prekey.is_some() { 4 } else { 3 };
         let dhs: Vec<&[u8; 32]> = results[..n].iter().map(|r| &**r).collect();
         let sk = match (pq, kem.first()) {
             (None, _) => x3dh_kdf(&dhs),
@@ -529,9 +447,7 @@ impl Responder {
         } else {
             (&self.pq_last_resort, "last-resort PQ prekey")
         };
-        set.iter()
-            .find(|k| k.signed.id == id)
-            .ok_or(Error::UnknownPreKey(what))
+        set.iter().find(|k| k.signed.id == id).ok_or(Error::UnknownPreKey(what))
     }
 
     fn find_opk(&self, pubkey: &[u8; 32]) -> Result<&KeyPair, Error> {

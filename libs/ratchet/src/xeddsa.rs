@@ -65,9 +65,7 @@ pub fn ed25519_public(u: &[u8; 32]) -> Result<[u8; 32], Error> {
     if !crate::wire::is_canonical_u(u) {
         return Err(Error::BadSignature);
     }
-    let ed = MontgomeryPoint(*u)
-        .to_edwards(0)
-        .ok_or(Error::BadSignature)?;
+    let ed = MontgomeryPoint(*u).to_edwards(0).ok_or(Error::BadSignature)?;
     Ok(ed.compress().to_bytes())
 }
 

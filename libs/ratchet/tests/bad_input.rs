@@ -6,9 +6,7 @@ mod common;
 use common::{dec, pair, TestRng};
 use rand_core::{OsRng, RngCore};
 use ratchet::wire::{HEADER_LEN, MAX_RATCHET_MESSAGE_LEN, MIN_RATCHET_MESSAGE_LEN};
-use ratchet::{
-    x3dh, DalekDh, Error, KeyPair, Limits, Responder, Session, MAX_MESSAGE_LEN, MAX_PLAINTEXT_LEN,
-};
+use ratchet::{x3dh, DalekDh, Error, KeyPair, Limits, Responder, Session, MAX_MESSAGE_LEN, MAX_PLAINTEXT_LEN};
 
 /// Flips every bit of `wire`; each variant must be refused with `s` unchanged; then the original
 /// must still decrypt to `pt`.
@@ -19,11 +17,7 @@ fn every_bit_flip_rejected(s: &mut Session, wire: &[u8], pt: &[u8]) {
         t[bit / 8] ^= 1 << (bit % 8);
         let r = dec(s, &t);
         assert!(r.is_err(), "bit {bit} flipped: accepted");
-        assert!(
-            s.to_bytes() == before,
-            "bit {bit} flipped: state changed ({:?})",
-            r
-        );
+        assert!(s.to_bytes() == before, "bit {bit} flipped: state changed ({:?})", r);
     }
     assert_eq!(dec(s, wire).unwrap(), pt);
 }
@@ -58,13 +52,7 @@ fn bit_flips_skipped_key_message() {
 #[test]
 fn bit_flips_prekey_message() {
     let mut dh = DalekDh;
-    let mut bob = Responder::generate(
-        KeyPair::generate(&mut OsRng, &mut dh).unwrap(),
-        1,
-        &mut OsRng,
-        &mut dh,
-    )
-    .unwrap();
+    let mut bob = Responder::generate(KeyPair::generate(&mut OsRng, &mut dh).unwrap(), 1, &mut OsRng, &mut dh).unwrap();
     let alice_id = KeyPair::generate(&mut OsRng, &mut dh).unwrap();
     let mut a = x3dh::initiate_with(&alice_id, &bob.bundle(), &mut OsRng, &mut dh).unwrap();
     let m = a.encrypt(b"prekey").unwrap();
@@ -73,14 +61,8 @@ fn bit_flips_prekey_message() {
     for bit in 0..m.len() * 8 {
         let mut t = m.clone();
         t[bit / 8] ^= 1 << (bit % 8);
-        assert!(
-            bob.accept_with(&t, &mut OsRng, &mut dh).is_err(),
-            "bit {bit} flipped: accepted"
-        );
-        assert!(
-            bob.to_bytes() == before,
-            "bit {bit} flipped: responder changed"
-        );
+        assert!(bob.accept_with(&t, &mut OsRng, &mut dh).is_err(), "bit {bit} flipped: accepted");
+        assert!(bob.to_bytes() == before, "bit {bit} flipped: responder changed");
     }
     let (mut s, pt) = bob.accept_with(&m, &mut OsRng, &mut dh).unwrap();
     assert_eq!(&pt[..], b"prekey");
@@ -98,31 +80,19 @@ fn replays_rejected() {
     dec(&mut a, &m0).unwrap();
     dec(&mut a, &m2).unwrap();
     let before = a.to_bytes();
-    assert!(matches!(
-        dec(&mut a, &m0),
-        Err(Error::Duplicate { n: 0, .. })
-    ));
-    assert!(matches!(
-        dec(&mut a, &m2),
-        Err(Error::Duplicate { n: 2, .. })
-    ));
+    assert!(matches!(dec(&mut a, &m0), Err(Error::Duplicate { n: 0, .. })));
+    assert!(matches!(dec(&mut a, &m2), Err(Error::Duplicate { n: 2, .. })));
     assert!(a.to_bytes() == before);
     // A skipped key is used once.
     dec(&mut a, &m1).unwrap();
-    assert!(matches!(
-        dec(&mut a, &m1),
-        Err(Error::Duplicate { n: 1, .. })
-    ));
+    assert!(matches!(dec(&mut a, &m1), Err(Error::Duplicate { n: 1, .. })));
     // A message of a chain we have left: refused as a duplicate with no DH step.
     let r = a.encrypt(b"turn").unwrap();
     dec(&mut b, &r).unwrap();
     let n0 = b.encrypt(b"new chain").unwrap();
     dec(&mut a, &n0).unwrap();
     let before = a.to_bytes();
-    assert!(matches!(
-        a.decrypt(&m0, &mut OsRng),
-        Err(Error::Duplicate { .. })
-    ));
+    assert!(matches!(a.decrypt(&m0, &mut OsRng), Err(Error::Duplicate { .. })));
     assert!(a.to_bytes() == before);
     // The first (prekey) message again: its one-time prekey is gone.
     let mut dh = DalekDh;
@@ -131,35 +101,23 @@ fn replays_rejected() {
     let mut a2 = x3dh::initiate_with(&alice_id, &bob.bundle(), &mut OsRng, &mut dh).unwrap();
     let first = a2.encrypt(b"first").unwrap();
     bob.accept_with(&first, &mut OsRng, &mut dh).unwrap();
-    assert_eq!(
-        bob.accept_with(&first, &mut OsRng, &mut dh).err(),
-        Some(Error::UnknownPreKey("one-time prekey"))
-    );
+    assert_eq!(bob.accept_with(&first, &mut OsRng, &mut dh).err(), Some(Error::UnknownPreKey("one-time prekey")));
 }
 
 #[test]
 fn skip_beyond_max_skip_rejected_in_every_chain() {
-    let limits = Limits {
-        max_skip: 20,
-        max_stored_keys: 100,
-    };
+    let limits = Limits { max_skip: 20, max_stored_keys: 100 };
     let (mut a, mut b, _) = pair(true);
     a.set_limits(limits).unwrap();
     // New chain: N = 21.
     let msgs: Vec<Vec<u8>> = (0..23u8).map(|i| b.encrypt(&[i]).unwrap()).collect();
     let before = a.to_bytes();
-    assert_eq!(
-        dec(&mut a, &msgs[21]).err(),
-        Some(Error::TooManySkipped { skip: 21, max: 20 })
-    );
+    assert_eq!(dec(&mut a, &msgs[21]).err(), Some(Error::TooManySkipped { skip: 21, max: 20 }));
     assert!(a.to_bytes() == before);
     // Current chain: after message 0, N = 22 skips 21.
     dec(&mut a, &msgs[0]).unwrap();
     let before = a.to_bytes();
-    assert_eq!(
-        dec(&mut a, &msgs[22]).err(),
-        Some(Error::TooManySkipped { skip: 21, max: 20 })
-    );
+    assert_eq!(dec(&mut a, &msgs[22]).err(), Some(Error::TooManySkipped { skip: 21, max: 20 }));
     assert!(a.to_bytes() == before);
     // Exactly MAX_SKIP is accepted.
     assert_eq!(dec(&mut a, &msgs[21]).unwrap(), [21]);
@@ -172,10 +130,7 @@ fn skip_beyond_max_skip_rejected_in_every_chain() {
     dec(&mut b, &r).unwrap();
     let next = b.encrypt(b"pn=40").unwrap();
     let before = a.to_bytes();
-    assert_eq!(
-        dec(&mut a, &next).err(),
-        Some(Error::TooManySkipped { skip: 39, max: 20 })
-    );
+    assert_eq!(dec(&mut a, &next).err(), Some(Error::TooManySkipped { skip: 39, max: 20 }));
     assert!(a.to_bytes() == before);
 }
 
@@ -213,20 +168,8 @@ fn truncated_oversized_and_malformed_messages() {
     );
     let mut big = m[..HEADER_LEN].to_vec();
     big.resize(MAX_RATCHET_MESSAGE_LEN + 16, 0);
-    assert!(matches!(
-        dec(&mut a, &big),
-        Err(Error::Oversized {
-            what: "ratchet message",
-            ..
-        })
-    ));
-    assert!(matches!(
-        b.encrypt(&vec![0; MAX_PLAINTEXT_LEN + 1]),
-        Err(Error::Oversized {
-            what: "plaintext",
-            ..
-        })
-    ));
+    assert!(matches!(dec(&mut a, &big), Err(Error::Oversized { what: "ratchet message", .. })));
+    assert!(matches!(b.encrypt(&vec![0; MAX_PLAINTEXT_LEN + 1]), Err(Error::Oversized { what: "plaintext", .. })));
     b.encrypt(&vec![0; MAX_PLAINTEXT_LEN]).unwrap();
     // Unknown type bytes, bad prekey flags.
     for t in 0..=255u8 {
@@ -285,23 +228,12 @@ fn corrupted_session_state_refused() {
     for bit in 0..good.len() * 8 {
         let mut t = good.to_vec();
         t[bit / 8] ^= 1 << (bit % 8);
-        let e = Session::from_bytes(&t)
-            .err()
-            .unwrap_or_else(|| panic!("bit {bit} flipped: accepted"));
-        assert!(
-            matches!(e, Error::StateCorrupt(_) | Error::StateVersion { .. }),
-            "bit {bit}: {e}"
-        );
+        let e = Session::from_bytes(&t).err().unwrap_or_else(|| panic!("bit {bit} flipped: accepted"));
+        assert!(matches!(e, Error::StateCorrupt(_) | Error::StateVersion { .. }), "bit {bit}: {e}");
     }
     // Every truncation and an extension.
     for len in 0..good.len() {
-        assert!(
-            matches!(
-                Session::from_bytes(&good[..len]),
-                Err(Error::StateCorrupt(_))
-            ),
-            "len {len}"
-        );
+        assert!(matches!(Session::from_bytes(&good[..len]), Err(Error::StateCorrupt(_))), "len {len}");
     }
     let mut ext = good.to_vec();
     ext.push(0);
@@ -311,37 +243,20 @@ fn corrupted_session_state_refused() {
     v4[4..6].copy_from_slice(&4u16.to_be_bytes());
     refresh_checksum(&mut v4);
     let e = Session::from_bytes(&v4).err().unwrap();
-    assert_eq!(
-        e,
-        Error::StateVersion {
-            found: 4,
-            supported: 3
-        }
-    );
-    assert_eq!(
-        e.to_string(),
-        "state is version 4, this build reads versions 1 to 3"
-    );
+    assert_eq!(e, Error::StateVersion { found: 4, supported: 3 });
+    assert_eq!(e.to_string(), "state is version 4, this build reads versions 1 to 3");
     // A responder state is not a session.
     let (_, _, bob) = pair(false);
-    assert!(
-        matches!(Session::from_bytes(&bob.to_bytes()), Err(Error::StateCorrupt(m)) if m.contains("other kind"))
-    );
+    assert!(matches!(Session::from_bytes(&bob.to_bytes()), Err(Error::StateCorrupt(m)) if m.contains("other kind")));
     // Garbage.
     assert!(Session::from_bytes(b"").is_err());
     assert!(Session::from_bytes(&[0u8; 4096]).is_err());
     let mut t = good.to_vec();
     // max_stored_keys (2000) is followed by the AD length (66).
-    let limits_at = t
-        .windows(6)
-        .position(|w| w == [0, 0, 0x07, 0xd0, 0, 66])
-        .expect("layout changed; update the test");
+    let limits_at = t.windows(6).position(|w| w == [0, 0, 0x07, 0xd0, 0, 66]).expect("layout changed; update the test");
     t[limits_at..limits_at + 4].copy_from_slice(&u32::MAX.to_be_bytes());
     refresh_checksum(&mut t);
-    assert_eq!(
-        Session::from_bytes(&t).err(),
-        Some(Error::StateCorrupt("limits above MAX_LIMIT"))
-    );
+    assert_eq!(Session::from_bytes(&t).err(), Some(Error::StateCorrupt("limits above MAX_LIMIT")));
     // Damage that passes the checksum (fields rewritten, checksum recomputed): never a panic.
     let mut g = TestRng(99);
     let mut refused = 0;
@@ -374,13 +289,7 @@ fn corrupted_session_state_refused() {
 #[test]
 fn corrupted_responder_state_refused() {
     let mut dh = DalekDh;
-    let bob = Responder::generate(
-        KeyPair::generate(&mut OsRng, &mut dh).unwrap(),
-        3,
-        &mut OsRng,
-        &mut dh,
-    )
-    .unwrap();
+    let bob = Responder::generate(KeyPair::generate(&mut OsRng, &mut dh).unwrap(), 3, &mut OsRng, &mut dh).unwrap();
     let good = bob.to_bytes();
     for bit in 0..good.len() * 8 {
         let mut t = good.to_vec();
@@ -393,10 +302,7 @@ fn corrupted_responder_state_refused() {
     let mut t = good.to_vec();
     t[HEADER + 64] = 0; // signed prekey count 0
     refresh_checksum(&mut t);
-    assert_eq!(
-        Responder::from_bytes(&t).err(),
-        Some(Error::StateCorrupt("signed prekey count"))
-    );
+    assert_eq!(Responder::from_bytes(&t).err(), Some(Error::StateCorrupt("signed prekey count")));
 }
 
 /// A version 3 state's header: magic, version, seal, body length.

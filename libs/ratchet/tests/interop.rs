@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use common::TestRng;
 use rand_core::{OsRng, RngCore};
-use ratchet::x25519_dalek::{PublicKey, StaticSecret};
 use ratchet::pqxdh::{self, PqxdhBundle};
+use ratchet::x25519_dalek::{PublicKey, StaticSecret};
 use ratchet::{x3dh, xeddsa, CpuKem, DalekDh, Decrypted, KeyPair, PreKeyBundle, Responder, Session};
 use serde_json::{json, Value};
 
@@ -78,8 +78,7 @@ impl Peer {
             .rx
             .recv_timeout(PEER_TIMEOUT)
             .unwrap_or_else(|_| panic!("Python peer did not answer {req} within {PEER_TIMEOUT:?}"));
-        let v: Value =
-            serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad reply {line:?}: {e}"));
+        let v: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad reply {line:?}: {e}"));
         if v["ok"] == true {
             Ok(v)
         } else {
@@ -92,16 +91,10 @@ impl Peer {
         self.call(json!({"op": "privs", "privs": p})).unwrap();
     }
     fn encrypt(&mut self, id: &str, pt: &[u8]) -> Vec<u8> {
-        unhex(
-            self.call(json!({"op": "encrypt", "id": id, "pt": hex(pt)}))
-                .unwrap()["wire"]
-                .as_str()
-                .unwrap(),
-        )
+        unhex(self.call(json!({"op": "encrypt", "id": id, "pt": hex(pt)})).unwrap()["wire"].as_str().unwrap())
     }
     fn decrypt(&mut self, id: &str, wire: &[u8]) -> Result<Vec<u8>, String> {
-        self.call(json!({"op": "decrypt", "id": id, "wire": hex(wire)}))
-            .map(|v| unhex(v["pt"].as_str().unwrap()))
+        self.call(json!({"op": "decrypt", "id": id, "wire": hex(wire)})).map(|v| unhex(v["pt"].as_str().unwrap()))
     }
 }
 
@@ -142,31 +135,20 @@ fn mirror(seed: u64, mirror_alice: bool) {
 
     let (mut m, mut o) = if mirror_alice {
         next_priv(&mut peer);
-        let mut m =
-            Session::initiate_with(&sk, &bob_kp.public, &ad, &mut rm, &mut DalekDh).unwrap();
+        let mut m = Session::initiate_with(&sk, &bob_kp.public, &ad, &mut rm, &mut DalekDh).unwrap();
         let w = m.encrypt(b"m0").unwrap();
         let v = peer
             .call(json!({"op": "dr_alice", "id": "M", "sk": hex(&sk), "other_pub": hex(bob_kp.public.as_bytes()), "ad": hex(&ad), "pt": hex(b"m0")}))
             .unwrap();
-        assert_eq!(
-            hex(&w),
-            v["wire"].as_str().unwrap(),
-            "first message differs"
-        );
+        assert_eq!(hex(&w), v["wire"].as_str().unwrap(), "first message differs");
         let mut o = Session::respond(&sk, bob_kp.clone(), &ad).unwrap();
-        assert_eq!(
-            &o.decrypt_with(&w, &mut OsRng, &mut DalekDh).unwrap()[..],
-            b"m0"
-        );
+        assert_eq!(&o.decrypt_with(&w, &mut OsRng, &mut DalekDh).unwrap()[..], b"m0");
         (m, o)
     } else {
-        let mut o =
-            Session::initiate_with(&sk, &bob_kp.public, &ad, &mut OsRng, &mut DalekDh).unwrap();
+        let mut o = Session::initiate_with(&sk, &bob_kp.public, &ad, &mut OsRng, &mut DalekDh).unwrap();
         let w = o.encrypt(b"o0").unwrap();
         let mut m = Session::respond(&sk, bob_kp.clone(), &ad).unwrap();
-        let Decrypted::NeedsDh(step) = m.decrypt(&w, &mut rm).unwrap() else {
-            panic!("first message needs DH")
-        };
+        let Decrypted::NeedsDh(step) = m.decrypt(&w, &mut rm).unwrap() else { panic!("first message needs DH") };
         next_priv(&mut peer);
         let r = DalekDh.run_jobs(step.jobs());
         assert_eq!(&m.complete_decrypt(step, &r).unwrap()[..], b"o0");
@@ -186,23 +168,14 @@ fn mirror(seed: u64, mirror_alice: bool) {
             let pt = format!("m r{round} #{i}").into_bytes();
             let a = m.encrypt(&pt).unwrap();
             let b = peer.encrypt("M", &pt);
-            assert_eq!(
-                hex(&a),
-                hex(&b),
-                "ciphertext differs (round {round}, message {i})"
-            );
+            assert_eq!(hex(&a), hex(&b), "ciphertext differs (round {round}, message {i})");
             compared += 1;
             to_o.push((a, pt));
         }
         shuffle(&mut to_o, &mut g);
         for (w, pt) in to_o {
             if g.next_u32() % 5 != 0 {
-                assert_eq!(
-                    o.decrypt_with(&w, &mut OsRng, &mut DalekDh)
-                        .unwrap()
-                        .to_vec(),
-                    pt
-                );
+                assert_eq!(o.decrypt_with(&w, &mut OsRng, &mut DalekDh).unwrap().to_vec(), pt);
             }
         }
         // The other side sends; the mirrored side reads them out of order, some late, some never.
@@ -290,10 +263,7 @@ impl Side {
     }
     fn recv(&mut self, peer: &mut Peer, w: &[u8]) -> Result<Vec<u8>, String> {
         match self {
-            Side::Rs(s) => s
-                .decrypt_with(w, &mut OsRng, &mut DalekDh)
-                .map(|p| p.to_vec())
-                .map_err(|e| e.to_string()),
+            Side::Rs(s) => s.decrypt_with(w, &mut OsRng, &mut DalekDh).map(|p| p.to_vec()).map_err(|e| e.to_string()),
             Side::Py(id) => peer.decrypt(id, w),
         }
     }
@@ -314,18 +284,10 @@ fn converse_n(peer: &mut Peer, a: &mut Side, b: &mut Side, seed: u64, steps: u32
     for step in 0..steps {
         let r = g.next_u32() % 8;
         let (from_a, deliver) = (r % 2 == 0, r >= 2);
-        let (q, to) = if from_a {
-            (&mut q_ab, &mut *b)
-        } else {
-            (&mut q_ba, &mut *a)
-        };
+        let (q, to) = if from_a { (&mut q_ab, &mut *b) } else { (&mut q_ba, &mut *a) };
         if !deliver {
             let pt = format!("{} {step}", if from_a { "a->b" } else { "b->a" }).into_bytes();
-            let w = if from_a {
-                a.send(peer, &pt)
-            } else {
-                b.send(peer, &pt)
-            };
+            let w = if from_a { a.send(peer, &pt) } else { b.send(peer, &pt) };
             q.push((w, pt));
             continue;
         }
@@ -341,27 +303,17 @@ fn converse_n(peer: &mut Peer, a: &mut Side, b: &mut Side, seed: u64, steps: u32
             let mut t = w.clone();
             let bit = g.next_u32() as usize % (t.len() * 8);
             t[bit / 8] ^= 1 << (bit % 8);
-            assert!(
-                to.recv(peer, &t).is_err(),
-                "tampered message accepted (bit {bit})"
-            );
+            assert!(to.recv(peer, &t).is_err(), "tampered message accepted (bit {bit})");
             refused += 1;
         }
-        assert_eq!(
-            to.recv(peer, &w)
-                .unwrap_or_else(|e| panic!("step {step}: {e}")),
-            pt
-        );
+        assert_eq!(to.recv(peer, &w).unwrap_or_else(|e| panic!("step {step}: {e}")), pt);
         ok += 1;
         if g.next_u32() % 6 == 0 {
             assert!(to.recv(peer, &w).is_err(), "replay accepted");
             refused += 1;
         }
     }
-    assert!(
-        ok > steps / 8 && refused > steps / 40,
-        "ok {ok} refused {refused}"
-    );
+    assert!(ok > steps / 8 && refused > steps / 40, "ok {ok} refused {refused}");
 }
 
 #[test]
@@ -375,8 +327,7 @@ fn double_ratchet_cross_conversation_both_directions() {
         let bob_secret = rand32(&mut g);
         let bob_kp = KeyPair::from_secret(StaticSecret::from(bob_secret));
         let (mut a, mut b) = if rust_is_alice {
-            let mut s =
-                Session::initiate_with(&sk, &bob_kp.public, &ad, &mut OsRng, &mut DalekDh).unwrap();
+            let mut s = Session::initiate_with(&sk, &bob_kp.public, &ad, &mut OsRng, &mut DalekDh).unwrap();
             let w = s.encrypt(b"hello").unwrap();
             let v = peer
                 .call(json!({"op": "dr_bob", "id": "P", "sk": hex(&sk), "own_priv": hex(&bob_secret), "ad": hex(&ad), "wire": hex(&w)}))
@@ -389,12 +340,7 @@ fn double_ratchet_cross_conversation_both_directions() {
                 .unwrap();
             let mut s = Session::respond(&sk, bob_kp, &ad).unwrap();
             assert_eq!(
-                &s.decrypt_with(
-                    &unhex(v["wire"].as_str().unwrap()),
-                    &mut OsRng,
-                    &mut DalekDh
-                )
-                .unwrap()[..],
+                &s.decrypt_with(&unhex(v["wire"].as_str().unwrap()), &mut OsRng, &mut DalekDh).unwrap()[..],
                 b"hello"
             );
             (Side::Py("P"), Side::Rs(s))
@@ -410,16 +356,10 @@ fn x3dh_python_initiator_rust_responder() {
     for (seed, opks) in [(31u64, 1usize), (32, 0)] {
         let mut peer = Peer::spawn();
         let mut dh = DalekDh;
-        let mut bob = Responder::generate(
-            KeyPair::generate(&mut OsRng, &mut dh).unwrap(),
-            opks,
-            &mut OsRng,
-            &mut dh,
-        )
-        .unwrap();
+        let mut bob =
+            Responder::generate(KeyPair::generate(&mut OsRng, &mut dh).unwrap(), opks, &mut OsRng, &mut dh).unwrap();
         let alice_priv = rand32(&mut OsRng);
-        peer.call(json!({"op": "x3dh_new", "id": "A", "identity_priv": hex(&alice_priv)}))
-            .unwrap();
+        peer.call(json!({"op": "x3dh_new", "id": "A", "identity_priv": hex(&alice_priv)})).unwrap();
         let bundle = bob.bundle();
         let pre_keys: Vec<String> = bundle.one_time_prekey.iter().map(|k| hex(k)).collect();
         // The Python side verifies our XEdDSA signature here.
@@ -431,11 +371,7 @@ fn x3dh_python_initiator_rust_responder() {
         let wire = unhex(v["wire"].as_str().unwrap());
         let (s, pt) = bob.accept_with(&wire, &mut OsRng, &mut dh).unwrap();
         assert_eq!(&pt[..], b"hi from python");
-        assert_eq!(
-            hex(s.associated_data()),
-            v["ad"].as_str().unwrap(),
-            "X3DH associated data differs"
-        );
+        assert_eq!(hex(s.associated_data()), v["ad"].as_str().unwrap(), "X3DH associated data differs");
         assert_eq!(bob.one_time_prekeys(), 0);
         // A forged signature is refused by the Python side.
         let mut bad = bundle.signature;
@@ -458,43 +394,26 @@ fn x3dh_rust_initiator_python_responder() {
         let mut peer = Peer::spawn();
         let mut dh = DalekDh;
         let bob_priv = rand32(&mut OsRng);
-        let v = peer
-            .call(json!({"op": "x3dh_new", "id": "B", "identity_priv": hex(&bob_priv)}))
-            .unwrap();
+        let v = peer.call(json!({"op": "x3dh_new", "id": "B", "identity_priv": hex(&bob_priv)})).unwrap();
         let k = |name: &str| -> [u8; 32] { unhex(v[name].as_str().unwrap()).try_into().unwrap() };
         let bundle = PreKeyBundle {
             identity_key: k("identity_key"),
             signed_prekey: k("signed_pre_key"),
             signature: unhex(v["signature"].as_str().unwrap()).try_into().unwrap(),
             one_time_prekey: if use_opk {
-                Some(
-                    unhex(v["pre_keys"][0].as_str().unwrap())
-                        .try_into()
-                        .unwrap(),
-                )
+                Some(unhex(v["pre_keys"][0].as_str().unwrap()).try_into().unwrap())
             } else {
                 None
             },
         };
-        assert_eq!(
-            bundle.identity_key,
-            *PublicKey::from(&StaticSecret::from(bob_priv)).as_bytes()
-        );
-        bundle
-            .verify()
-            .expect("XEdDSA signature made by libxeddsa verifies");
+        assert_eq!(bundle.identity_key, *PublicKey::from(&StaticSecret::from(bob_priv)).as_bytes());
+        bundle.verify().expect("XEdDSA signature made by libxeddsa verifies");
         let alice = KeyPair::generate(&mut OsRng, &mut dh).unwrap();
         let mut s = x3dh::initiate_with(&alice, &bundle, &mut OsRng, &mut dh).unwrap();
         let w1 = s.encrypt(b"hi from rust").unwrap();
-        let r = peer
-            .call(json!({"op": "x3dh_passive", "id": "B", "sess": "S", "wire": hex(&w1)}))
-            .unwrap();
+        let r = peer.call(json!({"op": "x3dh_passive", "id": "B", "sess": "S", "wire": hex(&w1)})).unwrap();
         assert_eq!(r["pt"], hex(b"hi from rust"));
-        assert_eq!(
-            hex(s.associated_data()),
-            r["ad"].as_str().unwrap(),
-            "X3DH associated data differs"
-        );
+        assert_eq!(hex(s.associated_data()), r["ad"].as_str().unwrap(), "X3DH associated data differs");
         converse(&mut peer, &mut Side::Rs(s), &mut Side::Py("S"), seed);
     }
 }
@@ -512,20 +431,9 @@ fn xeddsa_byte_exact_with_libxeddsa() {
         let mut msg = vec![0u8; i * 3];
         g.fill_bytes(&mut msg);
         let ours = xeddsa::sign(&StaticSecret::from(k), &msg, &z);
-        let v = peer
-            .call(json!({"op": "xeddsa_sign", "priv": hex(&k), "msg": hex(&msg), "nonce": hex(&z)}))
-            .unwrap();
-        assert_eq!(
-            hex(&ours),
-            v["sig"].as_str().unwrap(),
-            "signature {i} differs"
-        );
-        xeddsa::verify(
-            PublicKey::from(&StaticSecret::from(k)).as_bytes(),
-            &msg,
-            &ours,
-        )
-        .unwrap();
+        let v = peer.call(json!({"op": "xeddsa_sign", "priv": hex(&k), "msg": hex(&msg), "nonce": hex(&z)})).unwrap();
+        assert_eq!(hex(&ours), v["sig"].as_str().unwrap(), "signature {i} differs");
+        xeddsa::verify(PublicKey::from(&StaticSecret::from(k)).as_bytes(), &msg, &ours).unwrap();
     }
 }
 
@@ -547,24 +455,14 @@ fn previous_chain_beyond_max_skip_difference() {
         .unwrap();
     let n = ratchet::MAX_SKIP as usize + 2;
     // Python -> Rust: Rust gets only the first of n, replies, then Python's new chain has PN = n.
-    let v = peer
-        .call(json!({"op": "encrypt_n", "id": "B", "pt": hex(b"x"), "n": n}))
-        .unwrap();
-    let wires: Vec<Vec<u8>> = v["wires"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|w| unhex(w.as_str().unwrap()))
-        .collect();
+    let v = peer.call(json!({"op": "encrypt_n", "id": "B", "pt": hex(b"x"), "n": n})).unwrap();
+    let wires: Vec<Vec<u8>> = v["wires"].as_array().unwrap().iter().map(|w| unhex(w.as_str().unwrap())).collect();
     a.decrypt_with(&wires[0], &mut OsRng, &mut DalekDh).unwrap();
     let r = a.encrypt(b"reply").unwrap();
     peer.decrypt("B", &r).unwrap();
     let next = peer.encrypt("B", b"new chain");
     let before = a.to_bytes();
-    assert!(matches!(
-        a.decrypt_with(&next, &mut OsRng, &mut DalekDh),
-        Err(ratchet::Error::TooManySkipped { .. })
-    ));
+    assert!(matches!(a.decrypt_with(&next, &mut OsRng, &mut DalekDh), Err(ratchet::Error::TooManySkipped { .. })));
     assert!(a.to_bytes() == before);
     // Rust -> Python: the same situation is accepted by DoubleRatchet 1.3.0 (it only warns).
     let v = peer
@@ -578,29 +476,18 @@ fn previous_chain_beyond_max_skip_difference() {
     let r = peer.encrypt("A", b"reply");
     b.decrypt_with(&r, &mut OsRng, &mut DalekDh).unwrap();
     let next = b.encrypt(b"new chain").unwrap();
-    assert_eq!(
-        peer.decrypt("A", &next).unwrap(),
-        b"new chain",
-        "DoubleRatchet 1.3.0 accepts (documented difference)"
-    );
+    assert_eq!(peer.decrypt("A", &next).unwrap(), b"new chain", "DoubleRatchet 1.3.0 accepts (documented difference)");
 }
 
 /// A responder of this crate with `opks` curve and `pq_opks` PQ one-time prekeys and a
 /// last-resort PQ prekey.
 fn pq_responder(opks: usize, pq_opks: usize) -> Responder {
     let mut dh = DalekDh;
-    let mut bob = Responder::generate(
-        KeyPair::generate(&mut OsRng, &mut dh).unwrap(),
-        opks,
-        &mut OsRng,
-        &mut dh,
-    )
-    .unwrap();
-    bob.add_pq_prekeys_with(1, false, &mut OsRng, &mut CpuKem)
-        .unwrap();
+    let mut bob =
+        Responder::generate(KeyPair::generate(&mut OsRng, &mut dh).unwrap(), opks, &mut OsRng, &mut dh).unwrap();
+    bob.add_pq_prekeys_with(1, false, &mut OsRng, &mut CpuKem).unwrap();
     if pq_opks > 0 {
-        bob.add_pq_prekeys_with(pq_opks, true, &mut OsRng, &mut CpuKem)
-            .unwrap();
+        bob.add_pq_prekeys_with(pq_opks, true, &mut OsRng, &mut CpuKem).unwrap();
     }
     bob
 }
@@ -638,16 +525,10 @@ fn pqxdh_python_initiator_rust_responder() {
             .unwrap();
         let wire = unhex(v["wire"].as_str().unwrap());
         assert_eq!(wire[0], ratchet::wire::TYPE_PQ_PREKEY);
-        let (s, pt) = bob
-            .accept_with_kem(&wire, &mut OsRng, &mut DalekDh, &mut CpuKem)
-            .unwrap();
+        let (s, pt) = bob.accept_with_kem(&wire, &mut OsRng, &mut DalekDh, &mut CpuKem).unwrap();
         assert_eq!(&pt[..], b"hi from the spec");
         assert!(s.is_pqxdh());
-        assert_eq!(
-            hex(s.associated_data()),
-            v["ad"].as_str().unwrap(),
-            "PQXDH associated data differs"
-        );
+        assert_eq!(hex(s.associated_data()), v["ad"].as_str().unwrap(), "PQXDH associated data differs");
         assert_eq!(bob.one_time_prekeys(), 0);
         assert_eq!(bob.pq_one_time_prekeys(), 0);
         if pq_opks > 0 {
@@ -676,36 +557,20 @@ fn pqxdh_rust_initiator_python_responder() {
             .call(json!({"op": "pq_bob_new", "id": "B", "identity_priv": hex(&bob_priv), "opks": opks, "pq_opks": pq_opks}))
             .unwrap();
         let bundle = PqxdhBundle::parse(&unhex(v["bundle"].as_str().unwrap())).unwrap();
-        assert_eq!(
-            bundle.identity_key,
-            *PublicKey::from(&StaticSecret::from(bob_priv)).as_bytes()
-        );
+        assert_eq!(bundle.identity_key, *PublicKey::from(&StaticSecret::from(bob_priv)).as_bytes());
         assert_eq!(bundle.one_time_prekey.is_some(), opks > 0);
         assert_eq!(bundle.pq_prekey.as_ref().unwrap().one_time, pq_opks > 0);
-        bundle
-            .verify()
-            .expect("libxeddsa signatures over the curve and the PQ prekey verify");
+        bundle.verify().expect("libxeddsa signatures over the curve and the PQ prekey verify");
         let alice = KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap();
-        let mut s =
-            pqxdh::initiate_with(&alice, &bundle, &mut OsRng, &mut DalekDh, &mut CpuKem).unwrap();
+        let mut s = pqxdh::initiate_with(&alice, &bundle, &mut OsRng, &mut DalekDh, &mut CpuKem).unwrap();
         let w1 = s.encrypt(b"hi from rust").unwrap();
-        let r = peer
-            .call(json!({"op": "pq_accept", "id": "B", "sess": "S", "wire": hex(&w1)}))
-            .unwrap();
+        let r = peer.call(json!({"op": "pq_accept", "id": "B", "sess": "S", "wire": hex(&w1)})).unwrap();
         assert_eq!(r["pt"], hex(b"hi from rust"));
-        assert_eq!(
-            hex(s.associated_data()),
-            r["ad"].as_str().unwrap(),
-            "PQXDH associated data differs"
-        );
+        assert_eq!(hex(s.associated_data()), r["ad"].as_str().unwrap(), "PQXDH associated data differs");
         if pq_opks > 0 {
-            let mut again =
-                pqxdh::initiate_with(&alice, &bundle, &mut OsRng, &mut DalekDh, &mut CpuKem)
-                    .unwrap();
+            let mut again = pqxdh::initiate_with(&alice, &bundle, &mut OsRng, &mut DalekDh, &mut CpuKem).unwrap();
             let w = again.encrypt(b"reused").unwrap();
-            let e = peer
-                .call(json!({"op": "pq_accept", "id": "B", "sess": "T", "wire": hex(&w)}))
-                .unwrap_err();
+            let e = peer.call(json!({"op": "pq_accept", "id": "B", "sess": "T", "wire": hex(&w)})).unwrap_err();
             assert!(e.contains("unknown one-time"), "{e}");
         }
         converse_n(&mut peer, &mut Side::Rs(s), &mut Side::Py("S"), seed, 200);

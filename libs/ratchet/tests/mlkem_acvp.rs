@@ -18,10 +18,7 @@ use serde_json::Value;
 use zeroize::Zeroizing;
 
 fn unhex(s: &str) -> Vec<u8> {
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect()
+    (0..s.len()).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect()
 }
 
 fn load(dir: &str, set: &str) -> (Value, Value) {
@@ -53,12 +50,7 @@ fn groups<'a>(p: &'a Value, e: &'a Value) -> Vec<(&'a Value, &'a Value)> {
 }
 
 fn expected<'a>(eg: &'a Value, tc: &Value) -> &'a Value {
-    eg["tests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["tcId"] == tc["tcId"])
-        .expect("expected result for the case")
+    eg["tests"].as_array().unwrap().iter().find(|x| x["tcId"] == tc["tcId"]).expect("expected result for the case")
 }
 
 fn h(v: &Value, k: &str) -> Vec<u8> {
@@ -68,9 +60,8 @@ fn h(v: &Value, k: &str) -> Vec<u8> {
 #[test]
 #[ignore = "needs the ACVP files: cargo xtask test --only ratchet:interop"]
 fn mlkem1024_acvp_fips203() {
-    let dir = std::env::var("RATCHET_ACVP_DIR").unwrap_or_else(|_| {
-        panic!("RATCHET_ACVP_DIR is not set: run `cargo xtask test --only ratchet:interop`")
-    });
+    let dir = std::env::var("RATCHET_ACVP_DIR")
+        .unwrap_or_else(|_| panic!("RATCHET_ACVP_DIR is not set: run `cargo xtask test --only ratchet:interop`"));
     let mut counts = [0usize; 4];
 
     // Key generation.
@@ -82,8 +73,7 @@ fn mlkem1024_acvp_fips203() {
             let mut seed = Zeroizing::new([0u8; 64]);
             seed[..32].copy_from_slice(&h(tc, "d"));
             seed[32..].copy_from_slice(&h(tc, "z"));
-            let KemOutput::PublicKey(ek) = (KemJob::KeyGen { seed: seed.clone() }).run().unwrap()
-            else {
+            let KemOutput::PublicKey(ek) = (KemJob::KeyGen { seed: seed.clone() }).run().unwrap() else {
                 panic!("keygen result")
             };
             assert_eq!(ek[..], h(x, "ek")[..], "keyGen tcId {}: ek", tc["tcId"]);
@@ -97,8 +87,7 @@ fn mlkem1024_acvp_fips203() {
             let KemOutput::Encapsulated { ciphertext, shared_secret } = enc.run().unwrap() else {
                 panic!("encaps result")
             };
-            let KemOutput::SharedSecret(k) = (KemJob::Decapsulate { seed, ciphertext }).run().unwrap()
-            else {
+            let KemOutput::SharedSecret(k) = (KemJob::Decapsulate { seed, ciphertext }).run().unwrap() else {
                 panic!("decaps result")
             };
             assert_eq!(*k, *shared_secret, "keyGen tcId {}: round trip", tc["tcId"]);
@@ -117,8 +106,7 @@ fn mlkem1024_acvp_fips203() {
                         public_key: Box::new(h(tc, "ek").try_into().unwrap()),
                         randomness: Zeroizing::new(h(tc, "m").try_into().unwrap()),
                     };
-                    let KemOutput::Encapsulated { ciphertext, shared_secret } = job.run().unwrap()
-                    else {
+                    let KemOutput::Encapsulated { ciphertext, shared_secret } = job.run().unwrap() else {
                         panic!("encaps result")
                     };
                     assert_eq!(ciphertext[..], h(x, "c")[..], "encaps tcId {}: c", tc["tcId"]);

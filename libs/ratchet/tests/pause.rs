@@ -4,8 +4,8 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use ratchet::{DalekDh, KeyPair, Session};
 use rand_core::OsRng;
+use ratchet::{DalekDh, KeyPair, Session};
 use x25519_dalek::StaticSecret;
 
 static PAUSES: AtomicUsize = AtomicUsize::new(0);

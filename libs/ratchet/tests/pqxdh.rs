@@ -10,18 +10,14 @@ use rand_core::OsRng;
 use ratchet::kem::{CIPHERTEXT_LEN, PUBLIC_KEY_LEN};
 use ratchet::pqxdh::{self, PqxdhBundle};
 use ratchet::wire::TYPE_PQ_PREKEY;
-use ratchet::{
-    x3dh, CpuKem, DalekDh, Dh, Envelope, Error, Kem, KemJob, KemOp, KemOutput, KeyPair, Responder,
-    Session,
-};
+use ratchet::{x3dh, CpuKem, DalekDh, Dh, Envelope, Error, Kem, KemJob, KemOp, KemOutput, KeyPair, Responder, Session};
 
 /// A responder with `opks` curve one-time prekeys, `pq_opks` one-time PQ prekeys and a
 /// last-resort PQ prekey.
 fn bob(opks: usize, pq_opks: usize) -> Responder {
     let mut dh = DalekDh;
     let mut b =
-        Responder::generate(KeyPair::generate(&mut OsRng, &mut dh).unwrap(), opks, &mut OsRng, &mut dh)
-            .unwrap();
+        Responder::generate(KeyPair::generate(&mut OsRng, &mut dh).unwrap(), opks, &mut OsRng, &mut dh).unwrap();
     b.add_pq_prekeys_with(1, false, &mut OsRng, &mut CpuKem).unwrap();
     if pq_opks > 0 {
         b.add_pq_prekeys_with(pq_opks, true, &mut OsRng, &mut CpuKem).unwrap();
@@ -39,8 +35,7 @@ fn initiate(id: &KeyPair, bundle: &PqxdhBundle) -> Session {
 }
 
 fn accept(bob: &mut Responder, wire: &[u8]) -> Result<(Session, Vec<u8>), Error> {
-    bob.accept_with_kem(wire, &mut OsRng, &mut DalekDh, &mut CpuKem)
-        .map(|(s, p)| (s, p.to_vec()))
+    bob.accept_with_kem(wire, &mut OsRng, &mut DalekDh, &mut CpuKem).map(|(s, p)| (s, p.to_vec()))
 }
 
 #[test]
@@ -64,11 +59,7 @@ fn pqxdh_both_roles_every_prekey_combination() {
         assert!(alice.is_pqxdh());
         let w = alice.encrypt(b"hello, post-quantum Bob").unwrap();
         assert_eq!(w[0], TYPE_PQ_PREKEY);
-        assert_eq!(
-            w.len(),
-            2 + 96 + 32 * opks + 4 + CIPHERTEXT_LEN + 41 + 32 + 32,
-            "PQXDH prekey message size"
-        );
+        assert_eq!(w.len(), 2 + 96 + 32 * opks + 4 + CIPHERTEXT_LEN + 41 + 32 + 32, "PQXDH prekey message size");
         // Bob: the decapsulation is a job too.
         let pa = b.accept(&w, &mut OsRng).unwrap();
         assert_eq!(pa.jobs().len(), 6 + opks);
@@ -119,7 +110,8 @@ fn documented_sizes() {
     // State: a PQXDH session holds its PQXDH header (1,573 bytes more than the same X3DH
     // session); a responder's PQ section (version 2) is 9 bytes plus 1,700 per PQ prekey.
     let id = alice_id();
-    let classic = Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 0, &mut OsRng, &mut DalekDh).unwrap();
+    let classic =
+        Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 0, &mut OsRng, &mut DalekDh).unwrap();
     let l0 = classic.to_bytes().len();
     let mut withpq = classic.clone();
     withpq.add_pq_prekeys_with(1, false, &mut OsRng, &mut CpuKem).unwrap();
@@ -140,7 +132,10 @@ fn documented_sizes() {
         bx.to_bytes().len(),
         bp.to_bytes().len()
     );
-    assert_eq!((xs.to_bytes().len(), ps.to_bytes().len(), bx.to_bytes().len(), bp.to_bytes().len()), (370, 1_943, 434, 2_007));
+    assert_eq!(
+        (xs.to_bytes().len(), ps.to_bytes().len(), bx.to_bytes().len(), bp.to_bytes().len()),
+        (370, 1_943, 434, 2_007)
+    );
     // Without the state's own SHA-256 (a container that seals its bytes itself): 32 less.
     assert_eq!(ps.to_bytes_unsealed().len(), 1_911);
     // Once the first reply arrives, the initiator drops its header (X3DH: 97 bytes here, no
@@ -153,7 +148,9 @@ fn documented_sizes() {
     assert_eq!(ps.to_bytes_unsealed().len(), 305);
     // The chat's Bob: 32 one-time curve prekeys; with PQXDH also 1 last-resort and 8 one-time PQ
     // prekeys.
-    let mut chat_bob = Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 32, &mut OsRng, &mut DalekDh).unwrap();
+    let mut chat_bob =
+        Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 32, &mut OsRng, &mut DalekDh)
+            .unwrap();
     assert_eq!(chat_bob.to_bytes().len(), 2_297);
     chat_bob.add_pq_prekeys_with(1, false, &mut OsRng, &mut CpuKem).unwrap();
     chat_bob.add_pq_prekeys_with(8, true, &mut OsRng, &mut CpuKem).unwrap();
@@ -199,10 +196,7 @@ fn decapsulation_failure_is_refused_and_changes_nothing() {
     // (3) wrong number or kind of KEM results
     let pa = b.accept(&w, &mut OsRng).unwrap();
     let r = DalekDh.run(pa.jobs()).unwrap();
-    assert_eq!(
-        b.complete_accept_with_kem(pa, &r, &[]).err(),
-        Some(Error::KemResultCount { expected: 1, got: 0 })
-    );
+    assert_eq!(b.complete_accept_with_kem(pa, &r, &[]).err(), Some(Error::KemResultCount { expected: 1, got: 0 }));
     let pa = b.accept(&w, &mut OsRng).unwrap();
     let r = DalekDh.run(pa.jobs()).unwrap();
     let wrong = vec![KemOutput::PublicKey(Box::new([0u8; PUBLIC_KEY_LEN]))];
@@ -330,13 +324,9 @@ fn bad_bundles_are_refused() {
     let parsed = PqxdhBundle::parse(&t.encode()).unwrap();
     assert_eq!(pqxdh::initiate(&a_id, &parsed, &mut OsRng).err(), Some(Error::MissingPqPreKey));
     let classic_only =
-        Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 1, &mut OsRng, &mut DalekDh)
-            .unwrap();
+        Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 1, &mut OsRng, &mut DalekDh).unwrap();
     assert!(classic_only.pqxdh_bundle().pq_prekey.is_none());
-    assert_eq!(
-        pqxdh::initiate(&a_id, &classic_only.pqxdh_bundle(), &mut OsRng).err(),
-        Some(Error::MissingPqPreKey)
-    );
+    assert_eq!(pqxdh::initiate(&a_id, &classic_only.pqxdh_bundle(), &mut OsRng).err(), Some(Error::MissingPqPreKey));
     // Every truncation of an encoded bundle, an extension, unknown flags.
     let enc = good.encode();
     for len in 0..enc.len() {
@@ -469,8 +459,7 @@ fn pq_prekey_management_and_state_versions() {
     assert_eq!(r2.to_bytes()[..], b.to_bytes()[..]);
     // A version-1 responder state (an X3DH-only responder, written before PQXDH) is read.
     let classic =
-        Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 2, &mut OsRng, &mut DalekDh)
-            .unwrap();
+        Responder::generate(KeyPair::generate(&mut OsRng, &mut DalekDh).unwrap(), 2, &mut OsRng, &mut DalekDh).unwrap();
     let v3 = classic.to_bytes_unsealed();
     let body = &v3[11..v3.len() - 9]; // without next id, 0 last-resort, 0 one-time
     let v1 = old_frame(b"XRR1", 1, body);

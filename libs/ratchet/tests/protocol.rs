@@ -16,10 +16,7 @@ fn x3dh_with_and_without_one_time_prekey() {
             let m = b.encrypt(format!("b{i}").as_bytes()).unwrap();
             assert_eq!(dec(&mut a, &m).unwrap(), format!("b{i}").into_bytes());
             let m = a.encrypt(format!("a{i}").as_bytes()).unwrap();
-            assert_eq!(
-                m[0], 0x01,
-                "after a reply Alice sends plain ratchet messages"
-            );
+            assert_eq!(m[0], 0x01, "after a reply Alice sends plain ratchet messages");
             assert_eq!(dec(&mut b, &m).unwrap(), format!("a{i}").into_bytes());
         }
     }
@@ -28,13 +25,7 @@ fn x3dh_with_and_without_one_time_prekey() {
 #[test]
 fn initiator_repeats_prekey_header_until_reply() {
     let mut dh = DalekDh;
-    let mut bob = Responder::generate(
-        KeyPair::generate(&mut OsRng, &mut dh).unwrap(),
-        2,
-        &mut OsRng,
-        &mut dh,
-    )
-    .unwrap();
+    let mut bob = Responder::generate(KeyPair::generate(&mut OsRng, &mut dh).unwrap(), 2, &mut OsRng, &mut dh).unwrap();
     let alice_id = KeyPair::generate(&mut OsRng, &mut dh).unwrap();
     let mut a = x3dh::initiate_with(&alice_id, &bob.bundle(), &mut OsRng, &mut dh).unwrap();
     let m1 = a.encrypt(b"one").unwrap();
@@ -44,10 +35,7 @@ fn initiator_repeats_prekey_header_until_reply() {
     let (mut b, pt) = bob.accept_with(&m2, &mut OsRng, &mut dh).unwrap();
     assert_eq!(&pt[..], b"two");
     // The first belongs to the same session now (and the OPK is gone from the responder).
-    assert_eq!(
-        bob.accept_with(&m1, &mut OsRng, &mut dh).err(),
-        Some(Error::UnknownPreKey("one-time prekey"))
-    );
+    assert_eq!(bob.accept_with(&m1, &mut OsRng, &mut dh).err(), Some(Error::UnknownPreKey("one-time prekey")));
     assert_eq!(dec(&mut b, &m1).unwrap(), b"one");
     // A prekey message of another session is refused by this one.
     let mut a2 = x3dh::initiate_with(&alice_id, &bob.bundle(), &mut OsRng, &mut dh).unwrap();
@@ -79,10 +67,7 @@ fn random_conversation_out_of_order_and_loss() {
                 if rng.next_u32() % 10 != 0 {
                     assert_eq!(dec(&mut b, &m).unwrap(), p);
                     delivered += 1;
-                    assert!(
-                        matches!(dec(&mut b, &m), Err(Error::Duplicate { .. })),
-                        "replay accepted"
-                    );
+                    assert!(matches!(dec(&mut b, &m), Err(Error::Duplicate { .. })), "replay accepted");
                 }
             }
             4 | 5 if !to_a.is_empty() => {
@@ -91,10 +76,7 @@ fn random_conversation_out_of_order_and_loss() {
                 if rng.next_u32() % 10 != 0 {
                     assert_eq!(dec(&mut a, &m).unwrap(), p);
                     delivered += 1;
-                    assert!(
-                        matches!(dec(&mut a, &m), Err(Error::Duplicate { .. })),
-                        "replay accepted"
-                    );
+                    assert!(matches!(dec(&mut a, &m), Err(Error::Duplicate { .. })), "replay accepted");
                 }
             }
             _ => {}
@@ -107,17 +89,12 @@ fn random_conversation_out_of_order_and_loss() {
 fn skipped_keys_and_max_skip() {
     let (mut a, mut b, _) = pair(true);
     let max = a.limits().max_skip;
-    let msgs: Vec<Vec<u8>> = (0..=max + 1)
-        .map(|i| b.encrypt(&i.to_be_bytes()).unwrap())
-        .collect();
+    let msgs: Vec<Vec<u8>> = (0..=max + 1).map(|i| b.encrypt(&i.to_be_bytes()).unwrap()).collect();
     // Message MAX_SKIP + 1 of a new chain would skip MAX_SKIP + 1 keys: refused, before any DH.
     let before = a.to_bytes();
     assert_eq!(
         a.decrypt(&msgs[max as usize + 1], &mut OsRng).err(),
-        Some(Error::TooManySkipped {
-            skip: u64::from(max) + 1,
-            max
-        })
+        Some(Error::TooManySkipped { skip: u64::from(max) + 1, max })
     );
     assert_eq!(a.to_bytes(), before);
     // Exactly MAX_SKIP is fine, and every skipped one decrypts later, in any order.
@@ -126,30 +103,18 @@ fn skipped_keys_and_max_skip() {
     for i in (0..max as usize).rev().step_by(97) {
         assert_eq!(dec(&mut a, &msgs[i]).unwrap(), (i as u32).to_be_bytes());
     }
-    assert_eq!(
-        dec(&mut a, &msgs[max as usize + 1]).unwrap(),
-        (max + 1).to_be_bytes()
-    );
+    assert_eq!(dec(&mut a, &msgs[max as usize + 1]).unwrap(), (max + 1).to_be_bytes());
 }
 
 #[test]
 fn stored_key_cap_evicts_oldest() {
     let (mut a, mut b, _) = pair(true);
-    a.set_limits(Limits {
-        max_skip: 100,
-        max_stored_keys: 5,
-    })
-    .unwrap();
-    let msgs: Vec<Vec<u8>> = (0..11u32)
-        .map(|i| b.encrypt(&i.to_be_bytes()).unwrap())
-        .collect();
+    a.set_limits(Limits { max_skip: 100, max_stored_keys: 5 }).unwrap();
+    let msgs: Vec<Vec<u8>> = (0..11u32).map(|i| b.encrypt(&i.to_be_bytes()).unwrap()).collect();
     assert_eq!(dec(&mut a, &msgs[10]).unwrap(), 10u32.to_be_bytes());
     assert_eq!(a.skipped_keys(), 5);
     for i in 0..5 {
-        assert!(
-            matches!(dec(&mut a, &msgs[i]), Err(Error::Duplicate { .. })),
-            "evicted key {i} still usable"
-        );
+        assert!(matches!(dec(&mut a, &msgs[i]), Err(Error::Duplicate { .. })), "evicted key {i} still usable");
     }
     for i in 5..10 {
         assert_eq!(dec(&mut a, &msgs[i]).unwrap(), (i as u32).to_be_bytes());
@@ -175,51 +140,28 @@ fn previous_chain_keys_survive_ratchet_step() {
 fn two_phase_rules() {
     let (mut a, mut b, _) = pair(true);
     let m = b.encrypt(b"x").unwrap();
-    let Decrypted::NeedsDh(step) = a.decrypt(&m, &mut OsRng).unwrap() else {
-        panic!("new ratchet key needs DH")
-    };
+    let Decrypted::NeedsDh(step) = a.decrypt(&m, &mut OsRng).unwrap() else { panic!("new ratchet key needs DH") };
     assert_eq!(step.jobs().len(), 3);
     let r = DalekDh.run(step.jobs()).unwrap();
     // Wrong count.
-    assert_eq!(
-        a.complete_decrypt(step, &r[..2]).err(),
-        Some(Error::DhResultCount {
-            expected: 3,
-            got: 2
-        })
-    );
+    assert_eq!(a.complete_decrypt(step, &r[..2]).err(), Some(Error::DhResultCount { expected: 3, got: 2 }));
     // All-zero result (low-order point).
-    let Decrypted::NeedsDh(step) = a.decrypt(&m, &mut OsRng).unwrap() else {
-        panic!()
-    };
+    let Decrypted::NeedsDh(step) = a.decrypt(&m, &mut OsRng).unwrap() else { panic!() };
     let mut bad = DalekDh.run(step.jobs()).unwrap();
     bad[0] = zeroize::Zeroizing::new([0u8; 32]);
-    assert_eq!(
-        a.complete_decrypt(step, &bad).err(),
-        Some(Error::InvalidPublicKey)
-    );
+    assert_eq!(a.complete_decrypt(step, &bad).err(), Some(Error::InvalidPublicKey));
     // Wrong DH result: tag fails, state unchanged.
     let before = a.to_bytes();
-    let Decrypted::NeedsDh(step) = a.decrypt(&m, &mut OsRng).unwrap() else {
-        panic!()
-    };
+    let Decrypted::NeedsDh(step) = a.decrypt(&m, &mut OsRng).unwrap() else { panic!() };
     let mut wrong = DalekDh.run(step.jobs()).unwrap();
     wrong[0][5] ^= 1;
-    assert_eq!(
-        a.complete_decrypt(step, &wrong).err(),
-        Some(Error::Authentication)
-    );
+    assert_eq!(a.complete_decrypt(step, &wrong).err(), Some(Error::Authentication));
     assert_eq!(a.to_bytes(), before);
     // Stale: the session changed between the phases.
-    let Decrypted::NeedsDh(step) = a.decrypt(&m, &mut OsRng).unwrap() else {
-        panic!()
-    };
+    let Decrypted::NeedsDh(step) = a.decrypt(&m, &mut OsRng).unwrap() else { panic!() };
     let r = DalekDh.run(step.jobs()).unwrap();
     a.encrypt(b"meanwhile").unwrap();
-    assert_eq!(
-        a.complete_decrypt(step, &r).err(),
-        Some(Error::StalePending)
-    );
+    assert_eq!(a.complete_decrypt(step, &r).err(), Some(Error::StalePending));
     // And then it works.
     assert_eq!(dec(&mut a, &m).unwrap(), b"x");
 }
@@ -234,11 +176,8 @@ fn dh_on_another_thread() {
             Decrypted::Plaintext(_) => panic!("each reply here starts a new chain"),
             Decrypted::NeedsDh(step) => {
                 let jobs: Vec<DhJob> = step.jobs().to_vec();
-                let results = std::thread::spawn(move || {
-                    jobs.iter().map(DhJob::run_dalek).collect::<Vec<_>>()
-                })
-                .join()
-                .unwrap();
+                let results =
+                    std::thread::spawn(move || jobs.iter().map(DhJob::run_dalek).collect::<Vec<_>>()).join().unwrap();
                 assert_eq!(&a.complete_decrypt(step, &results).unwrap()[..], [i]);
             }
         }
@@ -267,23 +206,14 @@ fn state_roundtrip_mid_conversation() {
 #[test]
 fn responder_cannot_send_first_and_bundle_roundtrip() {
     let mut dh = DalekDh;
-    let bob = Responder::generate(
-        KeyPair::generate(&mut OsRng, &mut dh).unwrap(),
-        3,
-        &mut OsRng,
-        &mut dh,
-    )
-    .unwrap();
+    let bob = Responder::generate(KeyPair::generate(&mut OsRng, &mut dh).unwrap(), 3, &mut OsRng, &mut dh).unwrap();
     let b = bob.bundle();
     assert_eq!(ratchet::PreKeyBundle::parse(&b.encode()).unwrap(), b);
     b.verify().unwrap();
     let mut forged = b.clone();
     forged.signed_prekey[0] ^= 1;
     let alice_id = KeyPair::generate(&mut OsRng, &mut dh).unwrap();
-    assert_eq!(
-        x3dh::initiate(&alice_id, &forged, &mut OsRng).err(),
-        Some(Error::BadSignature)
-    );
+    assert_eq!(x3dh::initiate(&alice_id, &forged, &mut OsRng).err(), Some(Error::BadSignature));
     let spk = KeyPair::generate(&mut OsRng, &mut dh).unwrap();
     let mut s = Session::respond(&[1; 32], spk, b"ad").unwrap();
     assert_eq!(s.encrypt(b"x").err(), Some(Error::NoSendingChain));
@@ -304,9 +234,7 @@ fn rng_failure_is_an_error() {
             unreachable!()
         }
         fn try_fill_bytes(&mut self, _: &mut [u8]) -> Result<(), rand_core::Error> {
-            Err(rand_core::Error::from(
-                core::num::NonZeroU32::new(rand_core::Error::CUSTOM_START + 1).unwrap(),
-            ))
+            Err(rand_core::Error::from(core::num::NonZeroU32::new(rand_core::Error::CUSTOM_START + 1).unwrap()))
         }
     }
     impl rand_core::CryptoRng for Broken {}

@@ -3,15 +3,10 @@
 
 use rand_core::OsRng;
 use ratchet::x25519_dalek::{PublicKey, StaticSecret};
-use ratchet::{
-    x3dh, DalekDh, Dh, DhJob, DhOutput, DhPurpose, Error, KeyPair, Responder, BASEPOINT,
-};
+use ratchet::{x3dh, DalekDh, Dh, DhJob, DhOutput, DhPurpose, Error, KeyPair, Responder, BASEPOINT};
 
 fn h32(s: &str) -> [u8; 32] {
-    let v: Vec<u8> = (0..64)
-        .step_by(2)
-        .map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap())
-        .collect();
+    let v: Vec<u8> = (0..64).step_by(2).map(|i| u8::from_str_radix(&s[i..i + 2], 16).unwrap()).collect();
     v.try_into().unwrap()
 }
 
@@ -31,11 +26,7 @@ fn rfc7748_section_5_2() {
         ),
     ];
     for (k, u, out) in cases {
-        let job = DhJob {
-            secret: StaticSecret::from(h32(k)),
-            public: h32(u),
-            purpose: DhPurpose::RatchetReceive,
-        };
+        let job = DhJob { secret: StaticSecret::from(h32(k)), public: h32(u), purpose: DhPurpose::RatchetReceive };
         assert_eq!(*job.run_dalek(), h32(out));
         assert_eq!(*DalekDh.run(&[job]).unwrap()[0], h32(out));
     }
@@ -44,12 +35,8 @@ fn rfc7748_section_5_2() {
 /// RFC 7748 section 6.1: key generation as `X25519(k, 9)` and the shared secret.
 #[test]
 fn rfc7748_section_6_1() {
-    let a = StaticSecret::from(h32(
-        "77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a",
-    ));
-    let b = StaticSecret::from(h32(
-        "5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb",
-    ));
+    let a = StaticSecret::from(h32("77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a"));
+    let b = StaticSecret::from(h32("5dab087e624a8a4b79e17f8b83800ee66f3bb1292618b6fd1c2f8b27ff88e0eb"));
     let a_pub = h32("8520f0098930a754748b7ddcb43ef75a0dbf3a0d26381af4eba4a98eaa9b4e6a");
     let b_pub = h32("de9edb7d7b7dc1b4d35b61c2ece435373f8343c85b78674dadfc7e146f882b4f");
     let k = h32("4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742");

@@ -40,7 +40,9 @@ pub fn memory_reply(r: xous::Result) -> Result<(Option<usize>, usize), CallError
     match r {
         xous::Result::MemoryReturned(offset, Some(valid)) => Ok((offset.map(|o| o.get()), valid.get())),
         xous::Result::MemoryReturned(Some(code), None) => Err(CallError::Service(code.get() as u32)),
-        xous::Result::MemoryReturned(None, None) => Err(CallError::Protocol("memory returned without valid or error code")),
+        xous::Result::MemoryReturned(None, None) => {
+            Err(CallError::Protocol("memory returned without valid or error code"))
+        }
         _ => Err(CallError::Protocol("unexpected reply kind")),
     }
 }
@@ -109,7 +111,10 @@ where
                 if !archive_fits::<T>(len, pos) {
                     (Err(CallError::Protocol("reply archive out of range")), 0)
                 } else {
-                    (buf.to_original::<T, _>().map_err(|_| CallError::Protocol("reply archive")), pos + core::mem::size_of::<rkyv::Archived<T>>())
+                    (
+                        buf.to_original::<T, _>().map_err(|_| CallError::Protocol("reply archive")),
+                        pos + core::mem::size_of::<rkyv::Archived<T>>(),
+                    )
                 }
             }
         },

@@ -31,9 +31,8 @@ pub fn register_control(xns: &xous_api_names::XousNames, name: &str, slots: u32)
 
 /// Register a service's public server (after its control server).
 pub fn register_public(xns: &xous_api_names::XousNames, name: &str) -> Result<xous::SID, String> {
-    xns.register_name(name, None).map_err(|e| {
-        format!("cannot register server '{}' ({:?}): the name is already taken, refusing to run", name, e)
-    })
+    xns.register_name(name, None)
+        .map_err(|e| format!("cannot register server '{}' ({:?}): the name is already taken, refusing to run", name, e))
 }
 
 /// Why a claim failed.
@@ -50,7 +49,9 @@ impl core::fmt::Display for ClaimError {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         match self {
             ClaimError::NoService(n) => write!(f, "service '{}' did not register in time", n),
-            ClaimError::SlotTaken(n) => write!(f, "control server '{}' refused the connection: its slots are already taken", n),
+            ClaimError::SlotTaken(n) => {
+                write!(f, "control server '{}' refused the connection: its slots are already taken", n)
+            }
         }
     }
 }

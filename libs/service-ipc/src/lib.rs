@@ -70,7 +70,10 @@ mod wipe_tests {
                 backing.fill(0xa5);
                 super::wipe_bytes(&mut backing[start..start + len]);
                 assert!(backing[start..start + len].iter().all(|&b| b == 0), "start {start} len {len}");
-                assert!(backing[..start].iter().chain(&backing[start + len..]).all(|&b| b == 0xa5), "outside start {start} len {len}");
+                assert!(
+                    backing[..start].iter().chain(&backing[start + len..]).all(|&b| b == 0xa5),
+                    "outside start {start} len {len}"
+                );
             }
         }
     }

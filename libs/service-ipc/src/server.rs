@@ -176,7 +176,11 @@ pub fn send_prepared(env: MessageEnvelope) -> Result<(), xous::Error> {
 /// written, `offset` and `valid` set), for the caller to send by dropping it or with its next
 /// receive (`xous::reply_and_receive_next`: one syscall for both). A page too small for the
 /// archive (or a message of another kind) is answered with the error at once: `None`.
-pub fn prepare_archive_in_place<T>(mut env: MessageEnvelope, msg: T, bad_message: impl ErrorCode) -> Option<MessageEnvelope>
+pub fn prepare_archive_in_place<T>(
+    mut env: MessageEnvelope,
+    msg: T,
+    bad_message: impl ErrorCode,
+) -> Option<MessageEnvelope>
 where
     T: for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
     T: rkyv::Archive,

@@ -2,7 +2,7 @@
 //! In-process throughput of the software pipeline (no IPC): conditioned bytes and raw models.
 use std::time::{Duration, Instant};
 use trng_core::conditioner::ConditionerConfig;
-use trng_core::pipeline::{Pipeline, Feed, RawMode};
+use trng_core::pipeline::{Feed, Pipeline, RawMode};
 
 fn rate(mut f: impl FnMut() -> usize) -> f64 {
     let t0 = Instant::now();

@@ -39,12 +39,21 @@ fn main() {
         std::process::exit(2)
     });
     let mut cases = Vec::new();
-    let mut cond = |name: &str, ri: u32, si: u32, se: bool, raw: Vec<u32>, seeds: Vec<(usize, Vec<u32>)>, blocks: usize| {
-        assert!(raw.len() >= raw_words_needed(ri, blocks));
-        cases.push(Case::Conditioner(conditioner_case(name, ri, si, se, &raw, &seeds, blocks).expect(name)));
-    };
+    let mut cond =
+        |name: &str, ri: u32, si: u32, se: bool, raw: Vec<u32>, seeds: Vec<(usize, Vec<u32>)>, blocks: usize| {
+            assert!(raw.len() >= raw_words_needed(ri, blocks));
+            cases.push(Case::Conditioner(conditioner_case(name, ri, si, se, &raw, &seeds, blocks).expect(name)));
+        };
     cond("defaults", 2, 64, true, words(1, 64), vec![], 8);
-    cond("reseed-every-block-selfmix-3-user-seeds", 1, 3, true, words(2, 64), vec![(3, vec![0x0123_4567]), (20, vec![0xdead_beef, 0x1]), (30, vec![0xffff_ffff])], 12);
+    cond(
+        "reseed-every-block-selfmix-3-user-seeds",
+        1,
+        3,
+        true,
+        words(2, 64),
+        vec![(3, vec![0x0123_4567]), (20, vec![0xdead_beef, 0x1]), (30, vec![0xffff_ffff])],
+        12,
+    );
     cond("reseed-5-selfmix-every-block", 5, 1, true, words(3, 64), vec![(40, vec![7])], 10);
     cond("selfmix-off", 3, 1, false, words(4, 64), vec![], 6);
     // the 64-bit block counter (seed words 8, 9 = raw words 8, 9 after seeding) wraps after 2 blocks

@@ -254,11 +254,7 @@ impl Conditioner {
     /// if it fails, the output produced so far in this call is wiped, the state is invalidated and
     /// `Err(Entropy)` returned: callers never see partial output from a failing request.
     /// After the request the key is erased (fast key erasure) when configured.
-    pub fn generate(
-        &mut self,
-        out: &mut [u8],
-        raw: &mut dyn FnMut() -> Option<u32>,
-    ) -> Result<(), CondError> {
+    pub fn generate(&mut self, out: &mut [u8], raw: &mut dyn FnMut() -> Option<u32>) -> Result<(), CondError> {
         if !self.valid {
             return Err(CondError::NotSeeded);
         }
@@ -389,7 +385,12 @@ mod tests {
         // section 2.4.2 encryption example (ciphertext XOR plaintext = keystream, counter 1).
         let key: Vec<u8> = (0u8..32).collect();
         let nonce = bytes("00:00:00:00:00:00:00:4a:00:00:00:00");
-        let cfg = ConditionerConfig { reseed_interval: 1000, selfmix_enable: false, fast_key_erasure: false, selfmix_interval: 1 };
+        let cfg = ConditionerConfig {
+            reseed_interval: 1000,
+            selfmix_enable: false,
+            fast_key_erasure: false,
+            selfmix_interval: 1,
+        };
         let mut c = Conditioner::from_state(cfg, rfc_state(&key, 1, &nonce), [0; 16]);
         let plain = b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.";
         let cipher = bytes(
@@ -406,7 +407,12 @@ mod tests {
 
     #[test]
     fn blind_is_xored_onto_each_block() {
-        let cfg = ConditionerConfig { reseed_interval: 1000, selfmix_enable: false, fast_key_erasure: false, selfmix_interval: 1 };
+        let cfg = ConditionerConfig {
+            reseed_interval: 1000,
+            selfmix_enable: false,
+            fast_key_erasure: false,
+            selfmix_interval: 1,
+        };
         let seed = [7u32; 12];
         let blind: [u32; 16] = core::array::from_fn(|i| 0x0101_0101 * i as u32 + 3);
         let mut a = Conditioner::from_state(cfg, seed, [0; 16]);
@@ -444,7 +450,12 @@ mod tests {
 
     #[test]
     fn reseed_every_n_blocks_and_failure_wipes_output() {
-        let cfg = ConditionerConfig { reseed_interval: 2, selfmix_enable: false, fast_key_erasure: false, selfmix_interval: 1 };
+        let cfg = ConditionerConfig {
+            reseed_interval: 2,
+            selfmix_enable: false,
+            fast_key_erasure: false,
+            selfmix_interval: 1,
+        };
         let mut c = Conditioner::from_state(cfg, [1; 12], [2; 16]);
         let mut calls = 0;
         let mut out = vec![0u8; 64 * 10];
@@ -464,7 +475,12 @@ mod tests {
 
     #[test]
     fn reseed_and_user_seed_change_the_stream() {
-        let cfg = ConditionerConfig { reseed_interval: 1, selfmix_enable: false, fast_key_erasure: false, selfmix_interval: 1 };
+        let cfg = ConditionerConfig {
+            reseed_interval: 1,
+            selfmix_enable: false,
+            fast_key_erasure: false,
+            selfmix_interval: 1,
+        };
         let mut a = Conditioner::from_state(cfg, [5; 12], [6; 16]);
         let mut b = Conditioner::from_state(cfg, [5; 12], [6; 16]);
         b.fold_user_seed(0xDEAD_BEEF);
@@ -477,7 +493,12 @@ mod tests {
 
     #[test]
     fn fast_key_erasure_changes_key_after_each_request() {
-        let cfg = ConditionerConfig { reseed_interval: 1000, selfmix_enable: false, fast_key_erasure: true, selfmix_interval: 1 };
+        let cfg = ConditionerConfig {
+            reseed_interval: 1000,
+            selfmix_enable: false,
+            fast_key_erasure: true,
+            selfmix_interval: 1,
+        };
         let seed0: [u32; 12] = core::array::from_fn(|i| i as u32 * 77 + 1);
         let mut c = Conditioner::from_state(cfg, seed0, [0; 16]);
         let mut out = [0u8; 64];
@@ -503,7 +524,12 @@ mod tests {
 
     #[test]
     fn selfmix_adds_discarded_blocks() {
-        let cfg = ConditionerConfig { reseed_interval: 1000, selfmix_enable: true, fast_key_erasure: false, selfmix_interval: 4 };
+        let cfg = ConditionerConfig {
+            reseed_interval: 1000,
+            selfmix_enable: true,
+            fast_key_erasure: false,
+            selfmix_interval: 4,
+        };
         let mut c = Conditioner::from_state(cfg, [3; 12], [0; 16]);
         let mut out = [0u8; 64 * 9];
         c.generate(&mut out, &mut || None).unwrap();

@@ -259,7 +259,9 @@ mod tests {
     fn generated_spec_cutoffs_equal_the_functions() {
         let a = spec::health::ALPHA_LOG2 as u32;
         assert_eq!(a, 40, "the reference-table values below are for alpha = 2^-40");
-        for (p, rct, apt) in [(HealthParams::av(), 21, 201), (HealthParams::ro(), 81, 824), (HealthParams::os(), 11, 78)] {
+        for (p, rct, apt) in
+            [(HealthParams::av(), 21, 201), (HealthParams::ro(), 81, 824), (HealthParams::os(), 11, 78)]
+        {
             assert_eq!(p.rct_cutoff(), rct_cutoff(a, p.min_entropy), "{p:?}");
             assert_eq!(p.apt_cutoff(), apt_cutoff(a, p.min_entropy, p.apt_window), "{p:?}");
             assert_eq!(p, HealthParams::new(p.symbol_bits, p.min_entropy, a, p.apt_window, p.startup_samples));

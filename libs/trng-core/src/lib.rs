@@ -83,11 +83,20 @@ mod tests {
         assert_eq!(regs::server::registers::chacha::SELFMIX_INTERVAL, Field::new(12, 16));
         // every server register is word aligned and inside the page, offsets unique
         let offs = [
-            regs::server::registers::CONTROL, regs::server::registers::DATA, regs::server::registers::STATUS,
-            regs::server::registers::AV_CONFIG, regs::server::registers::RO_CONFIG, regs::server::registers::AV_NIST,
-            regs::server::registers::RO_NIST, regs::server::registers::UNDERRUNS, regs::server::registers::NIST_ERRORS,
-            regs::server::registers::READY, regs::server::registers::CHACHA, regs::server::registers::SEED,
-            regs::server::registers::URANDOM, regs::server::registers::URANDOM_VALID,
+            regs::server::registers::CONTROL,
+            regs::server::registers::DATA,
+            regs::server::registers::STATUS,
+            regs::server::registers::AV_CONFIG,
+            regs::server::registers::RO_CONFIG,
+            regs::server::registers::AV_NIST,
+            regs::server::registers::RO_NIST,
+            regs::server::registers::UNDERRUNS,
+            regs::server::registers::NIST_ERRORS,
+            regs::server::registers::READY,
+            regs::server::registers::CHACHA,
+            regs::server::registers::SEED,
+            regs::server::registers::URANDOM,
+            regs::server::registers::URANDOM_VALID,
         ];
         let mut sorted = offs.to_vec();
         sorted.sort();

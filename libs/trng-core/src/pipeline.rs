@@ -409,7 +409,12 @@ mod tests {
         e.fill_conditioned(&mut b).unwrap();
         assert_ne!(a, b);
         assert!(e.conditioner_valid());
-        let mut e = Pipeline::new(Feed::External, Some(Box::new(Counter(det_rng::XorShift32(1)))), [9; 32], ConditionerConfig::default());
+        let mut e = Pipeline::new(
+            Feed::External,
+            Some(Box::new(Counter(det_rng::XorShift32(1)))),
+            [9; 32],
+            ConditionerConfig::default(),
+        );
         e.fill_conditioned(&mut a).unwrap();
         assert!(e.health(SLOT_EXT).startup_done());
     }
@@ -462,7 +467,11 @@ mod tests {
                 match e.fill_conditioned(&mut b) {
                     Ok(()) => {
                         // output is only allowed while the stuck run is still shorter than the cutoff
-                        assert!(sample_count(&e) < cutoff + 32 * 2, "{target}: output after {} stuck samples", sample_count(&e));
+                        assert!(
+                            sample_count(&e) < cutoff + 32 * 2,
+                            "{target}: output after {} stuck samples",
+                            sample_count(&e)
+                        );
                         emitted_after_fault += 16;
                     }
                     Err(PipelineError::Health) => {

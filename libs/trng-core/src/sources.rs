@@ -129,7 +129,8 @@ impl FaultSpec {
             return Ok(FaultSpec { faults });
         }
         for item in s.split(',').map(str::trim).filter(|i| !i.is_empty()) {
-            let (target, rest) = item.split_once(':').ok_or_else(|| FaultParseError(format!("{item:?}: expected TARGET:KIND")))?;
+            let (target, rest) =
+                item.split_once(':').ok_or_else(|| FaultParseError(format!("{item:?}: expected TARGET:KIND")))?;
             let target = match target.trim() {
                 "av" => Target::Av,
                 "av0" => Target::Av0,
@@ -351,12 +352,26 @@ mod tests {
     fn parse_faults() {
         let f = FaultSpec::parse("av0:stuck=0x123@100+50, ro:bias=0.9, av:burst=30/1000@7").unwrap();
         assert_eq!(f.faults.len(), 3);
-        assert_eq!(f.faults[0], Fault { target: Target::Av0, kind: FaultKind::Stuck(Some(0x123)), start: 100, len: Some(50) });
+        assert_eq!(
+            f.faults[0],
+            Fault { target: Target::Av0, kind: FaultKind::Stuck(Some(0x123)), start: 100, len: Some(50) }
+        );
         assert_eq!(f.faults[1].kind, FaultKind::Bias(0.9));
         assert_eq!(f.faults[2].kind, FaultKind::Burst { len: 30, period: 1000 });
         assert_eq!(FaultSpec::parse("").unwrap(), FaultSpec::none());
         assert_eq!(FaultSpec::parse("none").unwrap(), FaultSpec::none());
-        for bad in ["av", "xx:stuck", "av:melt", "ro:stuck=2", "av:bias", "av:bias=1.5", "av:burst=0", "av:burst=10/5", "av:stuck@x", "av:stuck=0x1000"] {
+        for bad in [
+            "av",
+            "xx:stuck",
+            "av:melt",
+            "ro:stuck=2",
+            "av:bias",
+            "av:bias=1.5",
+            "av:burst=0",
+            "av:burst=10/5",
+            "av:stuck@x",
+            "av:stuck=0x1000",
+        ] {
             assert!(FaultSpec::parse(bad).is_err(), "{bad} should be rejected");
         }
     }

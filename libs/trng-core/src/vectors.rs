@@ -117,7 +117,13 @@ pub fn conditioner_case(
             missing = w.is_none();
             w
         })
-        .map_err(|e| if missing { "not enough raw words for the reseeds".to_string() } else { format!("generate: {e:?}") })?;
+        .map_err(|e| {
+            if missing {
+                "not enough raw words for the reseeds".to_string()
+            } else {
+                format!("generate: {e:?}")
+            }
+        })?;
         if taken {
             next += 1;
         }
@@ -212,7 +218,10 @@ pub fn to_text(cases: &[Case]) -> String {
 }
 
 fn parse_hex(line_no: usize, items: &[&str]) -> Result<Vec<u32>, String> {
-    items.iter().map(|t| u32::from_str_radix(t, 16).map_err(|_| format!("line {line_no}: bad hex word {t:?}"))).collect()
+    items
+        .iter()
+        .map(|t| u32::from_str_radix(t, 16).map_err(|_| format!("line {line_no}: bad hex word {t:?}")))
+        .collect()
 }
 
 fn kv(line_no: usize, items: &[&str], keys: &[&str]) -> Result<Vec<u64>, String> {
@@ -232,7 +241,8 @@ fn kv(line_no: usize, items: &[&str], keys: &[&str]) -> Result<Vec<u64>, String>
 
 /// Parse the text form; every malformed line is an error naming its line number.
 pub fn parse(text: &str) -> Result<Vec<Case>, String> {
-    let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+    let mut lines =
+        text.lines().enumerate().map(|(i, l)| (i + 1, l.trim())).filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
     match lines.next() {
         Some((_, l)) if l == HEADER => {}
         Some((n, l)) => return Err(format!("line {n}: expected {HEADER:?}, got {l:?}")),
@@ -286,7 +296,10 @@ pub fn parse(text: &str) -> Result<Vec<Case>, String> {
             }
             ("raw", Some(Case::Conditioner(c))) => c.raw.extend(parse_hex(n, rest)?),
             ("seed", Some(Case::Conditioner(c))) => {
-                let j = rest.first().and_then(|t| t.parse::<usize>().ok()).ok_or_else(|| format!("line {n}: expected `seed INDEX WORD...`"))?;
+                let j = rest
+                    .first()
+                    .and_then(|t| t.parse::<usize>().ok())
+                    .ok_or_else(|| format!("line {n}: expected `seed INDEX WORD...`"))?;
                 let ws = parse_hex(n, &rest[1..])?;
                 if ws.is_empty() {
                     return Err(format!("line {n}: seed without words"));
@@ -371,7 +384,12 @@ mod tests {
         let case = conditioner_case("t", 2, 3, true, &raw, &[], 6).unwrap();
         assert_eq!(case.out.len(), 96);
         assert_eq!(case.raw.len(), raw_words_needed(2, 6));
-        let cfg = ConditionerConfig { reseed_interval: 2, selfmix_interval: 3, selfmix_enable: true, fast_key_erasure: false };
+        let cfg = ConditionerConfig {
+            reseed_interval: 2,
+            selfmix_interval: 3,
+            selfmix_enable: true,
+            fast_key_erasure: false,
+        };
         let mut c = Conditioner::new(cfg);
         for w in &raw[..28] {
             c.absorb(*w);

@@ -284,7 +284,9 @@ impl<B: Bus> ServerPage<B> {
     pub fn urandom(&self) -> Option<u32> {
         match self.gw {
             Gateware::Ext => urandom_ext(&self.bus, sr::URANDOM, sr::URANDOM_LAST, sr::urandom_last::LAST),
-            Gateware::Stock => urandom_stock(&self.bus, sr::URANDOM, sr::URANDOM_VALID, sr::urandom_valid::URANDOM_VALID),
+            Gateware::Stock => {
+                urandom_stock(&self.bus, sr::URANDOM, sr::URANDOM_VALID, sr::urandom_valid::URANDOM_VALID)
+            }
         }
     }
 
@@ -432,7 +434,11 @@ impl<B: Bus> ServerPage<B> {
             let h = self.health();
             if h.failing() {
                 if cleared >= clears {
-                    return Err(BringUpError::Failing { nist_errors: h.nist_errors, excursion: h.excursion, clears: cleared });
+                    return Err(BringUpError::Failing {
+                        nist_errors: h.nist_errors,
+                        excursion: h.excursion,
+                        clears: cleared,
+                    });
                 }
                 self.clear_errors();
                 cleared += 1;
@@ -529,7 +535,9 @@ impl<B: Bus> KernelPage<B> {
     pub fn urandom(&self) -> Option<u32> {
         match self.gw {
             Gateware::Ext => urandom_ext(&self.bus, kr::URANDOM, kr::URANDOM_LAST, kr::urandom_last::LAST),
-            Gateware::Stock => urandom_stock(&self.bus, kr::URANDOM, kr::URANDOM_VALID, kr::urandom_valid::URANDOM_VALID),
+            Gateware::Stock => {
+                urandom_stock(&self.bus, kr::URANDOM, kr::URANDOM_VALID, kr::urandom_valid::URANDOM_VALID)
+            }
         }
     }
     pub fn urandom_poll(&self, polls: u32) -> Option<u32> {
@@ -594,7 +602,9 @@ mod tests {
                     *self.last.borrow_mut() = w.is_some();
                     w.unwrap_or(POISON)
                 }
-                o if o == sr::URANDOM_VALID => sr::urandom_valid::URANDOM_VALID.val(self.port.borrow().is_some() as u32),
+                o if o == sr::URANDOM_VALID => {
+                    sr::urandom_valid::URANDOM_VALID.val(self.port.borrow().is_some() as u32)
+                }
                 o if o == sr::URANDOM_LAST => {
                     assert!(!self.stock, "URANDOM_LAST read on a stock page (it aliases another register there)");
                     sr::urandom_last::LAST.val(*self.last.borrow() as u32)
@@ -756,7 +766,10 @@ mod tests {
         f.fifo.borrow_mut().extend(1..=3);
         *f.under.borrow_mut() = sr::underruns::SERVER_UNDERRUN.max();
         assert_eq!(p.raw_burst(&mut out), 0);
-        assert!(f.log.borrow().iter().any(|e| e.0 == 'w' && e.1 == sr::EXT_CONTROL), "restarted through EXT_CONTROL.clr_underruns");
+        assert!(
+            f.log.borrow().iter().any(|e| e.0 == 'w' && e.1 == sr::EXT_CONTROL),
+            "restarted through EXT_CONTROL.clr_underruns"
+        );
         assert_eq!(*f.under.borrow(), 0);
         assert_eq!(p.raw_burst(&mut out), 3, "read after the restart");
     }
@@ -818,7 +831,15 @@ mod tests {
     fn init_writes_the_spec_fields() {
         let f = Fake::default();
         let p = ServerPage::new(&f);
-        let cfg = Config { av_rct_cutoff: 21, av_apt_cutoff: 410, ro_rct_cutoff: 81, ro_apt_cutoff: 840, reseed_interval: 2, selfmix_interval: 64, selfmix_enable: true };
+        let cfg = Config {
+            av_rct_cutoff: 21,
+            av_apt_cutoff: 410,
+            ro_rct_cutoff: 81,
+            ro_apt_cutoff: 840,
+            reseed_interval: 2,
+            selfmix_interval: 64,
+            selfmix_enable: true,
+        };
         p.init(&cfg, Sources::Both);
         assert_eq!(p.gateware(), Gateware::Ext);
         let log = f.log.borrow();
@@ -841,7 +862,15 @@ mod tests {
         let f = stock();
         let p = ServerPage::new(&f);
         assert_eq!(p.gateware(), Gateware::Stock);
-        let cfg = Config { av_rct_cutoff: 21, av_apt_cutoff: 410, ro_rct_cutoff: 81, ro_apt_cutoff: 840, reseed_interval: 2, selfmix_interval: 64, selfmix_enable: true };
+        let cfg = Config {
+            av_rct_cutoff: 21,
+            av_apt_cutoff: 410,
+            ro_rct_cutoff: 81,
+            ro_apt_cutoff: 840,
+            reseed_interval: 2,
+            selfmix_interval: 64,
+            selfmix_enable: true,
+        };
         p.init(&cfg, Sources::Both);
         let log = f.log.borrow();
         let w = |off| log.iter().rev().find(|e| e.0 == 'w' && e.1 == off).map(|e| e.2);
@@ -876,7 +905,10 @@ mod tests {
         let f = stock();
         let p = ServerPage::new(&f);
         assert_eq!(p.urandom(), None, "no word while URANDOM_VALID is 0");
-        assert!(f.log.borrow().iter().all(|e| e.1 != sr::URANDOM), "an empty stock port is not read (a read advances it)");
+        assert!(
+            f.log.borrow().iter().all(|e| e.1 != sr::URANDOM),
+            "an empty stock port is not read (a read advances it)"
+        );
         *f.port.borrow_mut() = Some(0x0BAD_F00D);
         assert_eq!(p.urandom(), Some(0x0BAD_F00D));
         let log = f.log.borrow();
@@ -897,7 +929,11 @@ mod tests {
         assert_eq!(p.raw_burst(&mut out), 5);
         assert_eq!(out[..5], [1, 2, 3, 4, 5]);
         assert_eq!(p.raw_burst(&mut out), 0, "empty: nothing read");
-        assert_eq!(f.log.borrow().iter().filter(|e| e.1 == sr::DATA).count(), 5, "no read of an empty stock FIFO (its underrun counter never moves)");
+        assert_eq!(
+            f.log.borrow().iter().filter(|e| e.1 == sr::DATA).count(),
+            5,
+            "no read of an empty stock FIFO (its underrun counter never moves)"
+        );
         // a runs-test failure (ro_miniruns) is reported, not a failure; an RCT bit is
         f.fifo.borrow_mut().extend(1..=3);
         *f.nist.borrow_mut() = sr::nist_errors::RO_MINIRUNS.val(1);
@@ -921,7 +957,9 @@ mod tests {
 
     fn all_ready(f: &Fake) {
         use sr::ready as r;
-        *f.ready.borrow_mut() = r::AV_EXCURSION.val(r::AV_EXCURSION.max()) | r::AV_ADAPROP.val(r::AV_ADAPROP.max()) | r::RO_ADAPROP.val(r::RO_ADAPROP.max());
+        *f.ready.borrow_mut() = r::AV_EXCURSION.val(r::AV_EXCURSION.max())
+            | r::AV_ADAPROP.val(r::AV_ADAPROP.max())
+            | r::RO_ADAPROP.val(r::RO_ADAPROP.max());
         *f.chacha_ready.borrow_mut() = true;
     }
 
@@ -952,7 +990,10 @@ mod tests {
             let used = RefCell::new(0);
             f.log.borrow_mut().clear();
             let e = p.bring_up(2, budget(50, &used)).unwrap_err();
-            assert!(matches!(e, BringUpError::NeverReady { ready, .. } if sr::ready::RO_ADAPROP.get(ready) == 0x7), "{e:?}");
+            assert!(
+                matches!(e, BringUpError::NeverReady { ready, .. } if sr::ready::RO_ADAPROP.get(ready) == 0x7),
+                "{e:?}"
+            );
             assert_eq!(*used.borrow(), 51, "waited exactly the budget");
             // bounded work per wait: a handful of register reads, no inner spin
             let reads = f.log.borrow().len();
@@ -981,7 +1022,12 @@ mod tests {
             let used = RefCell::new(0);
             let e = p.bring_up(3, budget(1000, &used)).unwrap_err();
             assert!(matches!(e, BringUpError::Failing { nist_errors: 1, clears: 3, .. }), "{e:?}");
-            let clears = f.log.borrow().iter().filter(|e| e.0 == 'w' && e.1 == sr::CONTROL && sr::control::CLR_ERR.get(e.2) != 0).count();
+            let clears = f
+                .log
+                .borrow()
+                .iter()
+                .filter(|e| e.0 == 'w' && e.1 == sr::CONTROL && sr::control::CLR_ERR.get(e.2) != 0)
+                .count();
             assert_eq!(clears, 3);
             assert_eq!(*used.borrow(), 3, "one wait after each clear, then it gives up");
         }

@@ -200,7 +200,8 @@ fn parse_tail(rest: &str) -> Result<Verdict, ParseError> {
     let status = Status::from_word(status).ok_or_else(|| ParseError::UnknownStatus(status.into()))?;
     let mut v = Verdict { subject: subject.into(), status, fields: Vec::new(), detail };
     for w in words {
-        let (k, val) = w.split_once('=').filter(|(k, _)| !k.is_empty()).ok_or_else(|| ParseError::BadField(w.into()))?;
+        let (k, val) =
+            w.split_once('=').filter(|(k, _)| !k.is_empty()).ok_or_else(|| ParseError::BadField(w.into()))?;
         if v.get(k).is_some() {
             return Err(ParseError::DuplicateKey(k.into()));
         }
@@ -281,7 +282,10 @@ pub mod bench {
         }
 
         fn push(&mut self, key: &str, v: String) {
-            assert!(!key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'), "bench key {key:?}");
+            assert!(
+                !key.is_empty() && key.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+                "bench key {key:?}"
+            );
             assert!(!self.fields.iter().any(|(k, _)| k == key), "bench key {key} twice");
             self.fields.push((key.to_string(), v));
         }
@@ -350,7 +354,12 @@ mod tests {
 
     #[test]
     fn values_stay_single_words_and_keys_unique() {
-        let v = Verdict::judged("a step", false).with("why", "two words").with("n", 1).with("n", 2).with("e", "").detail("x\ny");
+        let v = Verdict::judged("a step", false)
+            .with("why", "two words")
+            .with("n", 1)
+            .with("n", 2)
+            .with("e", "")
+            .detail("x\ny");
         assert_eq!(v.to_string(), "VERDICT a_step FAIL why=two_words n=2 e=- -- x y");
         assert_eq!(Verdict::parse(&v.to_string()), Some(Ok(v)));
     }

@@ -236,7 +236,10 @@ impl Unavailable {
     }
     /// `software`: no engine (selected explicitly).
     pub fn software() -> Self {
-        Unavailable { id: BackendId::Software, reason: "software backend selected: no engine; X25519 via x25519-dalek (counted as fallbacks)" }
+        Unavailable {
+            id: BackendId::Software,
+            reason: "software backend selected: no engine; X25519 via x25519-dalek (counted as fallbacks)",
+        }
     }
 }
 

@@ -19,8 +19,8 @@ use zeroize::{Zeroize, Zeroizing};
 
 use crate::api::{BackendId, StatsMsg, Status, API_VERSION, MAGIC, NUM_REGS};
 use crate::backend::{software_x25519, Detached, DetachedReply, EngineBackend, Launch, Reg, RunEnd, Snapshot};
-use crate::scheduler::{Entry, Refused, Scheduler, WindowReq};
 use crate::programs::X25519Program;
+use crate::scheduler::{Entry, Refused, Scheduler, WindowReq};
 use crate::ucode::{LoadError, Ucode};
 
 /// Who runs jobs on the engine.
@@ -295,7 +295,13 @@ impl Executor {
                 closed: false,
             }),
             cv: Condvar::new(),
-            engine: Mutex::new(EngineCtx { engine, saved: None, busy_until: Instant::now(), dirty: u32::MAX, detached: None }),
+            engine: Mutex::new(EngineCtx {
+                engine,
+                saved: None,
+                busy_until: Instant::now(),
+                dirty: u32::MAX,
+                detached: None,
+            }),
             cfg,
             backend,
             unavailable,
@@ -356,7 +362,13 @@ impl Executor {
     }
 
     /// [`Self::submit_x25519`] that hands `reply` back with a refusal.
-    fn x25519_or_back(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], reply: ReplyFn) -> Result<(), (Status, ReplyFn)> {
+    fn x25519_or_back(
+        &self,
+        client: u32,
+        scalar: &[u8; 32],
+        u: &[u8; 32],
+        reply: ReplyFn,
+    ) -> Result<(), (Status, ReplyFn)> {
         // clamping and the reduction of u are done by the microcode (RFC 7748 semantics in
         // one place); the software fallback does the same inside x25519-dalek
         let k = Zeroizing::new(*scalar);
@@ -374,7 +386,15 @@ impl Executor {
             st.c.fallbacks += 1;
             drop(st);
             let result = software_x25519(&k, &u);
-            reply(Outcome { status: Status::Ok, backend: BackendId::Software, window: 0, cycles: 0, result, regs: None, answered: false });
+            reply(Outcome {
+                status: Status::Ok,
+                backend: BackendId::Software,
+                window: 0,
+                cycles: 0,
+                result,
+                regs: None,
+                answered: false,
+            });
             return Ok(());
         }
         let mut st = self.st.lock().unwrap();
@@ -421,7 +441,12 @@ impl Executor {
             self.count_error();
             return reply(Status::BadArgument, Vec::new());
         }
-        let batch = Arc::new(Mutex::new(Batch { outs: (0..n).map(|_| None).collect(), left: n, refused: None, reply: Some(reply) }));
+        let batch = Arc::new(Mutex::new(Batch {
+            outs: (0..n).map(|_| None).collect(),
+            left: n,
+            refused: None,
+            reply: Some(reply),
+        }));
         for (i, (k, u)) in jobs.iter().enumerate() {
             let b = batch.clone();
             let one: ReplyFn = Box::new(move |o: Outcome| Batch::arrived(&b, i, 1, Some(o), None));
@@ -689,7 +714,13 @@ impl Executor {
     /// [`Self::drive_once`] with the token and the engine held: `first` (a job already
     /// dispatched, with whether others wait) runs first, then whatever `take_work` finds.
     /// `park_reply` gives the reply of a job without one (a direct job) when it is parked.
-    fn drive_holding(&self, ctx: &mut EngineCtx, mut first: Option<(Entry<Job>, bool)>, before_job: &dyn Fn(), park_reply: &mut dyn FnMut() -> Option<ReplyFn>) -> Option<Done> {
+    fn drive_holding(
+        &self,
+        ctx: &mut EngineCtx,
+        mut first: Option<(Entry<Job>, bool)>,
+        before_job: &dyn Fn(),
+        park_reply: &mut dyn FnMut() -> Option<ReplyFn>,
+    ) -> Option<Done> {
         loop {
             let (mut e, contended) = match first.take() {
                 Some(f) => f,
@@ -727,7 +758,15 @@ impl Executor {
     /// `Outcome::answered` set (then it only releases the request) or with the error the job
     /// ended in. Nothing waits on a thread for the job, and no thread is woken at its end unless
     /// work was submitted meanwhile (`want_wake`).
-    pub fn x25519_now<F, D>(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], before_job: &dyn Fn(), reply: F, detach: Option<D>) -> bool
+    pub fn x25519_now<F, D>(
+        &self,
+        client: u32,
+        scalar: &[u8; 32],
+        u: &[u8; 32],
+        before_job: &dyn Fn(),
+        reply: F,
+        detach: Option<D>,
+    ) -> bool
     where
         F: FnOnce(Outcome) + Send + 'static,
         D: FnOnce(u32) -> Option<DetachedReply>,
@@ -772,12 +811,19 @@ impl Executor {
 
     /// A direct job (engine token and engine held) run on this thread: `reply` is called when it
     /// ends (or it goes to the queue with it if parked); then whatever waits is driven. False.
-    fn run_direct<F>(&self, mut ctx: std::sync::MutexGuard<'_, EngineCtx>, e: Entry<Job>, before_job: &dyn Fn(), reply: F) -> bool
+    fn run_direct<F>(
+        &self,
+        mut ctx: std::sync::MutexGuard<'_, EngineCtx>,
+        e: Entry<Job>,
+        before_job: &dyn Fn(),
+        reply: F,
+    ) -> bool
     where
         F: FnOnce(Outcome) + Send + 'static,
     {
         let mut slot = Some(reply);
-        let done = self.drive_holding(&mut ctx, Some((e, false)), before_job, &mut || slot.take().map(|f| Box::new(f) as ReplyFn));
+        let done = self
+            .drive_holding(&mut ctx, Some((e, false)), before_job, &mut || slot.take().map(|f| Box::new(f) as ReplyFn));
         drop(ctx);
         match done {
             Some((None, out, _)) => match slot.take() {
@@ -803,7 +849,14 @@ impl Executor {
     /// stopped without an error of its own). Otherwise (engine busy, others waiting, no detach,
     /// a backend that cannot) the batch goes through [`Self::submit_x25519_batch`] and
     /// [`Self::drive_with`]. True: started detached.
-    pub fn x25519_batch_now<D>(&self, client: u32, jobs: &[(Zeroizing<[u8; 32]>, [u8; 32])], before_job: &dyn Fn(), reply: BatchReplyFn, detach: Option<D>) -> bool
+    pub fn x25519_batch_now<D>(
+        &self,
+        client: u32,
+        jobs: &[(Zeroizing<[u8; 32]>, [u8; 32])],
+        before_job: &dyn Fn(),
+        reply: BatchReplyFn,
+        detach: Option<D>,
+    ) -> bool
     where
         D: FnOnce(u32) -> Option<DetachedReply>,
     {
@@ -879,7 +932,14 @@ impl Executor {
     }
 
     /// [`Self::start_detached`] on the parts of the engine context.
-    fn start_detached_on<D>(&self, engine: &mut dyn EngineBackend, dirty: &mut u32, e: &mut Entry<Job>, before_job: &dyn Fn(), detach: D) -> bool
+    fn start_detached_on<D>(
+        &self,
+        engine: &mut dyn EngineBackend,
+        dirty: &mut u32,
+        e: &mut Entry<Job>,
+        before_job: &dyn Fn(),
+        detach: D,
+    ) -> bool
     where
         D: FnOnce(u32) -> Option<DetachedReply>,
     {
@@ -965,7 +1025,15 @@ impl Executor {
     /// new job's reply (`TakeOver::Started`: the job is in `ctx.detached`; `NotStarted`: the
     /// backend did not start it, the caller runs the entry the usual way, with the engine held),
     /// lets the engine go and delivers `prev`, the previous job's release.
-    fn take_over<D>(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32], count: u32, before_job: &dyn Fn(), detach: D) -> Result<TakeOver<'_>, D>
+    fn take_over<D>(
+        &self,
+        client: u32,
+        scalar: &[u8; 32],
+        u: &[u8; 32],
+        count: u32,
+        before_job: &dyn Fn(),
+        detach: D,
+    ) -> Result<TakeOver<'_>, D>
     where
         D: FnOnce(u32) -> Option<DetachedReply>,
     {
@@ -986,7 +1054,11 @@ impl Executor {
         {
             let prev = ctx.detached.as_ref().expect("checked above");
             let mut st = self.st.lock().unwrap();
-            let free = !st.closed && !st.suspended && st.suspend_req.is_none() && st.resume_req.is_none() && st.pending_ucode.is_empty();
+            let free = !st.closed
+                && !st.suspended
+                && st.suspend_req.is_none()
+                && st.resume_req.is_none()
+                && st.pending_ucode.is_empty();
             if !(free && st.sched.handover(prev, client)) {
                 drop(st);
                 let prev = ctx.detached.take().expect("checked above");
@@ -1067,7 +1139,12 @@ impl Executor {
         (reply, out, None)
     }
 
-    fn dispatch_now(&self, client: u32, scalar: &[u8; 32], u: &[u8; 32]) -> Option<(Entry<Job>, std::sync::MutexGuard<'_, EngineCtx>)> {
+    fn dispatch_now(
+        &self,
+        client: u32,
+        scalar: &[u8; 32],
+        u: &[u8; 32],
+    ) -> Option<(Entry<Job>, std::sync::MutexGuard<'_, EngineCtx>)> {
         if self.unavailable.is_some() || self.cfg.driver != Driver::Callers || self.cfg.pace_hz > 0 {
             return None;
         }
@@ -1172,7 +1249,8 @@ impl Executor {
             turn += c;
             if self.cfg.pace_hz > 0 {
                 let now = Instant::now();
-                *busy_until = (*busy_until).max(now) + Duration::from_nanos(c.saturating_mul(1_000_000_000) / self.cfg.pace_hz);
+                *busy_until =
+                    (*busy_until).max(now) + Duration::from_nanos(c.saturating_mul(1_000_000_000) / self.cfg.pace_hz);
             }
             match r {
                 RunEnd::Paused { mpc, .. } => {
@@ -1241,7 +1319,9 @@ impl Executor {
                     matches!(engine.run(l, None, WIPE_BUDGET, WIPE_BUDGET), RunEnd::Finished { .. })
                 });
                 if !wiped {
-                    log::error!("engine25519: the window wipe program did not finish on window {window}: wiping over the bus");
+                    log::error!(
+                        "engine25519: the window wipe program did not finish on window {window}: wiping over the bus"
+                    );
                     self.st.lock().unwrap().c.bus_wipes += 1;
                     engine.clear_regs(window, self.x25519.named);
                 }

@@ -33,7 +33,9 @@ pub fn create_hw_probed() -> Result<(Box<dyn EngineBackend>, engine25519_core::i
 /// The hw backend for `isa` (None: probe the engine). Precursor's engine is v1; a v2 engine
 /// exists on SoCs built with it (the simulated Precursor's `PRECURSOR_ENGINE_ISA=v2`).
 #[cfg(target_os = "xous")]
-fn hw_backend(isa: Option<engine25519_core::isa::Isa>) -> Result<(Box<dyn EngineBackend>, engine25519_core::isa::Isa), String> {
+fn hw_backend(
+    isa: Option<engine25519_core::isa::Isa>,
+) -> Result<(Box<dyn EngineBackend>, engine25519_core::isa::Isa), String> {
     let mut e = crate::hw::HwEngine::new(isa.unwrap_or(engine25519_core::isa::Isa::V1))?;
     let isa = match isa {
         Some(i) => i,
@@ -65,6 +67,8 @@ fn hw_backend(isa: Option<engine25519_core::isa::Isa>) -> Result<(Box<dyn Engine
 }
 
 #[cfg(not(target_os = "xous"))]
-fn hw_backend(_isa: Option<engine25519_core::isa::Isa>) -> Result<(Box<dyn EngineBackend>, engine25519_core::isa::Isa), String> {
+fn hw_backend(
+    _isa: Option<engine25519_core::isa::Isa>,
+) -> Result<(Box<dyn EngineBackend>, engine25519_core::isa::Isa), String> {
     Err("hw backend: the engine25519 hardware exists only on the Xous target (riscv32imac-unknown-xous-elf)".into())
 }

@@ -177,7 +177,10 @@ fn engine_irq(_irq: usize, arg: *mut usize) {
         }
         return;
     }
-    let _ = xous::try_send_message(bell.cid, xous::Message::new_scalar(BELL_DONE, pending, bell.gen.load(Ordering::SeqCst), 0, 0));
+    let _ = xous::try_send_message(
+        bell.cid,
+        xous::Message::new_scalar(BELL_DONE, pending, bell.gen.load(Ordering::SeqCst), 0, 0),
+    );
 }
 
 /// In the handler: answer a finished detached X25519. Read its result from the window, start the
@@ -209,7 +212,12 @@ fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &Det
     }
     let sender = xous::MessageSender::from_usize(reply.sender);
     let r = match unsafe { xous::MemoryRange::new(reply.page, reply.page_len) } {
-        Ok(range) => xous::return_memory_offset_valid(sender, range, xous::MemorySize::new(reply.offset), xous::MemorySize::new(reply.valid)),
+        Ok(range) => xous::return_memory_offset_valid(
+            sender,
+            range,
+            xous::MemorySize::new(reply.offset),
+            xous::MemorySize::new(reply.valid),
+        ),
         Err(e) => Err(e),
     };
     if r.is_err() {
@@ -234,7 +242,14 @@ enum Answer {
 /// registers are zero again before new operands go in); then job i's scalar and u go from the
 /// lent page into the window, are wiped in the page, and the X25519 program starts with the
 /// line unmasked again.
-fn start_next(bell: &Bell, drv: &mut Driver<MmioBus>, launch: &engine25519_driver::Launch, reply: &DetachedReply, b: &crate::backend::DetachedBatch, i: usize) -> Answer {
+fn start_next(
+    bell: &Bell,
+    drv: &mut Driver<MmioBus>,
+    launch: &engine25519_driver::Launch,
+    reply: &DetachedReply,
+    b: &crate::backend::DetachedBatch,
+    i: usize,
+) -> Answer {
     use zeroize::Zeroize;
     if reply.wipe.is_none() || !(0..WIPE_POLLS).any(|_| !drv.status().running) {
         return Answer::Failed;
@@ -289,7 +304,10 @@ fn ticker(bell: &'static Bell, wake: xous::SID) {
                     // a detached job: no thread waits on the doorbell; a receive thread settles it
                     xous::try_send_message(bell.wake_cid(), xous::Message::new_scalar(WAKE_ID, WAKE_TICK, 0, 0, 0))
                 } else {
-                    xous::try_send_message(bell.cid, xous::Message::new_scalar(BELL_TICK, bell.gen.load(Ordering::SeqCst), 0, 0, 0))
+                    xous::try_send_message(
+                        bell.cid,
+                        xous::Message::new_scalar(BELL_TICK, bell.gen.load(Ordering::SeqCst), 0, 0, 0),
+                    )
                 };
                 continue;
             }
@@ -348,9 +366,8 @@ impl HwEngine {
         let flags = xous::MemoryFlags::R | xous::MemoryFlags::W;
         let csr_range = xous::map_memory(xous::MemoryAddress::new(csr::BASE as usize), None, CSR_PAGE, flags)
             .map_err(|e| format!("hw backend: cannot map engine CSR page at {:#x}: {:?}", csr::BASE, e))?;
-        let mem_range =
-            xous::map_memory(xous::MemoryAddress::new(mem::BASE as usize), None, mem::SIZE as usize, flags)
-                .map_err(|e| format!("hw backend: cannot map engine memory window at {:#x}: {:?}", mem::BASE, e))?;
+        let mem_range = xous::map_memory(xous::MemoryAddress::new(mem::BASE as usize), None, mem::SIZE as usize, flags)
+            .map_err(|e| format!("hw backend: cannot map engine memory window at {:#x}: {:?}", mem::BASE, e))?;
         // Safety: both ranges were just mapped for this process (sizes as above) and stay mapped.
         let bus = unsafe { MmioBus::new(csr_range.as_mut_ptr() as *mut u32, mem_range.as_mut_ptr() as *mut u32) };
         Ok(HwEngine {
@@ -390,7 +407,9 @@ impl HwEngine {
             for round in 0..2 {
                 self.drv.write_reg(0, p.scalar_reg, &k).map_err(|e| format!("write_reg: {e}"))?;
                 self.drv.write_reg(0, p.u_reg, &u).map_err(|e| format!("write_reg: {e}"))?;
-                self.drv.start(engine25519_driver::Launch { window: 0, mpstart: 0, mplen: p.words.len() }).map_err(|e| format!("start: {e}"))?;
+                self.drv
+                    .start(engine25519_driver::Launch { window: 0, mpstart: 0, mplen: p.words.len() })
+                    .map_err(|e| format!("start: {e}"))?;
                 if round == 0 {
                     // pause the first run mid-ladder: does MPRESUME read the paused mpc?
                     // (released at once: the job continues where it stopped on either engine)
@@ -403,7 +422,9 @@ impl HwEngine {
                 let (stop, n) = self.spin(KAT_MAX_POLLS, u64::MAX);
                 match stop {
                     Some(Stop::Finished) => {}
-                    Some(Stop::Illegal { mpc }) => return Err(format!("the engine halted at mpc {mpc} (illegal instruction)")),
+                    Some(Stop::Illegal { mpc }) => {
+                        return Err(format!("the engine halted at mpc {mpc} (illegal instruction)"))
+                    }
                     None => {
                         let _ = self.drv.pause(PAUSE_POLLS);
                         return Err(format!("the job did not finish in {KAT_MAX_POLLS} polls"));
@@ -469,7 +490,8 @@ impl HwEngine {
     /// an opcode v1 does not define) in window 0: a v1 engine halts on it with an illegal
     /// opcode, a v2 engine finishes. The microcode words and the window are cleared afterwards.
     pub fn probe_isa(&mut self) -> Result<Isa, String> {
-        let p = engine25519_core::programs::get("field_add", Isa::V2).ok_or("hw backend: no field_add program for v2")?;
+        let p =
+            engine25519_core::programs::get("field_add", Isa::V2).ok_or("hw backend: no field_add program for v2")?;
         let words = p.words();
         self.drv.write_ucode(0, words).map_err(|e| format!("hw backend: ISA probe: {e}"))?;
         let r = self.drv.run(engine25519_driver::Launch { window: 0, mpstart: 0, mplen: words.len() }, PAUSE_POLLS);
@@ -543,7 +565,13 @@ impl HwEngine {
     /// interrupt: the job fails, `RunEnd::Lost`, which says so; the next job is tried normally).
     /// Cycles reported: full ticks that passed while waiting (a lower bound of the engine's
     /// time at the tick's resolution; 0 for a job shorter than a tick).
-    fn run_irq(&mut self, launch: engine25519_driver::Launch, resume_at: Option<u32>, budget: u64, max_cycles: u64) -> RunEnd {
+    fn run_irq(
+        &mut self,
+        launch: engine25519_driver::Launch,
+        resume_at: Option<u32>,
+        budget: u64,
+        max_cycles: u64,
+    ) -> RunEnd {
         let (bell, sid, tick) = {
             let w = self.irq.as_ref().expect("interrupt claimed");
             (w.bell, w.sid, w.tick_cycles)
@@ -659,7 +687,10 @@ impl HwEngine {
                         _ => RunEnd::Runaway { cycles },
                     },
                     (Ok(Paused::Ended(stop)), _) => self.end(stop, cycles),
-                    (Err(e), _) => RunEnd::Fault { cycles, reason: format!("hw backend: pause after {} ms: {e}", ticks.saturating_sub(1) * TICK_MS) },
+                    (Err(e), _) => RunEnd::Fault {
+                        cycles,
+                        reason: format!("hw backend: pause after {} ms: {e}", ticks.saturating_sub(1) * TICK_MS),
+                    },
                 }
             }
         }
@@ -778,7 +809,11 @@ impl EngineBackend for HwEngine {
         let (bell, tick) = (w.bell, w.tick_cycles);
         let jobs = reply.batch.map_or(1, |b| b.count);
         let fits = |at: usize| at.checked_add(32 * jobs).is_some_and(|end| end <= reply.page_len);
-        if reply.page == 0 || !fits(reply.result_at) || reply.batch.is_some_and(|b| b.count < 2 || !fits(b.scalars_at) || !fits(b.us_at)) || bell.dstate.load(Ordering::SeqCst) != D_IDLE {
+        if reply.page == 0
+            || !fits(reply.result_at)
+            || reply.batch.is_some_and(|b| b.count < 2 || !fits(b.scalars_at) || !fits(b.us_at))
+            || bell.dstate.load(Ordering::SeqCst) != D_IDLE
+        {
             return false;
         }
         bell.dnext.store(0, Ordering::SeqCst);
@@ -813,7 +848,10 @@ impl EngineBackend for HwEngine {
     }
     fn poll_detached(&mut self, tick: bool) -> Detached {
         let Some(w) = self.irq.as_ref() else {
-            return Detached::Unanswered(RunEnd::Fault { cycles: 0, reason: "hw backend: no detached job (no interrupt)".into() });
+            return Detached::Unanswered(RunEnd::Fault {
+                cycles: 0,
+                reason: "hw backend: no detached job (no interrupt)".into(),
+            });
         };
         let (bell, tick_cycles) = (w.bell, w.tick_cycles);
         match bell.dstate.load(Ordering::SeqCst) {
@@ -872,7 +910,10 @@ impl EngineBackend for HwEngine {
                     match self.drv.pause(PAUSE_POLLS) {
                         Ok(Paused::Ended(stop)) => Detached::Unanswered(self.end(stop, cycles)),
                         Ok(Paused::At { .. }) => Detached::Unanswered(RunEnd::Runaway { cycles }),
-                        Err(e) => Detached::Unanswered(RunEnd::Fault { cycles, reason: format!("hw backend: pause after {} ms: {e}", passed * TICK_MS) }),
+                        Err(e) => Detached::Unanswered(RunEnd::Fault {
+                            cycles,
+                            reason: format!("hw backend: pause after {} ms: {e}", passed * TICK_MS),
+                        }),
                     }
                 }
             }

@@ -27,10 +27,16 @@
 use std::sync::{Arc, Mutex};
 
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{decode_request, prepare_archive_in_place, reply_archive, reply_bad_kind, reply_error, reply_ok, reply_scalar2, scalar_args, sender_pid, Kind};
+use service_ipc::server::{
+    decode_request, prepare_archive_in_place, reply_archive, reply_bad_kind, reply_error, reply_ok, reply_scalar2,
+    scalar_args, sender_pid, Kind,
+};
 use xous::MessageEnvelope;
 
-use engine25519_server::api::{self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519BatchMsg, X25519Msg, MAGIC, MAX_BATCH, NUM_REGS, WINDOW_ANY};
+use engine25519_server::api::{
+    self, BackendId, JobMsg, Opcode, ProgramMsg, StatsMsg, Status, X25519BatchMsg, X25519Msg, MAGIC, MAX_BATCH,
+    NUM_REGS, WINDOW_ANY,
+};
 use engine25519_server::backend::{DetachedBatch, DetachedReply, WAKE_ID, WAKE_TICK};
 use engine25519_server::executor::{Config, Driver, Executor, Outcome};
 use engine25519_server::scheduler::WindowReq;
@@ -93,7 +99,10 @@ fn parse_options_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) 
         Some("1") => o.cfg.software_fallback = false,
         _ => {}
     }
-    match p.one_of("--driver", &["callers", "thread"]).map_err(|_| format!("unknown driver '{}': expected callers or thread", p.get("--driver").unwrap_or("")))? {
+    match p
+        .one_of("--driver", &["callers", "thread"])
+        .map_err(|_| format!("unknown driver '{}': expected callers or thread", p.get("--driver").unwrap_or("")))?
+    {
         Some("thread") => o.cfg.driver = Driver::Thread,
         Some(_) => o.cfg.driver = Driver::Callers,
         None => {}
@@ -107,7 +116,10 @@ fn parse_options_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) 
     if !(2..=MAX_RECEIVERS).contains(&o.receivers) {
         // one thread would stop receiving while it runs a job: no Busy answers until a long
         // custom job ends
-        return Err(format!("receivers must be 2..={} (one thread could not answer while it drives the engine)", MAX_RECEIVERS));
+        return Err(format!(
+            "receivers must be 2..={} (one thread could not answer while it drives the engine)",
+            MAX_RECEIVERS
+        ));
     }
     Ok(o)
 }
@@ -208,7 +220,9 @@ fn detach_target(env: &MessageEnvelope, backend: BackendId) -> Option<impl FnOnc
         // Safety: the archive fits the lent page (checked above), which stays mapped writable
         // into this process until its reply; rkyv 0.4 archives these integer and byte-array
         // fields as themselves
-        let a = unsafe { rkyv::archived_value_mut::<X25519Msg>(core::pin::Pin::new(core::slice::from_raw_parts_mut(page, len)), pos) };
+        let a = unsafe {
+            rkyv::archived_value_mut::<X25519Msg>(core::pin::Pin::new(core::slice::from_raw_parts_mut(page, len)), pos)
+        };
         let a = unsafe { a.get_unchecked_mut() };
         unsafe {
             service_ipc::wipe_raw(a.scalar.as_mut_ptr(), 32);
@@ -220,7 +234,19 @@ fn detach_target(env: &MessageEnvelope, backend: BackendId) -> Option<impl FnOnc
         a.window = window;
         a.cycles = 0;
         let result_at = a.result.as_ptr() as usize - page as usize;
-        Some(DetachedReply { sender, page: page as usize, page_len: len, offset: pos, valid: len, result_at, out_reg: 0, wipe: None, max_cycles: 0, wake_cid, batch: None })
+        Some(DetachedReply {
+            sender,
+            page: page as usize,
+            page_len: len,
+            offset: pos,
+            valid: len,
+            result_at,
+            out_reg: 0,
+            wipe: None,
+            max_cycles: 0,
+            wake_cid,
+            batch: None,
+        })
     })
 }
 
@@ -229,7 +255,11 @@ fn detach_target(env: &MessageEnvelope, backend: BackendId) -> Option<impl FnOnc
 /// results zero; the first job's scalar and u wiped, its operands are with the executor), and
 /// the backend takes the other jobs' scalar and u from the page (wiping each as it loads it) and
 /// puts each result into its slot.
-fn batch_detach_target(env: &MessageEnvelope, backend: BackendId, n: usize) -> Option<impl FnOnce(u32) -> Option<DetachedReply>> {
+fn batch_detach_target(
+    env: &MessageEnvelope,
+    backend: BackendId,
+    n: usize,
+) -> Option<impl FnOnce(u32) -> Option<DetachedReply>> {
     let wake_cid = *WAKE_CID.get()?;
     let xous::Message::MutableBorrow(mem) = &env.body else { return None };
     let (sender, page, len) = (env.sender.to_usize(), mem.buf.as_mut_ptr(), mem.buf.len());
@@ -241,7 +271,12 @@ fn batch_detach_target(env: &MessageEnvelope, backend: BackendId, n: usize) -> O
         // Safety: the archive fits the lent page (checked above), which stays mapped writable
         // into this process until its reply; rkyv 0.4 archives these integer and byte-array
         // fields as themselves
-        let a = unsafe { rkyv::archived_value_mut::<X25519BatchMsg>(core::pin::Pin::new(core::slice::from_raw_parts_mut(page, len)), pos) };
+        let a = unsafe {
+            rkyv::archived_value_mut::<X25519BatchMsg>(
+                core::pin::Pin::new(core::slice::from_raw_parts_mut(page, len)),
+                pos,
+            )
+        };
         let a = unsafe { a.get_unchecked_mut() };
         unsafe {
             service_ipc::wipe_raw(a.scalars[0].as_mut_ptr(), 32);
@@ -255,9 +290,27 @@ fn batch_detach_target(env: &MessageEnvelope, backend: BackendId, n: usize) -> O
             a.cycles[i] = 0;
         }
         let at = |p: *const u8| p as usize - page as usize;
-        let batch = DetachedBatch { count: n, scalars_at: at(a.scalars.as_ptr() as *const u8), us_at: at(a.us.as_ptr() as *const u8), scalar_reg: 0, u_reg: 0 };
+        let batch = DetachedBatch {
+            count: n,
+            scalars_at: at(a.scalars.as_ptr() as *const u8),
+            us_at: at(a.us.as_ptr() as *const u8),
+            scalar_reg: 0,
+            u_reg: 0,
+        };
         let result_at = at(a.results.as_ptr() as *const u8);
-        Some(DetachedReply { sender, page: page as usize, page_len: len, offset: pos, valid: len, result_at, out_reg: 0, wipe: None, max_cycles: 0, wake_cid, batch: Some(batch) })
+        Some(DetachedReply {
+            sender,
+            page: page as usize,
+            page_len: len,
+            offset: pos,
+            valid: len,
+            result_at,
+            out_reg: 0,
+            wipe: None,
+            max_cycles: 0,
+            wake_cid,
+            batch: Some(batch),
+        })
     })
 }
 
@@ -400,7 +453,14 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
             }
             match ex.load_program(&m.words[..m.len as usize]) {
                 Ok((handle, start)) => {
-                    let r = ProgramMsg { magic: MAGIC, status: Status::Ok as u32, len: m.len, handle, mpstart: start as u32, words: [0; api::UCODE_WORDS] };
+                    let r = ProgramMsg {
+                        magic: MAGIC,
+                        status: Status::Ok as u32,
+                        len: m.len,
+                        handle,
+                        mpstart: start as u32,
+                        words: [0; api::UCODE_WORDS],
+                    };
                     reply_archive(env, r, Status::BadMessage)
                 }
                 Err(s) => reply_error(env, s), // counted by the executor
@@ -432,7 +492,14 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
             };
             let slot: Slot = Arc::new(Mutex::new(Some(env)));
             let s2 = slot.clone();
-            let r = ex.submit_job(client, handle, window, &m.regs, m.max_cycles, Box::new(move |o: Outcome| answer(&s2, o.status, || job(&o))));
+            let r = ex.submit_job(
+                client,
+                handle,
+                window,
+                &m.regs,
+                m.max_cycles,
+                Box::new(move |o: Outcome| answer(&s2, o.status, || job(&o))),
+            );
             if let Err(s) = r {
                 answer(&slot, s, || job(&Outcome::error(s, ex.backend())));
             }
@@ -505,7 +572,8 @@ fn main() -> ! {
     xous_api_log::init_wait().unwrap();
     log::set_max_level(log::LevelFilter::Info);
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let opts = parse_options_from(&args, &|k: &str| std::env::var(k).ok()).unwrap_or_else(|e| fail(&format!("bad options: {}", e)));
+    let opts = parse_options_from(&args, &|k: &str| std::env::var(k).ok())
+        .unwrap_or_else(|e| fail(&format!("bad options: {}", e)));
     // the hw backend without --isa: the ISA the engine on the bus implements (Precursor: v1)
     let (engine, isa) = if opts.backend == "hw" && !opts.isa_given {
         engine25519_server::factory::create_hw_probed().unwrap_or_else(|e| fail(&e))
@@ -519,7 +587,8 @@ fn main() -> ! {
     }
     let xns = xous_api_names::XousNames::new().unwrap();
     // control first: once the public name resolves, the control name exists (docs/security.md)
-    let control = service_ipc::control::register_control(&xns, api::CONTROL_NAME, api::CONTROL_SLOTS).unwrap_or_else(|e| fail(&e));
+    let control = service_ipc::control::register_control(&xns, api::CONTROL_NAME, api::CONTROL_SLOTS)
+        .unwrap_or_else(|e| fail(&e));
     let public = service_ipc::control::register_public(&xns, api::SERVER_NAME).unwrap_or_else(|e| fail(&e));
     if opts.cfg.driver == Driver::Callers {
         match (xous::connect(public), xous::current_pid()) {
@@ -527,7 +596,9 @@ fn main() -> ! {
                 let _ = WAKE_CID.set(cid);
                 let _ = OWN_PID.set(pid.get() as u32);
             }
-            (c, p) => log::warn!("engine25519: no wake connection to the public server ({c:?}, {p:?}): every job waits on its thread"),
+            (c, p) => log::warn!(
+                "engine25519: no wake connection to the public server ({c:?}, {p:?}): every job waits on its thread"
+            ),
         }
     }
     let receivers = if opts.cfg.driver == Driver::Callers { opts.receivers } else { 1 };
@@ -614,7 +685,9 @@ mod suspend_hook {
                 let _ = tx.send((s, n));
             }));
             let (s, n) = wait(&ex, &rx);
-            log::info!("engine25519: resumed (clean {clean:?}): engine restored ({s:?}), {n} job(s) in flight continue");
+            log::info!(
+                "engine25519: resumed (clean {clean:?}): engine restored ({s:?}), {n} job(s) in flight continue"
+            );
         });
     }
 }
@@ -670,8 +743,26 @@ mod option_tests {
     fn defaults_and_good_options() {
         let o = parse(&[], &[]).unwrap();
         assert_eq!((o.backend.as_str(), o.isa, o.receivers), ("model", engine25519_core::isa::Isa::V2, RECEIVERS));
-        let o = parse(&["--backend", "software", "--isa", "v1", "--pace=25_000_000", "--quantum", "0x1000", "--receivers", "3", "--no-fallback"], &[]).unwrap();
-        assert_eq!((o.backend.as_str(), o.isa, o.cfg.pace_hz, o.cfg.quantum, o.receivers), ("software", engine25519_core::isa::Isa::V1, 25_000_000, 0x1000, 3));
+        let o = parse(
+            &[
+                "--backend",
+                "software",
+                "--isa",
+                "v1",
+                "--pace=25_000_000",
+                "--quantum",
+                "0x1000",
+                "--receivers",
+                "3",
+                "--no-fallback",
+            ],
+            &[],
+        )
+        .unwrap();
+        assert_eq!(
+            (o.backend.as_str(), o.isa, o.cfg.pace_hz, o.cfg.quantum, o.receivers),
+            ("software", engine25519_core::isa::Isa::V1, 25_000_000, 0x1000, 3)
+        );
         assert!(!o.cfg.software_fallback);
         // arguments win over the environment
         let o = parse(&["--isa", "v2"], &[("ENGINE25519_ISA", "v1"), ("ENGINE25519_QUEUE", "7")]).unwrap();

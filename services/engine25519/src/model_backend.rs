@@ -66,7 +66,9 @@ impl EngineBackend for ModelEngine {
                 let Some(mut p) = self.paused.get_mut(l.window).and_then(|p| p.take()) else {
                     return RunEnd::Fault { cycles: 0, reason: "resume without a paused job in this window".into() };
                 };
-                if p.mpc != mpc as usize || (p.job.window, p.job.mpstart, p.job.mplen) != (job.window, job.mpstart, job.mplen) {
+                if p.mpc != mpc as usize
+                    || (p.job.window, p.job.mpstart, p.job.mplen) != (job.window, job.mpstart, job.mplen)
+                {
                     wipe(&mut p);
                     return RunEnd::Fault { cycles: 0, reason: "resume point does not match the paused job".into() };
                 }
@@ -83,10 +85,13 @@ impl EngineBackend for ModelEngine {
                 self.paused[l.window] = Some(p);
                 RunEnd::Paused { cycles, mpc }
             }
-            Err(ModelError::IllegalOpcode { mpc, cycles, .. }) | Err(ModelError::BranchOutOfProgram { mpc, cycles, .. }) => {
+            Err(ModelError::IllegalOpcode { mpc, cycles, .. })
+            | Err(ModelError::BranchOutOfProgram { mpc, cycles, .. }) => {
                 RunEnd::Illegal { cycles: cycles.saturating_sub(before), mpc: mpc as u32 }
             }
-            Err(ModelError::CycleBudgetExceeded { cycles, .. }) => RunEnd::Runaway { cycles: cycles.saturating_sub(before) },
+            Err(ModelError::CycleBudgetExceeded { cycles, .. }) => {
+                RunEnd::Runaway { cycles: cycles.saturating_sub(before) }
+            }
             Err(e) => RunEnd::Fault { cycles: 0, reason: e.to_string() },
         }
     }

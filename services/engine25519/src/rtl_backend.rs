@@ -23,8 +23,11 @@ pub struct RtlEngine {
 
 impl RtlEngine {
     pub fn new(isa: Isa) -> Result<Self, String> {
-        let py = std::env::var("ENGINE25519_RTL_PYTHON").map_err(|_| "rtl backend: ENGINE25519_RTL_PYTHON is not set (cargo xtask run --engine rtl sets it)".to_string())?;
-        let dir = std::env::var("ENGINE25519_RTL_DIR").map_err(|_| "rtl backend: ENGINE25519_RTL_DIR is not set".to_string())?;
+        let py = std::env::var("ENGINE25519_RTL_PYTHON").map_err(|_| {
+            "rtl backend: ENGINE25519_RTL_PYTHON is not set (cargo xtask run --engine rtl sets it)".to_string()
+        })?;
+        let dir = std::env::var("ENGINE25519_RTL_DIR")
+            .map_err(|_| "rtl backend: ENGINE25519_RTL_DIR is not set".to_string())?;
         let mut child = Command::new(&py)
             .args(["-m", "engine.serve", "--isa", isa.name()])
             .current_dir(&dir)
@@ -189,7 +192,10 @@ mod tests {
             assert_eq!(e.read_reg(3, 31), want);
             // an illegal word halts as in the model
             e.write_ucode(1000, &[engine25519_core::isa::UDF_WORD]);
-            assert!(matches!(e.run(Launch { window: 0, mpstart: 1000, mplen: 1 }, None, 1, 100), RunEnd::Illegal { mpc: 1000, .. }));
+            assert!(matches!(
+                e.run(Launch { window: 0, mpstart: 1000, mplen: 1 }, None, 1, 100),
+                RunEnd::Illegal { mpc: 1000, .. }
+            ));
             // malformed requests: refused, the engine keeps serving
             assert!(e.call("wr 99 0 00").is_err());
             assert!(e.call("run 0 1020 10 5").is_err());

@@ -149,10 +149,11 @@ impl<J> Scheduler<J> {
         let n = self.ring.len();
         for i in 0..n {
             let head = &self.ring[i].jobs[0];
-            let ok = head.window.is_some() || match head.want {
-                WindowReq::Any => self.windows.in_use() < NUM_WINDOWS as u32,
-                WindowReq::Fixed(w) => self.windows.is_free(w),
-            };
+            let ok = head.window.is_some()
+                || match head.want {
+                    WindowReq::Any => self.windows.in_use() < NUM_WINDOWS as u32,
+                    WindowReq::Fixed(w) => self.windows.is_free(w),
+                };
             if !ok {
                 continue;
             }

@@ -155,7 +155,8 @@ fn check_trng_control(cid: xous::CID) -> Result<(), String> {
 fn check_trng_quit(cid: xous::CID) -> Result<(), String> {
     let t = trng::Trng::new().map_err(|e| format!("{e:?}"))?;
     t.get_u32().map_err(|e| format!("before Quit: {e}"))?;
-    service_ipc::client::blocking_scalar(cid, trng::api::Opcode::Quit as u32, [0; 4]).map_err(|e| format!("Quit: {e}"))?;
+    service_ipc::client::blocking_scalar(cid, trng::api::Opcode::Quit as u32, [0; 4])
+        .map_err(|e| format!("Quit: {e}"))?;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(t.get_u32().map(|_| ()));
@@ -179,7 +180,9 @@ fn main() -> ! {
     }
     match service_ipc::control::trusted_init_done() {
         Ok(true) => {}
-        Ok(false) => fail_closed("trusted_init_done is false after every claim: a connection-limited server sysctl does not claim"),
+        Ok(false) => fail_closed(
+            "trusted_init_done is false after every claim: a connection-limited server sysctl does not claim",
+        ),
         Err(e) => fail_closed(&format!("trusted_init_done: {e:?}")),
     }
     let names: Vec<&str> = claimed.iter().map(|(s, _)| *s).collect();
@@ -194,7 +197,9 @@ fn main() -> ! {
             "engine-quit" => check_engine_quit(cid("engine25519").unwrap()),
             "trng-control" => check_trng_control(cid("trng").unwrap()),
             "trng-quit" => check_trng_quit(cid("trng").unwrap()),
-            other => Err(format!("unknown check '{other}' (known: engine-suspend-resume, engine-quit, trng-control, trng-quit)")),
+            other => Err(format!(
+                "unknown check '{other}' (known: engine-suspend-resume, engine-quit, trng-control, trng-quit)"
+            )),
         };
         match r {
             Ok(()) => say(&format!("SYSCTL CHECK {check} ok")),

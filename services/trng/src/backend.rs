@@ -3,7 +3,7 @@
 
 use trng::api::{self, ErrorStats, HealthStats, SourceStats, TrngError};
 use trng_core::conditioner::ConditionerConfig;
-use trng_core::pipeline::{Pipeline, PipelineError, Feed, RawMode, WordSource, SLOTS, SLOT_EXT};
+use trng_core::pipeline::{Feed, Pipeline, PipelineError, RawMode, WordSource, SLOTS, SLOT_EXT};
 
 pub trait Backend: Send {
     fn name(&self) -> &'static str;
@@ -67,7 +67,13 @@ pub struct SoftBackend {
 }
 
 impl SoftBackend {
-    pub fn new(feed: Feed, ext: Option<Box<dyn WordSource>>, ext_kind: u32, model_seed: [u8; 32], name: &'static str) -> Self {
+    pub fn new(
+        feed: Feed,
+        ext: Option<Box<dyn WordSource>>,
+        ext_kind: u32,
+        model_seed: [u8; 32],
+        name: &'static str,
+    ) -> Self {
         SoftBackend { pipeline: Pipeline::new(feed, ext, model_seed, ConditionerConfig::default()), name, ext_kind }
     }
 }

@@ -101,8 +101,13 @@ impl HwRegs {
             },
             Sources::Both,
         );
-        let written = r::av_nist::REPCOUNT_CUTOFF.val(trng_driver::cutoff(self.gw, av.rct_cutoff(), r::av_nist::REPCOUNT_CUTOFF))
-            | r::av_nist::ADAPTIVE_CUTOFF.val(trng_driver::cutoff(self.gw, av.apt_cutoff(), r::av_nist::ADAPTIVE_CUTOFF));
+        let written =
+            r::av_nist::REPCOUNT_CUTOFF.val(trng_driver::cutoff(self.gw, av.rct_cutoff(), r::av_nist::REPCOUNT_CUTOFF))
+                | r::av_nist::ADAPTIVE_CUTOFF.val(trng_driver::cutoff(
+                    self.gw,
+                    av.apt_cutoff(),
+                    r::av_nist::ADAPTIVE_CUTOFF,
+                ));
         (d.bus().read(r::AV_NIST), written)
     }
 
@@ -218,7 +223,8 @@ impl HwBackend {
     pub fn new(model_seed: [u8; 32]) -> Result<Self, xous::Error> {
         let regs = HwRegs::new()?;
         let _ = regs.bring_up();
-        let pipeline = Pipeline::new(Feed::External, Some(Box::new(HwUrandom(regs))), model_seed, ConditionerConfig::default());
+        let pipeline =
+            Pipeline::new(Feed::External, Some(Box::new(HwUrandom(regs))), model_seed, ConditionerConfig::default());
         Ok(HwBackend { regs, pipeline, raw_mode: None })
     }
 
@@ -338,8 +344,10 @@ impl Backend for HwBackend {
         // the hardware's own RCT/APT failures (latched in NIST_ERRORS) on top of ours
         // (NIST_ERRORS: one latched bit per source and test)
         let nist = self.regs.driver().health().nist_errors;
-        src.rct_failures += r::nist_errors::AV_REPCOUNT.get(nist).count_ones() + r::nist_errors::RO_REPCOUNT.get(nist).count_ones();
-        src.apt_failures += r::nist_errors::AV_ADAPTIVE.get(nist).count_ones() + r::nist_errors::RO_ADAPTIVE.get(nist).count_ones();
+        src.rct_failures +=
+            r::nist_errors::AV_REPCOUNT.get(nist).count_ones() + r::nist_errors::RO_REPCOUNT.get(nist).count_ones();
+        src.apt_failures +=
+            r::nist_errors::AV_ADAPTIVE.get(nist).count_ones() + r::nist_errors::RO_ADAPTIVE.get(nist).count_ones();
         hs.sources[0] = src;
         crate::backend::conditioner_stats(&self.pipeline, &mut hs);
         hs

@@ -36,7 +36,10 @@ use std::sync::{Arc, Mutex};
 
 use num_traits::FromPrimitive;
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{decode_request, reply_archive, reply_bad_kind, reply_bytes, reply_error, reply_ok, reply_scalar2, scalar_args, sender_pid, Kind};
+use service_ipc::server::{
+    decode_request, reply_archive, reply_bad_kind, reply_bytes, reply_error, reply_ok, reply_scalar2, scalar_args,
+    sender_pid, Kind,
+};
 use trng::api::{self, Opcode, TrngError};
 use xous::{Message, MessageEnvelope};
 
@@ -91,7 +94,10 @@ fn parse_config_from(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -
     // `--no-tester` (no value) or TRNG_TESTER=0
     let no_tester = p.is_set("--no-tester") && p.get("--no-tester").map_or(true, |v| v.trim() == "0");
     let tester_port = match p.u64("--tester-port")? {
-        Some(n) => Some(u16::try_from(n).map_err(|_| format!("{}: port {n} is out of range (0..=65535)", p.source("--tester-port")))?),
+        Some(n) => Some(
+            u16::try_from(n)
+                .map_err(|_| format!("{}: port {n} is out of range (0..=65535)", p.source("--tester-port")))?,
+        ),
         None => None,
     };
     Ok(Config {
@@ -270,7 +276,8 @@ fn main() -> ! {
 
     let xns = xous_api_names::XousNames::new().unwrap();
     // control first: once the public name resolves, the control name exists (docs/security.md)
-    let control = service_ipc::control::register_control(&xns, api::CONTROL_NAME, api::CONTROL_SLOTS).unwrap_or_else(|e| fail(&e));
+    let control = service_ipc::control::register_control(&xns, api::CONTROL_NAME, api::CONTROL_SLOTS)
+        .unwrap_or_else(|e| fail(&e));
     let public = service_ipc::control::register_public(&xns, api::SERVER_NAME).unwrap_or_else(|e| fail(&e));
 
     // notifier: tester threads report health failures over a std channel; this one thread (one
@@ -369,18 +376,29 @@ mod config_tests {
 
     #[test]
     fn good_configuration() {
-        let c = parse(&["--source", "model", "--faults", "ro:stuck", "--tester-port", "0", "--no-tester"], &[]).unwrap();
+        let c =
+            parse(&["--source", "model", "--faults", "ro:stuck", "--tester-port", "0", "--no-tester"], &[]).unwrap();
         assert_eq!((c.source.as_str(), c.faults.as_deref(), c.tester_port), ("model", Some("ro:stuck"), None));
         let seed = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
-        let env = [("TRNG_SOURCE", "model"), ("TRNG_MODEL_SEED", seed), ("TRNG_TESTER_PORT", "0"), ("TRNG_TESTER", "0")];
+        let env =
+            [("TRNG_SOURCE", "model"), ("TRNG_MODEL_SEED", seed), ("TRNG_TESTER_PORT", "0"), ("TRNG_TESTER", "0")];
         let c = parse(&[], &env).unwrap();
         assert_eq!((c.source.as_str(), c.model_seed.unwrap()[1], c.tester_port), ("model", 0x11, None));
         // the tester (raw samples) runs only when a port is given
         assert_eq!(parse(&[], &[]).unwrap().tester_port, None, "no tester by default");
-        assert_eq!(parse(&[], &[("TRNG_TESTER", "1")]).unwrap().tester_port, None, "TRNG_TESTER=1 alone starts nothing");
-        let c = parse(&[], &[("TRNG_TESTER_PORT", "0"), ("TRNG_TESTER_PORTFILE", "/tmp/p"), ("TRNG_TESTER", "1")]).unwrap();
+        assert_eq!(
+            parse(&[], &[("TRNG_TESTER", "1")]).unwrap().tester_port,
+            None,
+            "TRNG_TESTER=1 alone starts nothing"
+        );
+        let c =
+            parse(&[], &[("TRNG_TESTER_PORT", "0"), ("TRNG_TESTER_PORTFILE", "/tmp/p"), ("TRNG_TESTER", "1")]).unwrap();
         assert_eq!((c.tester_port, c.tester_portfile.as_deref()), (Some(0), Some("/tmp/p")));
-        assert_eq!(parse(&["--tester-port=4321"], &[("TRNG_TESTER_PORT", "0")]).unwrap().tester_port, Some(4321), "arguments win");
+        assert_eq!(
+            parse(&["--tester-port=4321"], &[("TRNG_TESTER_PORT", "0")]).unwrap().tester_port,
+            Some(4321),
+            "arguments win"
+        );
         assert!(parse(&["--source=model"], &[("TRNG_SOURCE", "hw")]).unwrap().source == "model", "arguments win");
         assert!(make_backend(&c).is_ok());
     }

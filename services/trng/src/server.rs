@@ -54,7 +54,14 @@ pub struct TrngServer {
 
 impl TrngServer {
     pub fn new(backend: Box<dyn Backend>, notifier: Box<dyn Notifier>) -> Self {
-        TrngServer { backend, test_mode: TestMode::None, subscribers: Vec::new(), notifications_sent: 0, notifier, stopped: false }
+        TrngServer {
+            backend,
+            test_mode: TestMode::None,
+            subscribers: Vec::new(),
+            notifications_sent: 0,
+            notifier,
+            stopped: false,
+        }
     }
 
     pub fn source_name(&self) -> &'static str {

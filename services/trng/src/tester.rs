@@ -97,7 +97,12 @@ fn serve(mut s: TcpStream, server: Arc<Mutex<TrngServer>>, notify: Sender<()>) {
 
 /// Bind the listener on 127.0.0.1:`port` (0 = ephemeral), announce it (and write the port to
 /// `portfile`, atomically) and serve forever on a background thread. Returns the port.
-pub fn start(server: Arc<Mutex<TrngServer>>, notify: Sender<()>, port: u16, portfile: Option<&str>) -> std::io::Result<u16> {
+pub fn start(
+    server: Arc<Mutex<TrngServer>>,
+    notify: Sender<()>,
+    port: u16,
+    portfile: Option<&str>,
+) -> std::io::Result<u16> {
     let listener = TcpListener::bind(("127.0.0.1", port))?;
     let port = listener.local_addr()?.port();
     println!("{}{}", T::LISTEN_MARKER, port);

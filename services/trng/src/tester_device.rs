@@ -45,7 +45,12 @@ fn claim_slot(below: usize) -> Result<(xous::MemoryRange, usize), String> {
     let low = T::mailbox::SLOT_RAM_BASE;
     let mut phys = below.checked_sub(SLOT_MAP_BYTES).ok_or("no room for a tester slot")? & !(PAGE - 1);
     while phys >= low {
-        if let Ok(r) = xous::map_memory(xous::MemoryAddress::new(phys), None, SLOT_MAP_BYTES, xous::MemoryFlags::R | xous::MemoryFlags::W) {
+        if let Ok(r) = xous::map_memory(
+            xous::MemoryAddress::new(phys),
+            None,
+            SLOT_MAP_BYTES,
+            xous::MemoryFlags::R | xous::MemoryFlags::W,
+        ) {
             return Ok((r, phys));
         }
         phys = match phys.checked_sub(SLOT_MAP_BYTES) {
@@ -58,8 +63,13 @@ fn claim_slot(below: usize) -> Result<(xous::MemoryRange, usize), String> {
 
 /// Map the mailbox, claim the slots, publish MAGIC and serve frames forever on a thread.
 pub fn start(srv: Arc<Mutex<TrngServer>>, notify: Sender<()>) -> Result<(), String> {
-    let page = xous::map_memory(xous::MemoryAddress::new(T::mailbox::BASE), None, PAGE, xous::MemoryFlags::R | xous::MemoryFlags::W)
-        .map_err(|e| format!("map the tester mailbox at {:#x}: {e:?}", T::mailbox::BASE))?;
+    let page = xous::map_memory(
+        xous::MemoryAddress::new(T::mailbox::BASE),
+        None,
+        PAGE,
+        xous::MemoryFlags::R | xous::MemoryFlags::W,
+    )
+    .map_err(|e| format!("map the tester mailbox at {:#x}: {e:?}", T::mailbox::BASE))?;
     let top = T::mailbox::SLOT_RAM_BASE + T::mailbox::SLOT_RAM_SIZE;
     let (mut r0, p0) = claim_slot(top)?;
     let (mut r1, p1) = claim_slot(p0)?;
@@ -85,7 +95,9 @@ pub fn start(srv: Arc<Mutex<TrngServer>>, notify: Sender<()>) -> Result<(), Stri
                         }
                     }
                     // the host changed CONTROL: the next round fills with the new value
-                    Step::Abandoned { mode } => println!("{} abandoned mode={mode} (CONTROL changed)", T::DEVICE_MARKER),
+                    Step::Abandoned { mode } => {
+                        println!("{} abandoned mode={mode} (CONTROL changed)", T::DEVICE_MARKER)
+                    }
                     Step::Idle | Step::WaitingForAck => std::thread::sleep(POLL),
                 }
             }

@@ -67,7 +67,12 @@ pub fn fill(server: &Mutex<TrngServer>, mode: u32, buf: &mut [u8]) -> Result<(),
 
 /// [`fill`], asking `keep()` before every chunk after the first whether the fill is still
 /// wanted (the device tester: CONTROL unchanged). `None`: abandoned, the buffer zeroed.
-pub fn fill_until(server: &Mutex<TrngServer>, mode: u32, buf: &mut [u8], keep: &mut dyn FnMut() -> bool) -> Option<Result<(), TrngError>> {
+pub fn fill_until(
+    server: &Mutex<TrngServer>,
+    mode: u32,
+    buf: &mut [u8],
+    keep: &mut dyn FnMut() -> bool,
+) -> Option<Result<(), TrngError>> {
     let raw = match raw_mode(mode) {
         Ok(r) => r,
         Err(e) => {
@@ -226,7 +231,9 @@ mod tests {
         (u64::from_le_bytes(slot[8..16].try_into().unwrap()), u(16), u(20), u(24), u(28))
     }
 
-    fn counting(n: &mut u32) -> impl FnMut(u32, &mut [u8], &mut dyn FnMut() -> bool) -> Option<Result<(), TrngError>> + '_ {
+    fn counting(
+        n: &mut u32,
+    ) -> impl FnMut(u32, &mut [u8], &mut dyn FnMut() -> bool) -> Option<Result<(), TrngError>> + '_ {
         move |mode, out, _keep| {
             *n += 1;
             for (i, b) in out.iter_mut().enumerate() {
@@ -247,7 +254,13 @@ mod tests {
                 crate::server::Delivery::Gone
             }
         }
-        let be = crate::backend::SoftBackend::new(trng_core::pipeline::Feed::Models, None, trng::api::SOURCE_NONE, [7; 32], "model");
+        let be = crate::backend::SoftBackend::new(
+            trng_core::pipeline::Feed::Models,
+            None,
+            trng::api::SOURCE_NONE,
+            [7; 32],
+            "model",
+        );
         let mut s = TrngServer::new(Box::new(be), Box::new(NoSubscribers));
         s.startup().unwrap();
         Mutex::new(s)
@@ -334,7 +347,10 @@ mod tests {
         let t = MailboxTester::new(Regs(regs.clone()), [&mut a, &mut b], [0x4080_0000, 0x4090_1000]);
         let r = *regs.borrow();
         assert_eq!(r[T::mailbox::MAGIC / 4], T::mailbox::MAGIC_VALUE as u32);
-        assert_eq!((r[T::mailbox::BUF0 / 4], r[T::mailbox::BUF1 / 4], r[T::mailbox::PHASE / 4]), (0x4080_0000, 0x4090_1000, 0));
+        assert_eq!(
+            (r[T::mailbox::BUF0 / 4], r[T::mailbox::BUF1 / 4], r[T::mailbox::PHASE / 4]),
+            (0x4080_0000, 0x4090_1000, 0)
+        );
         assert_eq!(t.seq, 0);
         drop(t);
         assert!(a.iter().chain(b.iter()).all(|&x| x == 0), "leftover slot contents are wiped");

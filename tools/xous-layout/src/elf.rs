@@ -73,8 +73,12 @@ pub fn parse(d: &[u8]) -> Result<Elf> {
     if d.len() < 52 || &d[0..4] != b"\x7fELF" {
         bail!("not an ELF file");
     }
-    let u16at = |o: usize| -> Result<u16> { d.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]])).context("truncated ELF") };
-    let u32at = |o: usize| -> Result<u32> { d.get(o..o + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).context("truncated ELF") };
+    let u16at = |o: usize| -> Result<u16> {
+        d.get(o..o + 2).map(|b| u16::from_le_bytes([b[0], b[1]])).context("truncated ELF")
+    };
+    let u32at = |o: usize| -> Result<u32> {
+        d.get(o..o + 4).map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])).context("truncated ELF")
+    };
     let (class, endian) = (d[4], d[5]);
     let machine = if endian == 1 { u16at(18)? } else { u16::from_be_bytes([d[18], d[19]]) };
     if class != 1 || endian != 1 || machine != EM_RISCV {
@@ -105,9 +109,14 @@ pub fn parse(d: &[u8]) -> Result<Elf> {
         if u32at(o)? != PT_LOAD {
             continue;
         }
-        let (offset, vaddr, filesz, memsz, flags) = (u32at(o + 4)?, u32at(o + 8)?, u32at(o + 16)?, u32at(o + 20)?, u32at(o + 24)?);
+        let (offset, vaddr, filesz, memsz, flags) =
+            (u32at(o + 4)?, u32at(o + 8)?, u32at(o + 16)?, u32at(o + 20)?, u32at(o + 24)?);
         if offset as u64 + filesz as u64 > d.len() as u64 {
-            bail!("segment {i} (file bytes {offset:#x}..{:#x}) runs past the end of the file ({:#x} bytes)", offset as u64 + filesz as u64, d.len());
+            bail!(
+                "segment {i} (file bytes {offset:#x}..{:#x}) runs past the end of the file ({:#x} bytes)",
+                offset as u64 + filesz as u64,
+                d.len()
+            );
         }
         if filesz > memsz {
             bail!("segment {i} at {vaddr:#010x}: file size {filesz:#x} exceeds memory size {memsz:#x}");
@@ -116,7 +125,12 @@ pub fn parse(d: &[u8]) -> Result<Elf> {
             bail!("segment {i} at {vaddr:#010x} (+{memsz:#x}) wraps past the top of the address space");
         }
         if memsz > 0 {
-            segments.push(Segment { vaddr, memsz, flags, data: d[offset as usize..(offset + filesz) as usize].to_vec() });
+            segments.push(Segment {
+                vaddr,
+                memsz,
+                flags,
+                data: d[offset as usize..(offset + filesz) as usize].to_vec(),
+            });
         }
     }
     if segments.is_empty() {
@@ -126,7 +140,13 @@ pub fn parse(d: &[u8]) -> Result<Elf> {
     for w in segments.windows(2) {
         let (a, b) = (&w[0], &w[1]);
         if a.end() > b.vaddr as u64 {
-            bail!("overlapping segments: {:#010x}..{:#010x} and {:#010x}..{:#010x}", a.vaddr, a.end(), b.vaddr, b.end());
+            bail!(
+                "overlapping segments: {:#010x}..{:#010x} and {:#010x}..{:#010x}",
+                a.vaddr,
+                a.end(),
+                b.vaddr,
+                b.end()
+            );
         }
     }
     if !segments.iter().any(|s| entry >= s.vaddr && (entry as u64) < s.end()) {
@@ -144,12 +164,24 @@ pub fn parse(d: &[u8]) -> Result<Elf> {
         };
         for i in 0..shnum {
             let o = shoff + i * shentsize;
-            let (name, ty, flags, addr, size) = (u32at(o)? as usize, u32at(o + 4)?, u32at(o + 8)?, u32at(o + 12)?, u32at(o + 20)?);
+            let (name, ty, flags, addr, size) =
+                (u32at(o)? as usize, u32at(o + 4)?, u32at(o + 8)?, u32at(o + 12)?, u32at(o + 20)?);
             if flags & SHF_ALLOC == 0 || size == 0 {
                 continue;
             }
-            let name = strtab.get(name..).map(|s| s.split(|&b| b == 0).next().unwrap_or(&[])).map(|s| String::from_utf8_lossy(s).into_owned()).unwrap_or_default();
-            sections.push(Section { name, addr, size, write: flags & SHF_WRITE != 0, nobits: ty == SHT_NOBITS, exec: flags & SHF_EXECINSTR != 0 });
+            let name = strtab
+                .get(name..)
+                .map(|s| s.split(|&b| b == 0).next().unwrap_or(&[]))
+                .map(|s| String::from_utf8_lossy(s).into_owned())
+                .unwrap_or_default();
+            sections.push(Section {
+                name,
+                addr,
+                size,
+                write: flags & SHF_WRITE != 0,
+                nobits: ty == SHT_NOBITS,
+                exec: flags & SHF_EXECINSTR != 0,
+            });
         }
         sections.sort_by_key(|s| s.addr);
     }
@@ -158,9 +190,9 @@ pub fn parse(d: &[u8]) -> Result<Elf> {
 
 /// Synthetic ELFs for tests (here and in xtask's image tests).
 pub mod testelf {
+    use super::PT_LOAD;
     #[cfg(test)]
     use super::*;
-    use super::PT_LOAD;
 
     /// A minimal ELF32 (class, machine) whose PT_LOAD segments are (vaddr, memsz, filesz, flags);
     /// segment i's file bytes are the byte `0x40 + i` repeated, so loads can be checked.
@@ -194,7 +226,13 @@ pub mod testelf {
     #[cfg(test)]
     #[test]
     fn parses_segments_and_refuses_bad_input() {
-        let e = parse(&elf(1, EM_RISCV, 0x2000_0000, &[(0x2000_0000, 0x100, 0x80, PF_X), (0x2000_1000, 0x200, 0x10, PF_W)])).unwrap();
+        let e = parse(&elf(
+            1,
+            EM_RISCV,
+            0x2000_0000,
+            &[(0x2000_0000, 0x100, 0x80, PF_X), (0x2000_1000, 0x200, 0x10, PF_W)],
+        ))
+        .unwrap();
         assert_eq!(e.segments.len(), 2);
         assert_eq!(e.segments[1].data, vec![0x41; 0x10]);
         let err = |d: Vec<u8>| format!("{:#}", parse(&d).unwrap_err());
@@ -203,7 +241,8 @@ pub mod testelf {
         assert!(err(b"#!/bin/sh\n".repeat(10)).contains("not an ELF"));
         let e = err(elf(1, EM_RISCV, 0x2000_0000, &[(0x2000_0000, 0x2000, 0x10, 0), (0x2000_1000, 0x100, 0x10, 0)]));
         assert!(e.contains("overlapping segments: 0x20000000..0x20002000 and 0x20001000..0x20001100"), "{e}");
-        assert!(err(elf(1, EM_RISCV, 0x3000_0000, &[(0x2000_0000, 0x100, 0x10, 0)])).contains("entry point 0x30000000 is outside"));
+        assert!(err(elf(1, EM_RISCV, 0x3000_0000, &[(0x2000_0000, 0x100, 0x10, 0)]))
+            .contains("entry point 0x30000000 is outside"));
         let mut d = elf(1, EM_RISCV, 0x2000_0000, &[(0x2000_0000, 0x100, 0x80, 0)]);
         d.truncate(d.len() - 1);
         assert!(err(d).contains("runs past the end of the file"));

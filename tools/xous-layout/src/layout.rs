@@ -105,7 +105,10 @@ impl Layout {
 }
 
 fn flag_str(f: u32) -> String {
-    [(FLG_R, 'r'), (FLG_W, 'w'), (FLG_X, 'x'), (FLG_U, 'u')].iter().map(|&(b, c)| if f & b != 0 { c } else { '-' }).collect()
+    [(FLG_R, 'r'), (FLG_W, 'w'), (FLG_X, 'x'), (FLG_U, 'u')]
+        .iter()
+        .map(|&(b, c)| if f & b != 0 { c } else { '-' })
+        .collect()
 }
 
 struct Builder {
@@ -167,7 +170,10 @@ impl Builder {
         if old != 0 {
             let old_valid = old & FLG_V != 0;
             if !old_valid || flags & FLG_V == 0 || (old >> 10) != (phys >> 12) {
-                bail!("overlapping segments: {what} at {virt:#010x} collides with a page already mapped there ({})", if old_valid { "a loaded page" } else { "the reserved stack" });
+                bail!(
+                    "overlapping segments: {what} at {virt:#010x} collides with a page already mapped there ({})",
+                    if old_valid { "a loaded page" } else { "the reserved stack" }
+                );
             }
         }
         self.wr(l0 + vpn0 * 4, (phys >> 12) << 10 | flags | (old & 0x3ff) | FLG_D | FLG_A);
@@ -197,7 +203,11 @@ impl Builder {
         let mut frames: BTreeMap<u32, u32> = BTreeMap::new();
         let mut info = Vec::new();
         for s in &elf.segments {
-            let flags = FLG_V | FLG_R | if s.flags & PF_W != 0 { FLG_W } else { 0 } | if s.flags & PF_X != 0 { FLG_X } else { 0 } | if user { FLG_U } else { 0 };
+            let flags = FLG_V
+                | FLG_R
+                | if s.flags & PF_W != 0 { FLG_W } else { 0 }
+                | if s.flags & PF_X != 0 { FLG_X } else { 0 }
+                | if user { FLG_U } else { 0 };
             info.push(SegmentInfo { vaddr: s.vaddr, memsz: s.memsz, flags: flag_str(flags) });
             let mut va = s.vaddr & !(PAGE - 1);
             while (va as u64) < s.end() {
@@ -239,7 +249,8 @@ fn check_inputs(p: &Params, kernel: &Program, programs: &[Program]) -> Result<()
         if r.start % PAGE != 0 || r.size % PAGE != 0 {
             bail!("memory region {} at {:#010x} (+{:#x}) is not 4 KiB aligned", tags::name_of(r.name), r.start, r.size);
         }
-        let (a0, a1, b0, b1) = (r.start as u64, r.start as u64 + r.size as u64, p.ram_base as u64, p.ram_base as u64 + p.ram_size as u64);
+        let (a0, a1, b0, b1) =
+            (r.start as u64, r.start as u64 + r.size as u64, p.ram_base as u64, p.ram_base as u64 + p.ram_size as u64);
         if a0 < b1 && b0 < a1 {
             bail!("memory region {} at {:#010x} overlaps RAM", tags::name_of(r.name), r.start);
         }
@@ -247,7 +258,10 @@ fn check_inputs(p: &Params, kernel: &Program, programs: &[Program]) -> Result<()
     let k = &kernel.elf;
     let lowest = k.segments[0].vaddr;
     if lowest != KERNEL_LOAD_OFFSET {
-        bail!("kernel {}: lowest segment at {lowest:#010x}, the kernel is linked at {KERNEL_LOAD_OFFSET:#010x}", kernel.name);
+        bail!(
+            "kernel {}: lowest segment at {lowest:#010x}, the kernel is linked at {KERNEL_LOAD_OFFSET:#010x}",
+            kernel.name
+        );
     }
     let end = k.segments.last().unwrap().end();
     if end > (KERNEL_STACK_TOP - PAGE) as u64 {
@@ -320,7 +334,13 @@ pub fn build(p: &Params, kernel: &Program, programs: &[Program]) -> Result<Layou
     let xstack = b.alloc(1)?;
     b.map(kroot, (EXCEPTION_STACK_TOP - 16) & !(PAGE - 1), xstack, FLG_R | FLG_W | FLG_V, "the exception stack")?;
     for i in 0..block_len / PAGE {
-        b.map(kroot, KERNEL_ARGUMENT_OFFSET + i * PAGE, kstruct + i * PAGE, FLG_R | FLG_W | FLG_V, "the kernel structures")?;
+        b.map(
+            kroot,
+            KERNEL_ARGUMENT_OFFSET + i * PAGE,
+            kstruct + i * PAGE,
+            FLG_R | FLG_W | FLG_V,
+            "the kernel structures",
+        )?;
     }
     processes.push(ProcessInfo {
         pid: 1,
@@ -345,7 +365,16 @@ pub fn build(p: &Params, kernel: &Program, programs: &[Program]) -> Result<Layou
             b.map(root, (sp & !(PAGE - 1)) - k * PAGE, 0, FLG_U | FLG_R | FLG_W, "the stack")?;
         }
         let segs = b.load(root, pid, &pr.elf, true)?;
-        processes.push(ProcessInfo { pid, name: pr.name.clone(), satp: 0x8000_0000 | pid << 22 | root >> 12, root_table: root, entry: pr.elf.entry, sp, pages: 0, segments: segs });
+        processes.push(ProcessInfo {
+            pid,
+            name: pr.name.clone(),
+            satp: 0x8000_0000 | pid << 22 | root >> 12,
+            root_table: root,
+            entry: pr.elf.entry,
+            sp,
+            pages: 0,
+            segments: segs,
+        });
     }
 
     // every process shares the kernel's megapage 1023 (kernel code, stacks, structures)
@@ -453,7 +482,9 @@ pub fn verify(l: &Layout, kernel: &Program, programs: &[Program]) -> Result<()> 
             bail!("{who}: satp {:#010x} does not name sv32 with ASID {}", info.satp, info.pid);
         }
         for s in &pr.elf.segments {
-            let got = l.read_virt(info.satp, s.vaddr, s.memsz).ok_or_else(|| anyhow::anyhow!("{who}: segment {:#010x} does not resolve", s.vaddr))?;
+            let got = l
+                .read_virt(info.satp, s.vaddr, s.memsz)
+                .ok_or_else(|| anyhow::anyhow!("{who}: segment {:#010x} does not resolve", s.vaddr))?;
             if got[..s.data.len()] != s.data[..] || got[s.data.len()..].iter().any(|&b| b != 0) {
                 bail!("{who}: segment {:#010x} reads back different bytes", s.vaddr);
             }
@@ -462,8 +493,21 @@ pub fn verify(l: &Layout, kernel: &Program, programs: &[Program]) -> Result<()> 
                 let (pa, f) = walk(&l.ram, base, info.satp, va).unwrap();
                 let want_w = s.flags & PF_W != 0;
                 let want_x = s.flags & PF_X != 0;
-                if f & FLG_R == 0 || (want_w && f & FLG_W == 0) || (want_x && f & FLG_X == 0) || (f & FLG_U != 0) != user {
-                    bail!("{who}: page {va:#010x} has flags {} for a segment {}", flag_str(f), flag_str(FLG_R | if want_w { FLG_W } else { 0 } | if want_x { FLG_X } else { 0 } | if user { FLG_U } else { 0 }));
+                if f & FLG_R == 0
+                    || (want_w && f & FLG_W == 0)
+                    || (want_x && f & FLG_X == 0)
+                    || (f & FLG_U != 0) != user
+                {
+                    bail!(
+                        "{who}: page {va:#010x} has flags {} for a segment {}",
+                        flag_str(f),
+                        flag_str(
+                            FLG_R
+                                | if want_w { FLG_W } else { 0 }
+                                | if want_x { FLG_X } else { 0 }
+                                | if user { FLG_U } else { 0 }
+                        )
+                    );
                 }
                 if owner(pa) != info.pid {
                     bail!("{who}: page {va:#010x} -> {pa:#010x} is owned by PID {} in the page tracker", owner(pa));
@@ -494,7 +538,9 @@ pub fn verify(l: &Layout, kernel: &Program, programs: &[Program]) -> Result<()> 
             bail!("{who}: megapage 1023 is not the kernel's");
         }
         // the kernel's structures, through this space: tags at a0 in every process
-        let tags = l.read_virt(info.satp, l.args_va, 8).ok_or_else(|| anyhow::anyhow!("{who}: the argument tags are not mapped at {:#010x}", l.args_va))?;
+        let tags = l
+            .read_virt(info.satp, l.args_va, 8)
+            .ok_or_else(|| anyhow::anyhow!("{who}: the argument tags are not mapped at {:#010x}", l.args_va))?;
         if &tags[0..4] != b"XArg" {
             bail!("{who}: {:#010x} does not hold the XArg tag", l.args_va);
         }
@@ -505,7 +551,9 @@ pub fn verify(l: &Layout, kernel: &Program, programs: &[Program]) -> Result<()> 
         _ => bail!("kernel: no exception stack below {EXCEPTION_STACK_TOP:#010x}"),
     }
     // the process table, read through the kernel's space as the kernel reads it
-    let table = l.read_virt(k.satp, l.procs_va, 12 * l.processes.len() as u32).ok_or_else(|| anyhow::anyhow!("process table not mapped"))?;
+    let table = l
+        .read_virt(k.satp, l.procs_va, 12 * l.processes.len() as u32)
+        .ok_or_else(|| anyhow::anyhow!("process table not mapped"))?;
     for (i, info) in l.processes.iter().enumerate() {
         let w = |j: usize| u32::from_le_bytes(table[i * 12 + j * 4..i * 12 + j * 4 + 4].try_into().unwrap());
         if (w(0), w(1), w(2)) != (info.satp, info.entry, info.sp) {
@@ -514,7 +562,11 @@ pub fn verify(l: &Layout, kernel: &Program, programs: &[Program]) -> Result<()> 
     }
     let region_pages: u32 = l.params.regions.iter().map(|r| r.size / PAGE).sum();
     if l.tracker_len < l.params.ram_size / PAGE + region_pages {
-        bail!("the page tracker has {} entries, the kernel indexes {}", l.tracker_len, l.params.ram_size / PAGE + region_pages);
+        bail!(
+            "the page tracker has {} entries, the kernel indexes {}",
+            l.tracker_len,
+            l.params.ram_size / PAGE + region_pages
+        );
     }
     Ok(())
 }

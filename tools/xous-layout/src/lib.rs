@@ -53,7 +53,12 @@ pub fn manifest(l: &Layout, rom_base: u32) -> serde_json::Value {
             "tags": l.tags.iter().map(|t| t.name_str()).collect::<Vec<_>>(),
             "page_tracker_bytes": l.tracker_len,
         }),
-        regions: l.params.regions.iter().map(|r| serde_json::json!({"name": tags::name_of(r.name), "start": r.start, "size": r.size})).collect(),
+        regions: l
+            .params
+            .regions
+            .iter()
+            .map(|r| serde_json::json!({"name": tags::name_of(r.name), "start": r.start, "size": r.size}))
+            .collect(),
         processes: &l.processes,
     };
     serde_json::to_value(&m).expect("manifest serialises")

@@ -6,7 +6,11 @@ use std::path::PathBuf;
 use xous_layout::{elf, layout, tags, Params, Program};
 
 fn num(s: &str) -> Result<u32, String> {
-    let r = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) { u32::from_str_radix(&h.replace('_', ""), 16) } else { s.replace('_', "").parse() };
+    let r = if let Some(h) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        u32::from_str_radix(&h.replace('_', ""), 16)
+    } else {
+        s.replace('_', "").parse()
+    };
     r.map_err(|e| format!("{s:?} is not a 32-bit number ({e})"))
 }
 
@@ -22,7 +26,9 @@ fn region(s: &str) -> Result<tags::Region, String> {
 }
 
 #[derive(Parser)]
-#[command(about = "Lay out main RAM (ram.bin), a machine-mode start stub (rom.bin) and a manifest (layout.json) that boot the Xous kernel without the upstream loader")]
+#[command(
+    about = "Lay out main RAM (ram.bin), a machine-mode start stub (rom.bin) and a manifest (layout.json) that boot the Xous kernel without the upstream loader"
+)]
 struct Cli {
     /// The kernel ELF (PID 1), linked at 0xffd0_0000.
     #[arg(long)]
@@ -66,7 +72,8 @@ fn run(c: Cli) -> Result<()> {
     if !c.names.is_empty() && c.names.len() != c.programs.len() {
         bail!("{} --name for {} --program", c.names.len(), c.programs.len());
     }
-    let mut p = Params { ram_base: c.ram_base, ram_size: c.ram_size, ram_name: tags::name_word(b"SrEx"), regions: c.regions };
+    let mut p =
+        Params { ram_base: c.ram_base, ram_size: c.ram_size, ram_name: tags::name_word(b"SrEx"), regions: c.regions };
     if let Some(img) = &c.regions_from {
         let d = std::fs::read(img).with_context(|| format!("reading {}", img.display()))?;
         let (name, regions) = tags::regions_from_image(&d).with_context(|| img.display().to_string())?;
@@ -82,12 +89,31 @@ fn run(c: Cli) -> Result<()> {
     let l = layout::build(&p, &kernel, &programs)?;
     let w = xous_layout::write(&l, c.rom_base, &c.out, !c.no_stub)?;
     let k = l.kernel();
-    println!("xous-layout: {} ({} bytes at {:#010x}), {}{}", w.ram.display(), l.ram_image().len(), p.ram_base, w.rom.map(|r| format!("{} (at {:#010x}), ", r.display(), c.rom_base)).unwrap_or_default(), w.manifest.display());
-    println!("  kernel entry {:#010x} satp {:#010x} sp {:#010x}; a0 {:#010x} a1 {:#010x} a2 {:#010x}", k.entry, k.satp, k.sp, l.args_va, l.procs_va, l.tracker_va);
+    println!(
+        "xous-layout: {} ({} bytes at {:#010x}), {}{}",
+        w.ram.display(),
+        l.ram_image().len(),
+        p.ram_base,
+        w.rom.map(|r| format!("{} (at {:#010x}), ", r.display(), c.rom_base)).unwrap_or_default(),
+        w.manifest.display()
+    );
+    println!(
+        "  kernel entry {:#010x} satp {:#010x} sp {:#010x}; a0 {:#010x} a1 {:#010x} a2 {:#010x}",
+        k.entry, k.satp, k.sp, l.args_va, l.procs_va, l.tracker_va
+    );
     for pr in &l.processes {
-        println!("  PID {:2} {:16} satp {:#010x} entry {:#010x} {:5} pages", pr.pid, pr.name, pr.satp, pr.entry, pr.pages);
+        println!(
+            "  PID {:2} {:16} satp {:#010x} entry {:#010x} {:5} pages",
+            pr.pid, pr.name, pr.satp, pr.entry, pr.pages
+        );
     }
-    println!("  RAM used {:#010x}..{:#010x} ({} KiB of {} KiB)", p.ram_base, l.end_used, (l.end_used - p.ram_base) / 1024, p.ram_size / 1024);
+    println!(
+        "  RAM used {:#010x}..{:#010x} ({} KiB of {} KiB)",
+        p.ram_base,
+        l.end_used,
+        (l.end_used - p.ram_base) / 1024,
+        p.ram_size / 1024
+    );
     Ok(())
 }
 

@@ -240,7 +240,9 @@ fn print_line(line: &str) -> String {
 }
 
 fn run(c: &mut Command, what: &str) -> Result<()> {
-    let o = c.output().with_context(|| format!("{what}: cannot run {:?} (Debian package binutils-riscv64-unknown-elf)", c.get_program()))?;
+    let o = c.output().with_context(|| {
+        format!("{what}: cannot run {:?} (Debian package binutils-riscv64-unknown-elf)", c.get_program())
+    })?;
     if !o.status.success() {
         bail!("{what} failed: {}", String::from_utf8_lossy(&o.stderr).trim());
     }
@@ -253,8 +255,17 @@ pub fn assemble(src: &str, rom_base: u32, out: &Path) -> Result<Vec<u8>> {
     let obj = out.with_extension("o");
     let elf = out.with_extension("elf");
     std::fs::write(&s, src)?;
-    run(Command::new(AS).args(["-march=rv32ima_zicsr_zifencei", "-mabi=ilp32", "-o"]).arg(&obj).arg(&s), "assembling the start stub")?;
-    run(Command::new(LD).args(["-m", "elf32lriscv", "-nostdlib", "-e", "_start", &format!("-Ttext={rom_base:#x}"), "-o"]).arg(&elf).arg(&obj), "linking the start stub")?;
+    run(
+        Command::new(AS).args(["-march=rv32ima_zicsr_zifencei", "-mabi=ilp32", "-o"]).arg(&obj).arg(&s),
+        "assembling the start stub",
+    )?;
+    run(
+        Command::new(LD)
+            .args(["-m", "elf32lriscv", "-nostdlib", "-e", "_start", &format!("-Ttext={rom_base:#x}"), "-o"])
+            .arg(&elf)
+            .arg(&obj),
+        "linking the start stub",
+    )?;
     run(Command::new(OBJCOPY).args(["-O", "binary", "-j", ".text"]).arg(&elf).arg(out), "extracting the start stub")?;
     let bin = std::fs::read(out)?;
     check_no_compressed(&bin)?;

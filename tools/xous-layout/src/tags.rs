@@ -104,10 +104,16 @@ pub fn decode(d: &[u8]) -> Result<Vec<Tag>> {
         let name: [u8; 4] = d[o..o + 4].try_into().unwrap();
         let crc = u16::from_le_bytes([d[o + 4], d[o + 5]]);
         let n = u16::from_le_bytes([d[o + 6], d[o + 7]]) as usize;
-        let body = d.get(o + 8..o + 8 + n * 4).filter(|_| o + 8 + n * 4 <= total).with_context(|| format!("bad tags: {} at {o:#x} runs past the list", String::from_utf8_lossy(&name)))?;
+        let body = d
+            .get(o + 8..o + 8 + n * 4)
+            .filter(|_| o + 8 + n * 4 <= total)
+            .with_context(|| format!("bad tags: {} at {o:#x} runs past the list", String::from_utf8_lossy(&name)))?;
         let got = crc16_x25(body);
         if got != crc {
-            bail!("bad tags: {} at {o:#x}: CRC-16 mismatch ({got:#06x}, stored {crc:#06x})", String::from_utf8_lossy(&name));
+            bail!(
+                "bad tags: {} at {o:#x}: CRC-16 mismatch ({got:#06x}, stored {crc:#06x})",
+                String::from_utf8_lossy(&name)
+            );
         }
         tags.push(Tag { name, data: (0..n).map(|i| word(o + 8 + i * 4)).collect() });
         o += 8 + n * 4;
@@ -150,7 +156,14 @@ pub fn inie(e: &Elf) -> Result<Tag> {
     let list: Vec<(u32, u32, u32)> = if e.sections.is_empty() {
         e.segments
             .iter()
-            .map(|s| (s.vaddr, s.memsz, if s.flags & crate::elf::PF_W != 0 { MINIELF_FLG_W } else { 0 } | if s.flags & crate::elf::PF_X != 0 { MINIELF_FLG_X } else { 0 }))
+            .map(|s| {
+                (
+                    s.vaddr,
+                    s.memsz,
+                    if s.flags & crate::elf::PF_W != 0 { MINIELF_FLG_W } else { 0 }
+                        | if s.flags & crate::elf::PF_X != 0 { MINIELF_FLG_X } else { 0 },
+                )
+            })
             .collect()
     } else {
         e.sections.iter().map(|s| (s.addr, s.size, section_flags(s))).collect()
@@ -218,7 +231,11 @@ mod tests {
 
     #[test]
     fn round_trip_and_pnam_padding() {
-        let tags = vec![xarg(0x4000_0000, 0x100_0000, name_word(b"SrEx")), mrex(&[Region { start: 0xf000_0000, size: 0x1000, name: name_word(b"CSRs") }]), pnam(&[(1, "kernel".into()), (2, "abc".into())])];
+        let tags = vec![
+            xarg(0x4000_0000, 0x100_0000, name_word(b"SrEx")),
+            mrex(&[Region { start: 0xf000_0000, size: 0x1000, name: name_word(b"CSRs") }]),
+            pnam(&[(1, "kernel".into()), (2, "abc".into())]),
+        ];
         let enc = encode(&tags).unwrap();
         let dec = decode(&enc).unwrap();
         assert_eq!(dec[0].data[0] as usize * 4, enc.len());

@@ -11,7 +11,10 @@ fn params() -> Params {
         ram_base: 0x4000_0000,
         ram_size: 0x100_0000,
         ram_name: tags::name_word(b"SrEx"),
-        regions: vec![Region { start: 0xf000_0000, size: 0x2_6000, name: tags::name_word(b"CSRs") }, Region { start: 0xe002_0000, size: 0x3_0000, name: tags::name_word(b"engi") }],
+        regions: vec![
+            Region { start: 0xf000_0000, size: 0x2_6000, name: tags::name_word(b"CSRs") },
+            Region { start: 0xe002_0000, size: 0x3_0000, name: tags::name_word(b"engi") },
+        ],
     }
 }
 
@@ -22,13 +25,30 @@ fn prog(name: &str, entry: u32, segs: &[(u32, u32, u32, u32)]) -> Program {
 /// A kernel shaped like xous-kernel's: text, rodata sharing text's last page, data at
 /// 0xffd8_0000 and bss sharing data's last page.
 fn kernel() -> Program {
-    prog("kernel", 0xffd0_0418, &[(0xffd0_0000, 0x1ae00, 0x1ae00, PF_X), (0xffd1_ae00, 0x56b4, 0x56b4, 0), (0xffd8_0000, 0x2358, 0x2358, PF_W), (0xffd8_2358, 0x1c4, 0, PF_W)])
+    prog(
+        "kernel",
+        0xffd0_0418,
+        &[
+            (0xffd0_0000, 0x1ae00, 0x1ae00, PF_X),
+            (0xffd1_ae00, 0x56b4, 0x56b4, 0),
+            (0xffd8_0000, 0x2358, 0x2358, PF_W),
+            (0xffd8_2358, 0x1c4, 0, PF_W),
+        ],
+    )
 }
 
 fn programs() -> Vec<Program> {
     vec![
-        prog("xous-ticktimer", 0x2_0100, &[(0x1_0118, 0x6f00, 0x6f00, 0), (0x1_7fe8, 0x281d0, 0x281d0, PF_X), (0x4_11b8, 0x314, 0x270, PF_W)]),
-        prog("engine", 0x1_1000, &[(0x1_0000, 0x800, 0x800, 0), (0x1_1000, 0x3000, 0x2f00, PF_X), (0x1_4000, 0x20000, 0x100, PF_W)]),
+        prog(
+            "xous-ticktimer",
+            0x2_0100,
+            &[(0x1_0118, 0x6f00, 0x6f00, 0), (0x1_7fe8, 0x281d0, 0x281d0, PF_X), (0x4_11b8, 0x314, 0x270, PF_W)],
+        ),
+        prog(
+            "engine",
+            0x1_1000,
+            &[(0x1_0000, 0x800, 0x800, 0), (0x1_1000, 0x3000, 0x2f00, PF_X), (0x1_4000, 0x20000, 0x100, PF_W)],
+        ),
     ]
 }
 
@@ -70,7 +90,8 @@ fn segments_resolve_through_the_page_tables() {
     assert!(walk(&l.ram, 0x4000_0000, t.satp, 0x7fff_efff).is_none());
     // page tables are mapped into their own space at 0xff40_0000 + 4 KiB * vpn1
     let (pa, _) = walk(&l.ram, 0x4000_0000, t.satp, PAGE_TABLE_OFFSET + 1022 * PAGE).unwrap();
-    let root1022 = u32::from_le_bytes(l.ram[(t.root_table + 1022 * 4 - 0x4000_0000) as usize..][..4].try_into().unwrap());
+    let root1022 =
+        u32::from_le_bytes(l.ram[(t.root_table + 1022 * 4 - 0x4000_0000) as usize..][..4].try_into().unwrap());
     assert_eq!(pa, (root1022 >> 10) << 12);
 }
 
@@ -114,7 +135,10 @@ fn tags_parse_and_describe_the_programs() {
     assert_eq!(tags::regions_of(&t[1]), params().regions);
     // IniE: load offset, entry, then (vaddr, size | flags << 24) per segment (no section headers)
     assert_eq!(t[2].data[..4], [0, 0x2_0100, 0x1_0118, 0x6f00]);
-    assert_eq!(t[2].data[4..8], [0x1_7fe8, 0x281d0 | tags::MINIELF_FLG_X << 24, 0x4_11b8, 0x314 | tags::MINIELF_FLG_W << 24]);
+    assert_eq!(
+        t[2].data[4..8],
+        [0x1_7fe8, 0x281d0 | tags::MINIELF_FLG_X << 24, 0x4_11b8, 0x314 | tags::MINIELF_FLG_W << 24]
+    );
     // XKrn: text 0xffd00000 + (0x1ae00 + 0x56b4), data 0xffd80000 0x2358 + bss 0x1c4
     assert_eq!(t[4].data, [0, 0xffd0_0000, 0x204b4, 0xffd8_0000, 0x2358, 0x1c4, 0xffd0_0418]);
     // PNam: (pid, len, name padded)
@@ -139,7 +163,8 @@ fn the_kernels_own_parser_reads_the_tags() {
     let words: Vec<u32> = raw.chunks(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect();
     unsafe { kernel_args::KernelArguments::init(words.as_ptr()) };
     let args = kernel_args::KernelArguments::get();
-    let got: Vec<(String, usize)> = args.iter().map(|a| (String::from_utf8_lossy(&a.name.to_le_bytes()).into_owned(), a.size)).collect();
+    let got: Vec<(String, usize)> =
+        args.iter().map(|a| (String::from_utf8_lossy(&a.name.to_le_bytes()).into_owned(), a.size)).collect();
     let want: Vec<(String, usize)> = l.tags.iter().map(|t| (t.name_str(), t.data.len() * 4)).collect();
     assert_eq!(got, want);
     assert_eq!(args.size(), tags::encode(&l.tags).unwrap().len());
@@ -153,7 +178,10 @@ fn the_kernels_own_parser_reads_the_tags() {
     assert!(mem_size <= l.tracker_len as usize);
     // what init_from_memory of services.rs reads: one process-table entry per IniE/IniF + 1,
     // the IniE tags consecutive from the first one, PIDs from the satp
-    let inits = args.iter().filter(|a| a.name == u32::from_le_bytes(*b"IniE") || a.name == u32::from_le_bytes(*b"IniF")).count();
+    let inits = args
+        .iter()
+        .filter(|a| a.name == u32::from_le_bytes(*b"IniE") || a.name == u32::from_le_bytes(*b"IniF"))
+        .count();
     assert_eq!(inits + 1, l.processes.len());
     let first = args.iter().position(|a| a.name == u32::from_le_bytes(*b"IniE")).unwrap();
     assert!(args.iter().skip(first).take(inits).all(|a| a.name == u32::from_le_bytes(*b"IniE")));
@@ -177,7 +205,10 @@ fn bad_input_gets_one_clear_line() {
     let e = err(&small, &k, &ps);
     assert!(e.starts_with("image does not fit RAM: the 524288 bytes at 0x40000000 are used up while placing"), "{e}");
     // overlapping segments inside one ELF (refused by the parser) and against the stack
-    let e = format!("{:#}", elf::parse(&elf(1, EM_RISCV, 0x1_0000, &[(0x1_0000, 0x2000, 0x10, 0), (0x1_1000, 0x10, 0x10, 0)])).unwrap_err());
+    let e = format!(
+        "{:#}",
+        elf::parse(&elf(1, EM_RISCV, 0x1_0000, &[(0x1_0000, 0x2000, 0x10, 0), (0x1_1000, 0x10, 0x10, 0)])).unwrap_err()
+    );
     assert!(e.starts_with("overlapping segments"), "{e}");
     let on_stack = prog("stacky", 0x7fff_8000, &[(0x7fff_8000, 0x1000, 0x10, PF_X)]);
     let e = err(&params(), &k, &[on_stack]);
@@ -238,7 +269,17 @@ fn stub_source_and_assembly() {
     let (k, ps) = (kernel(), programs());
     let l = build(&params(), &k, &ps).unwrap();
     let src = stub::source(&l, 0);
-    for needle in [format!("li      a0, {:#010x}", l.args_va), format!("li      a1, {:#010x}", l.procs_va), format!("li      a2, {:#010x}", l.tracker_va), format!("li      t0, {:#010x}", l.kernel().satp), "li      a7, 0".into(), "li      a7, 1".into(), "mret".into(), "csrw    medeleg, t0".into(), format!(".equ MARKER,    {:#010x}", 0x4000_0000u32 + params().ram_size - stub::MARKER_BELOW_RAM_END)] {
+    for needle in [
+        format!("li      a0, {:#010x}", l.args_va),
+        format!("li      a1, {:#010x}", l.procs_va),
+        format!("li      a2, {:#010x}", l.tracker_va),
+        format!("li      t0, {:#010x}", l.kernel().satp),
+        "li      a7, 0".into(),
+        "li      a7, 1".into(),
+        "mret".into(),
+        "csrw    medeleg, t0".into(),
+        format!(".equ MARKER,    {:#010x}", 0x4000_0000u32 + params().ram_size - stub::MARKER_BELOW_RAM_END),
+    ] {
         assert!(src.contains(&needle), "{needle}");
     }
     assert!(stub::check_no_compressed(&[0x13, 0, 0, 0, 0x01, 0x00]).is_err());

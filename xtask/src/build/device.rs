@@ -26,7 +26,9 @@ pub fn build_command(packages: &[String], features: &[&str]) -> Command {
     // std for Xous is built from source; the device profile (fat LTO, one codegen unit, panics
     // abort: device_xous::DEVICE_PROFILE); no compressed instructions (the simulated SoC's CPU
     // has none; Precursor's runs such code unchanged)
-    c.env("CARGO_TARGET_RISCV32IMAC_UNKNOWN_XOUS_ELF_RUSTFLAGS", crate::build::device_xous::DEVICE_RUSTFLAGS).env_remove("RUSTUP_TOOLCHAIN").env_remove("CARGO");
+    c.env("CARGO_TARGET_RISCV32IMAC_UNKNOWN_XOUS_ELF_RUSTFLAGS", crate::build::device_xous::DEVICE_RUSTFLAGS)
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO");
     crate::build::device_xous::device_profile(&mut c);
     c
 }
@@ -35,11 +37,19 @@ pub fn build_command(packages: &[String], features: &[&str]) -> Command {
 pub fn build_packages(packages: &[String], features: &[&str]) -> Result<()> {
     for p in packages {
         if !DEVICE_PACKAGES.contains(&p.as_str()) && !DEVICE_BENCH_PACKAGES.contains(&p.as_str()) {
-            anyhow::bail!("device-build: unknown package '{p}' (device programs: {}, {})", DEVICE_PACKAGES.join(", "), DEVICE_BENCH_PACKAGES.join(", "));
+            anyhow::bail!(
+                "device-build: unknown package '{p}' (device programs: {}, {})",
+                DEVICE_PACKAGES.join(", "),
+                DEVICE_BENCH_PACKAGES.join(", ")
+            );
         }
     }
     ensure_toolchain()?;
-    crate::supervisor::run(&mut build_command(packages, features), Duration::from_secs(2300), &format!("cross-build of {} for {TARGET}", packages.join(", ")))?;
+    crate::supervisor::run(
+        &mut build_command(packages, features),
+        Duration::from_secs(2300),
+        &format!("cross-build of {} for {TARGET}", packages.join(", ")),
+    )?;
     for p in packages {
         eprintln!("device-build: target/{TARGET}/release/{p}");
     }
@@ -69,7 +79,8 @@ mod tests {
         assert!(args.iter().any(|a| a == "-Zbuild-std=std,panic_abort"));
         assert!(args.windows(2).any(|w| w == ["-p", "trng-server"]));
         assert!(args.windows(2).any(|w| w == ["--features", "trng-server/tester"]));
-        let plain: Vec<String> = build_command(&["trng-server".into()], &[]).get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        let plain: Vec<String> =
+            build_command(&["trng-server".into()], &[]).get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(!plain.iter().any(|a| a == "--features"));
     }
 }

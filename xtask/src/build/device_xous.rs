@@ -38,8 +38,11 @@ pub const DEVICE_RUSTFLAGS: &str = "-C target-feature=-c,-zca";
 /// The cargo profile of every device build (kernel, base services, our programs), set through
 /// cargo's environment: as xous-core builds its release images (its workspace Cargo.toml:
 /// `[profile.release] codegen-units = 1`, `lto = "fat"`), and panics abort. docs/device.md.
-pub const DEVICE_PROFILE: &[(&str, &str)] =
-    &[("CARGO_PROFILE_RELEASE_PANIC", "abort"), ("CARGO_PROFILE_RELEASE_LTO", "fat"), ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1")];
+pub const DEVICE_PROFILE: &[(&str, &str)] = &[
+    ("CARGO_PROFILE_RELEASE_PANIC", "abort"),
+    ("CARGO_PROFILE_RELEASE_LTO", "fat"),
+    ("CARGO_PROFILE_RELEASE_CODEGEN_UNITS", "1"),
+];
 
 /// Apply [`DEVICE_PROFILE`] to a cargo command.
 pub fn device_profile(c: &mut Command) -> &mut Command {
@@ -56,12 +59,25 @@ pub const KERNEL: Pinned = crate::build::xous::KERNEL;
 /// The susres server of the same generation as the hosted set (xous 0.9.35, xous-api-susres
 /// 0.9.30, utralib 0.1.15): xous-ticktimer connects to it before it serves anyone, and it runs
 /// the OS preemption timer (timer0).
-pub const SUSRES: Pinned = Pinned { name: "xous-susres", version: "0.1.35", sha256: "e3aeef55b84bb5e7f6b1f0d2cea946945a28ba69e53ac248edd6332f5cdcd2a8" };
+pub const SUSRES: Pinned = Pinned {
+    name: "xous-susres",
+    version: "0.1.35",
+    sha256: "e3aeef55b84bb5e7f6b1f0d2cea946945a28ba69e53ac248edd6332f5cdcd2a8",
+};
 /// Base services: the hosted set's versions (docs/reference-system.md) and susres.
-pub const SERVICES: &[Pinned] = &[crate::build::xous::LOG, crate::build::xous::NAMES, crate::build::xous::TICKTIMER, SUSRES];
+pub const SERVICES: &[Pinned] =
+    &[crate::build::xous::LOG, crate::build::xous::NAMES, crate::build::xous::TICKTIMER, SUSRES];
 pub const XOUS_TOOLS_VERSION: &str = "0.1.2";
-pub const XOUS_RISCV: Pinned = Pinned { name: "xous-riscv", version: "0.5.6", sha256: "63ec51bd5669f944bc375cc2c8ba93e28d7e697d13605a3454c331ea5f0b461a" };
-pub const UTRALIB: Pinned = Pinned { name: "utralib", version: "0.1.15", sha256: "9cc32203e2f81b6b8133a644d61def05387e2385d653cb1e923a65d5eee5f864" };
+pub const XOUS_RISCV: Pinned = Pinned {
+    name: "xous-riscv",
+    version: "0.5.6",
+    sha256: "63ec51bd5669f944bc375cc2c8ba93e28d7e697d13605a3454c331ea5f0b461a",
+};
+pub const UTRALIB: Pinned = Pinned {
+    name: "utralib",
+    version: "0.1.15",
+    sha256: "9cc32203e2f81b6b8133a644d61def05387e2385d653cb1e923a65d5eee5f864",
+};
 
 /// Bumped when the way we build changes (invalidates stamps).
 const RECIPE: &str = "device-recipe-2";
@@ -113,15 +129,24 @@ fn workspace_root(dir: &Path) -> Result<()> {
 /// The cargo command of a device build of the crate unpacked in `src`.
 fn device_cargo(src: &Path, build_std: &str, name: &str) -> Command {
     let mut c = util::cargo_toolchain(crate::build::target::TOOLCHAIN);
-    c.args(["build", "--release", "--locked", "--target", TARGET, &format!("-Zbuild-std={build_std}"), "--features", PRECURSOR_FEATURES])
-        .arg("--manifest-path")
-        .arg(src.join("Cargo.toml"))
-        .arg("--target-dir")
-        .arg(device_dir().join("build").join(name))
-        .env_remove("CARGO_TARGET_DIR")
-        .env_remove("RUSTUP_TOOLCHAIN")
-        .env_remove("CARGO")
-        .env("RUSTFLAGS", DEVICE_RUSTFLAGS);
+    c.args([
+        "build",
+        "--release",
+        "--locked",
+        "--target",
+        TARGET,
+        &format!("-Zbuild-std={build_std}"),
+        "--features",
+        PRECURSOR_FEATURES,
+    ])
+    .arg("--manifest-path")
+    .arg(src.join("Cargo.toml"))
+    .arg("--target-dir")
+    .arg(device_dir().join("build").join(name))
+    .env_remove("CARGO_TARGET_DIR")
+    .env_remove("RUSTUP_TOOLCHAIN")
+    .env_remove("CARGO")
+    .env("RUSTFLAGS", DEVICE_RUSTFLAGS);
     device_profile(&mut c);
     c
 }
@@ -139,9 +164,16 @@ fn install(from: &Path, to: &Path) -> Result<()> {
 }
 
 fn kernel_key() -> Result<String> {
-    let mut text = format!("{RECIPE} {} {} {} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS} {DEVICE_PROFILE:?}\n", KERNEL.name, KERNEL.version, KERNEL.sha256, XOUS_RISCV.sha256);
+    let mut text = format!(
+        "{RECIPE} {} {} {} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS} {DEVICE_PROFILE:?}\n",
+        KERNEL.name, KERNEL.version, KERNEL.sha256, XOUS_RISCV.sha256
+    );
     for p in device_patch_files()? {
-        text.push_str(&format!("{} {}\n", p.file_name().unwrap().to_string_lossy(), util::sha256_hex(&std::fs::read(&p)?)));
+        text.push_str(&format!(
+            "{} {}\n",
+            p.file_name().unwrap().to_string_lossy(),
+            util::sha256_hex(&std::fs::read(&p)?)
+        ));
     }
     Ok(util::sha256_hex(text.as_bytes()))
 }
@@ -167,7 +199,10 @@ fn system_pages_value() -> String {
 /// bin/<power tag>/).
 pub fn ensure_kernel(power: &PowerPids, verbose: bool) -> Result<PathBuf> {
     let bin = bin_dir().join(power.tag()).join("xous-kernel");
-    let key = util::sha256_hex(format!("{} {POWER_PIDS_ENV}={} {SYSTEM_PAGES_ENV}={}", kernel_key()?, power.env_value(), system_pages_value()).as_bytes());
+    let key = util::sha256_hex(
+        format!("{} {POWER_PIDS_ENV}={} {SYSTEM_PAGES_ENV}={}", kernel_key()?, power.env_value(), system_pages_value())
+            .as_bytes(),
+    );
     let stamp = format!("kernel-{}", power.tag());
     if stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
         return Ok(bin);
@@ -203,7 +238,11 @@ const OBJDUMP: &str = "riscv64-unknown-elf-objdump";
 
 /// Number of 16-bit (compressed) instructions in an ELF's code, by disassembly.
 pub fn compressed_instructions(elf: &Path) -> Result<usize> {
-    let out = Command::new(OBJDUMP).arg("-d").arg(elf).output().with_context(|| format!("running {OBJDUMP} (Debian: binutils-riscv64-unknown-elf)"))?;
+    let out = Command::new(OBJDUMP)
+        .arg("-d")
+        .arg(elf)
+        .output()
+        .with_context(|| format!("running {OBJDUMP} (Debian: binutils-riscv64-unknown-elf)"))?;
     if !out.status.success() {
         bail!("{OBJDUMP} -d {}: {}", elf.display(), String::from_utf8_lossy(&out.stderr));
     }
@@ -225,11 +264,18 @@ pub fn count_compressed(objdump: &str) -> usize {
 }
 
 fn global_symbols(obj: &Path) -> Result<std::collections::BTreeSet<String>> {
-    let out = Command::new("riscv64-unknown-elf-nm").args(["-g", "--defined-only"]).arg(obj).output().context("running riscv64-unknown-elf-nm")?;
+    let out = Command::new("riscv64-unknown-elf-nm")
+        .args(["-g", "--defined-only"])
+        .arg(obj)
+        .output()
+        .context("running riscv64-unknown-elf-nm")?;
     if !out.status.success() {
         bail!("riscv64-unknown-elf-nm {}: {}", obj.display(), String::from_utf8_lossy(&out.stderr));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.split_whitespace().nth(2).map(str::to_string)).collect())
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(2).map(str::to_string))
+        .collect())
 }
 
 /// Rebuild a prebuilt assembly archive from its source with Debian's GNU assembler for rv32ima
@@ -247,11 +293,20 @@ pub fn reassemble(asm: &Path, archive: &Path) -> Result<()> {
         Ok(())
     };
     run(
-        Command::new("cpp").args(["-P", "-x", "assembler-with-cpp", "-D__riscv_xlen=32", "-D__riscv=1", "-I"]).arg(asm.parent().unwrap()).arg(asm).arg("-o").arg(&pre),
+        Command::new("cpp")
+            .args(["-P", "-x", "assembler-with-cpp", "-D__riscv_xlen=32", "-D__riscv=1", "-I"])
+            .arg(asm.parent().unwrap())
+            .arg(asm)
+            .arg("-o")
+            .arg(&pre),
         &format!("cpp {}", asm.display()),
     )?;
     run(
-        Command::new("riscv64-unknown-elf-as").args(["-march=rv32ima_zicsr_zifencei", "-mabi=ilp32"]).arg(&pre).arg("-o").arg(&obj),
+        Command::new("riscv64-unknown-elf-as")
+            .args(["-march=rv32ima_zicsr_zifencei", "-mabi=ilp32"])
+            .arg(&pre)
+            .arg("-o")
+            .arg(&obj),
         &format!("riscv64-unknown-elf-as {}", asm.display()),
     )?;
     let (old, new) = (global_symbols(archive)?, global_symbols(&obj)?);
@@ -280,25 +335,43 @@ pub fn ensure_services(power: &PowerPids, verbose: bool) -> Result<Vec<PathBuf>>
         let per_power = POWER_SERVICES.contains(&s.name);
         let bin = if per_power { bin_dir().join(power.tag()).join(s.name) } else { bin_dir().join(s.name) };
         let patches = service_patch_files(s.name)?;
-        let mut key = format!("{RECIPE} {}@{} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS} {DEVICE_PROFILE:?}", s.name, s.version, s.sha256);
+        let mut key = format!(
+            "{RECIPE} {}@{} {} {PRECURSOR_FEATURES} {DEVICE_RUSTFLAGS} {DEVICE_PROFILE:?}",
+            s.name, s.version, s.sha256
+        );
         for p in &patches {
-            key.push_str(&format!(" {} {}", p.file_name().unwrap().to_string_lossy(), util::sha256_hex(&std::fs::read(p)?)));
+            key.push_str(&format!(
+                " {} {}",
+                p.file_name().unwrap().to_string_lossy(),
+                util::sha256_hex(&std::fs::read(p)?)
+            ));
         }
         if per_power {
             key.push_str(&format!(" {POWER_PIDS_ENV}={}", power.env_value()));
         }
-        let stamp = if per_power { format!("service-{}-{}", s.name, power.tag()) } else { format!("service-{}", s.name) };
+        let stamp =
+            if per_power { format!("service-{}-{}", s.name, power.tag()) } else { format!("service-{}", s.name) };
         if !stamp_ok(&device_dir(), &stamp, &key, &[&bin]) {
             crate::build::target::ensure_toolchain()?;
             let src = unpack_crate(s)?;
             crate::build::xous::apply_patch_list(&src, &patches)?;
             workspace_root(&src)?;
-            if std::fs::read_to_string(src.join("Cargo.lock")).unwrap_or_default().contains("name = \"proc-macro2\"\nversion = \"1.0.5") {
+            if std::fs::read_to_string(src.join("Cargo.lock"))
+                .unwrap_or_default()
+                .contains("name = \"proc-macro2\"\nversion = \"1.0.5")
+            {
                 // proc-macro2 1.0.5x in the lock file uses a proc_macro feature the nightly
                 // no longer has; 1.0.86 is the oldest that builds
                 let mut c = util::cargo();
-                c.args(["update", "-p", "proc-macro2", "--precise", "1.0.86", "--manifest-path"]).arg(src.join("Cargo.toml")).env_remove("CARGO_TARGET_DIR");
-                crate::supervisor::run_quiet(&mut c, Duration::from_secs(300), &format!("cargo update -p proc-macro2 ({})", s.name), verbose)?;
+                c.args(["update", "-p", "proc-macro2", "--precise", "1.0.86", "--manifest-path"])
+                    .arg(src.join("Cargo.toml"))
+                    .env_remove("CARGO_TARGET_DIR");
+                crate::supervisor::run_quiet(
+                    &mut c,
+                    Duration::from_secs(300),
+                    &format!("cargo update -p proc-macro2 ({})", s.name),
+                    verbose,
+                )?;
             }
             eprintln!("xtask: building {} {} for the device", s.name, s.version);
             // one target dir for the three: std is built once
@@ -326,7 +399,11 @@ pub struct XousTools {
 pub fn ensure_tools(verbose: bool) -> Result<XousTools> {
     let root = device_dir().join("tools");
     let b = |n: &str| root.join("bin").join(n);
-    let tools = XousTools { create_image: b("xous-create-image"), sign_image: b("xous-sign-image"), read_tags: b("xous-read-tags") };
+    let tools = XousTools {
+        create_image: b("xous-create-image"),
+        sign_image: b("xous-sign-image"),
+        read_tags: b("xous-read-tags"),
+    };
     let key = format!("{RECIPE} xous-tools@{XOUS_TOOLS_VERSION}");
     if stamp_ok(&device_dir(), "xous-tools", &key, &[&tools.create_image, &tools.sign_image, &tools.read_tags]) {
         return Ok(tools);
@@ -371,8 +448,17 @@ mod tests {
     fn the_system_page_is_the_socs_fault_injector() {
         let map = std::fs::read_to_string(util::root().join("gateware/precursor/map.py")).unwrap();
         let num = |key: &str| -> u32 {
-            let line = map.lines().find(|l| l.trim_start().starts_with(key)).unwrap_or_else(|| panic!("{key} in map.py"));
-            let v = line.split_once(if key.starts_with('"') { ':' } else { '=' }).unwrap().1.split('#').next().unwrap().trim().trim_end_matches(',');
+            let line =
+                map.lines().find(|l| l.trim_start().starts_with(key)).unwrap_or_else(|| panic!("{key} in map.py"));
+            let v = line
+                .split_once(if key.starts_with('"') { ':' } else { '=' })
+                .unwrap()
+                .1
+                .split('#')
+                .next()
+                .unwrap()
+                .trim()
+                .trim_end_matches(',');
             u32::from_str_radix(v.trim_start_matches("0x").replace('_', "").as_str(), 16).unwrap()
         };
         let page = |block: &str| num("CSR_BASE =") + num(&format!("\"{block}\"")) * num("CSR_PAGING =");

@@ -13,7 +13,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-
 /// Where Verilated models are cached.
 pub fn build_dir() -> PathBuf {
     util::target_dir().join("gateware").join("verilator")
@@ -64,7 +63,8 @@ pub fn rtl_backend_env() -> Vec<(String, String)> {
 /// fault-injection benches feed it the samples their simulated noise source produced.
 pub fn health_replay() -> Result<PathBuf> {
     let mut cmd = util::cargo();
-    cmd.args(["build", "-q", "--release", "-p", "trng-core", "--example", "trng_health_replay"]).current_dir(util::root());
+    cmd.args(["build", "-q", "--release", "-p", "trng-core", "--example", "trng_health_replay"])
+        .current_dir(util::root());
     supervisor::run(&mut cmd, Duration::from_secs(600), "trng_health_replay")?;
     Ok(util::target_dir().join("release").join("examples").join("trng_health_replay"))
 }

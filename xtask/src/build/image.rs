@@ -86,7 +86,6 @@ pub fn check_inputs(kernel: &Path, programs: &[PathBuf], limit: usize) -> Result
 // ---------------------------------------------------------------------------------------------
 // The signed image
 
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tag {
     pub name: String,
@@ -165,7 +164,8 @@ pub fn check_signed_image(d: &[u8], pubkey: &[u8; 32], limit: usize, programs: u
     let vk = ed25519_dalek::VerifyingKey::from_bytes(pubkey).context("development public key")?;
     let mut h = Sha512::new();
     h.update(signed);
-    vk.verify_prehashed(h, None, &ed25519_dalek::Signature::from_bytes(&sig)).map_err(|e| anyhow::anyhow!("signature: does not verify ({e})"))?;
+    vk.verify_prehashed(h, None, &ed25519_dalek::Signature::from_bytes(&sig))
+        .map_err(|e| anyhow::anyhow!("signature: does not verify ({e})"))?;
     // trailer: minver(16) semver(16) version(4) length-before-this-field(4)
     let n = signed.len();
     if word(signed, n - 4) as usize != n - 4 || word(signed, n - 8) != VERSION_LOADER_PREHASH {
@@ -183,9 +183,13 @@ pub fn check_signed_image(d: &[u8], pubkey: &[u8; 32], limit: usize, programs: u
                 if t.data.len() != 28 {
                     bail!("XKrn tag: {} bytes, expected 28", t.data.len());
                 }
-                let (load, text, text_size, data_size, entry) = (word(&t.data, 0), word(&t.data, 4), word(&t.data, 8), word(&t.data, 16), word(&t.data, 24));
+                let (load, text, text_size, data_size, entry) =
+                    (word(&t.data, 0), word(&t.data, 4), word(&t.data, 8), word(&t.data, 16), word(&t.data, 24));
                 if load as usize % 4096 != 0 || load as usize + text_size as usize + data_size as usize > img.len() {
-                    bail!("XKrn tag: payload at {load:#x} (+{:#x}) is misaligned or outside the image", text_size + data_size);
+                    bail!(
+                        "XKrn tag: payload at {load:#x} (+{:#x}) is misaligned or outside the image",
+                        text_size + data_size
+                    );
                 }
                 if text < KERNEL_TEXT_MIN || entry < text || entry >= text + text_size {
                     bail!("XKrn tag: entry {entry:#010x} is not in the kernel text {text:#010x}+{text_size:#x}");
@@ -227,19 +231,24 @@ pub fn check_signed_image(d: &[u8], pubkey: &[u8; 32], limit: usize, programs: u
 // Key and semver
 
 /// PKCS#8 v1 prefix of an Ed25519 private key (RFC 8410): the 32-byte seed follows.
-const PKCS8_ED25519_PREFIX: [u8; 16] = [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
+const PKCS8_ED25519_PREFIX: [u8; 16] =
+    [0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20];
 
 pub fn key_pem(seed: &[u8; 32]) -> String {
     use base64::Engine;
     let mut der = PKCS8_ED25519_PREFIX.to_vec();
     der.extend_from_slice(seed);
-    format!("-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n", base64::engine::general_purpose::STANDARD.encode(der))
+    format!(
+        "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+        base64::engine::general_purpose::STANDARD.encode(der)
+    )
 }
 
 pub fn seed_from_pem(text: &str) -> Result<[u8; 32]> {
     use base64::Engine;
     let body: String = text.lines().filter(|l| !l.starts_with("-----")).collect();
-    let der = base64::engine::general_purpose::STANDARD.decode(body.trim()).context("development key: not base64 PEM")?;
+    let der =
+        base64::engine::general_purpose::STANDARD.decode(body.trim()).context("development key: not base64 PEM")?;
     if der.len() != 48 || der[..16] != PKCS8_ED25519_PREFIX {
         bail!("development key: not a PKCS#8 Ed25519 private key");
     }
@@ -288,7 +297,8 @@ pub fn semver_tag() -> String {
         let o = Command::new("git").args(args).current_dir(&root).output().ok()?;
         o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
-    let count = git(&["rev-list", "--count", "HEAD"]).and_then(|s| s.parse::<u32>().ok()).unwrap_or(0).min(u16::MAX as u32);
+    let count =
+        git(&["rev-list", "--count", "HEAD"]).and_then(|s| s.parse::<u32>().ok()).unwrap_or(0).min(u16::MAX as u32);
     let hash = git(&["rev-parse", "--short=8", "HEAD"]).unwrap_or_else(|| "0".into());
     format!("v{}-{count}-g{hash}", env!("CARGO_PKG_VERSION"))
 }
@@ -331,7 +341,14 @@ pub struct BuiltImage {
 }
 
 /// Create + sign + check the image from given inputs.
-pub fn make_image(tools: &device_xous::XousTools, kernel: &Path, programs: &[PathBuf], svd: &Path, out: &Path, key: &Option<PathBuf>) -> Result<BuiltImage> {
+pub fn make_image(
+    tools: &device_xous::XousTools,
+    kernel: &Path,
+    programs: &[PathBuf],
+    svd: &Path,
+    out: &Path,
+    key: &Option<PathBuf>,
+) -> Result<BuiltImage> {
     check_inputs(kernel, programs, KERNEL_IMAGE_MAX)?;
     let (key, pk) = key_for(key)?;
     let presign = out.with_extension("presign.img");
@@ -347,10 +364,19 @@ pub fn make_image(tools: &device_xous::XousTools, kernel: &Path, programs: &[Pat
     let tag = semver_tag();
     let repo = semver_repo(&tag)?;
     let mut s = Command::new(&tools.sign_image);
-    s.arg("--kernel-image").arg(&presign).arg("--kernel-key").arg(&key).arg("--kernel-output").arg(out).arg("--min-xous-ver").arg(MIN_XOUS_VER).current_dir(&repo);
+    s.arg("--kernel-image")
+        .arg(&presign)
+        .arg("--kernel-key")
+        .arg(&key)
+        .arg("--kernel-output")
+        .arg(out)
+        .arg("--min-xous-ver")
+        .arg(MIN_XOUS_VER)
+        .current_dir(&repo);
     crate::supervisor::run_capture(&mut s, Duration::from_secs(120), "xous-sign-image")?;
     let data = std::fs::read(out)?;
-    let report = check_signed_image(&data, &pk, KERNEL_IMAGE_MAX, programs.len()).with_context(|| format!("checking {}", out.display()))?;
+    let report = check_signed_image(&data, &pk, KERNEL_IMAGE_MAX, programs.len())
+        .with_context(|| format!("checking {}", out.display()))?;
     if report.semver != tag {
         bail!("{}: records version {}, expected {tag}", out.display(), report.semver);
     }
@@ -375,7 +401,13 @@ pub fn build(out: &Path, key: &Option<PathBuf>, verbose: bool) -> Result<BuiltIm
 
 /// The image's programs (our device programs with cargo `features`) with the kernel and
 /// xous-susres built for `power`.
-pub fn build_for(out: &Path, key: &Option<PathBuf>, power: &PowerPids, features: &[&str], verbose: bool) -> Result<BuiltImage> {
+pub fn build_for(
+    out: &Path,
+    key: &Option<PathBuf>,
+    power: &PowerPids,
+    features: &[&str],
+    verbose: bool,
+) -> Result<BuiltImage> {
     let tools = device_xous::ensure_tools(verbose)?;
     let kernel = device_xous::ensure_kernel(power, verbose)?;
     let programs = image_programs(power, features, verbose)?;
@@ -439,13 +471,19 @@ mod tests {
         assert!(e.contains("wrong architecture") && e.contains("x86-64"), "{e}");
         let e = format!("{:#}", parse_elf(&elf(2, EM_RISCV, &[(0x1000, 0x10, 0x10)])).unwrap_err());
         assert!(e.contains("wrong architecture") && e.contains("64-bit"), "{e}");
-        let e = format!("{:#}", parse_elf(b"#!/bin/sh\necho not an elf\n.................................................").unwrap_err());
+        let e = format!(
+            "{:#}",
+            parse_elf(b"#!/bin/sh\necho not an elf\n.................................................").unwrap_err()
+        );
         assert!(e.contains("not an ELF"), "{e}");
     }
 
     #[test]
     fn overlapping_segments_are_refused() {
-        let e = format!("{:#}", parse_elf(&elf(1, EM_RISCV, &[(0x2000_0000, 0x2000, 0x10), (0x2000_1000, 0x100, 0x10)])).unwrap_err());
+        let e = format!(
+            "{:#}",
+            parse_elf(&elf(1, EM_RISCV, &[(0x2000_0000, 0x2000, 0x10), (0x2000_1000, 0x100, 0x10)])).unwrap_err()
+        );
         assert!(e.contains("overlapping segments") && e.contains("0x20001000"), "{e}");
     }
 
@@ -576,7 +614,8 @@ mod tests {
         img[0] = b'Y';
         assert!(err(&signed(&img, &seed), KERNEL_IMAGE_MAX).contains("does not start with an XArg"));
         // wrong program count
-        assert!(format!("{:#}", check_signed_image(&good, &pk, KERNEL_IMAGE_MAX, 2).unwrap_err()).contains("holds 1 programs, expected 2"));
+        assert!(format!("{:#}", check_signed_image(&good, &pk, KERNEL_IMAGE_MAX, 2).unwrap_err())
+            .contains("holds 1 programs, expected 2"));
     }
 
     /// A commit hash with a leading zero reads back as the tag wrote it (git's "042547fe", not

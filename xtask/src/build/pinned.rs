@@ -42,7 +42,8 @@ pub fn fetch(c: &Pinned) -> Result<PathBuf> {
     std::fs::create_dir_all(path.parent().unwrap())?;
     let url = format!("https://static.crates.io/crates/{0}/{1}.crate", c.name, c.stem());
     eprintln!("xtask: downloading {url}");
-    let resp = ureq::get(&url).timeout(Duration::from_secs(120)).call().with_context(|| format!("downloading {url}"))?;
+    let resp =
+        ureq::get(&url).timeout(Duration::from_secs(120)).call().with_context(|| format!("downloading {url}"))?;
     let mut data = Vec::new();
     std::io::Read::read_to_end(&mut resp.into_reader(), &mut data)?;
     check(&url, &data, c.sha256)?;
@@ -85,7 +86,8 @@ pub fn unpack(c: &Pinned, dest: &Path) -> Result<PathBuf> {
 /// Build stamps under `root`/stamps: a cached build is reused only when its stamp holds the same
 /// key (a hash of everything it was built from) and all its outputs exist.
 pub fn stamp_ok(root: &Path, name: &str, key: &str, outputs: &[&Path]) -> bool {
-    std::fs::read_to_string(stamp_path(root, name)).map(|s| s.trim() == key).unwrap_or(false) && outputs.iter().all(|p| p.is_file())
+    std::fs::read_to_string(stamp_path(root, name)).map(|s| s.trim() == key).unwrap_or(false)
+        && outputs.iter().all(|p| p.is_file())
 }
 
 pub fn write_stamp(root: &Path, name: &str, key: &str) -> Result<()> {

@@ -36,7 +36,11 @@ impl PowerPids {
     /// ([`IMAGE_PROGRAMS`], those in [`SYSTEM_BINS`] allowed), then `extras`.
     pub fn of_image(extras: &[Extra]) -> PowerPids {
         let first_ours = 2 + BASE_SERVICES.len();
-        let ours = IMAGE_PROGRAMS.iter().enumerate().filter(|(_, (_, bin))| SYSTEM_BINS.contains(bin)).map(|(i, _)| first_ours + i);
+        let ours = IMAGE_PROGRAMS
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, bin))| SYSTEM_BINS.contains(bin))
+            .map(|(i, _)| first_ours + i);
         let first_extra = first_ours + IMAGE_PROGRAMS.len();
         let extra = extras.iter().enumerate().filter(|(_, e)| e.may_power_off).map(|(i, _)| first_extra + i);
         PowerPids(ours.chain(extra).map(|p| p as u32).collect())
@@ -59,9 +63,17 @@ impl PowerPids {
     /// layout): every allowed PID names a system program or an extra allowed to power off,
     /// and nothing else is allowed.
     pub fn check(&self, names: &[(u32, String)], extras: &[Extra]) -> Result<()> {
-        let extra_names: Vec<String> = extras.iter().filter(|e| e.may_power_off).map(|e| e.elf.file_name().unwrap_or_default().to_string_lossy().into_owned()).collect();
+        let extra_names: Vec<String> = extras
+            .iter()
+            .filter(|e| e.may_power_off)
+            .map(|e| e.elf.file_name().unwrap_or_default().to_string_lossy().into_owned())
+            .collect();
         for p in &self.0 {
-            let name = names.iter().find(|(q, _)| q == p).map(|(_, n)| n.as_str()).with_context(|| format!("power PID {p} is not in the image ({names:?})"))?;
+            let name = names
+                .iter()
+                .find(|(q, _)| q == p)
+                .map(|(_, n)| n.as_str())
+                .with_context(|| format!("power PID {p} is not in the image ({names:?})"))?;
             if !SYSTEM_BINS.contains(&name) && !extra_names.iter().any(|n| n == name) {
                 bail!("power PID {p} is {name}, which is neither a system program nor an extra allowed to power off");
             }
@@ -89,11 +101,22 @@ mod tests {
         let p = PowerPids::of_image(&extras);
         assert_eq!((p.env_value().as_str(), p.tag().as_str()), ("8,9", "power-8-9"));
         assert_eq!(PowerPids(vec![]).tag(), "power-none");
-        let names: Vec<(u32, String)> = ["kernel", "xous-ticktimer", "xous-log", "xous-names", "xous-susres", "engine25519", "trng", "sysctl", "device-selftest", "power-probe"]
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (i as u32 + 1, n.to_string()))
-            .collect();
+        let names: Vec<(u32, String)> = [
+            "kernel",
+            "xous-ticktimer",
+            "xous-log",
+            "xous-names",
+            "xous-susres",
+            "engine25519",
+            "trng",
+            "sysctl",
+            "device-selftest",
+            "power-probe",
+        ]
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (i as u32 + 1, n.to_string()))
+        .collect();
         p.check(&names, &extras).unwrap();
         // a list that names an app, or leaves out a system program, is refused
         let e = PowerPids(vec![8, 10]).check(&names, &extras).unwrap_err().to_string();

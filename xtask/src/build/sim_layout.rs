@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use crate::build::power::{Extra, PowerPids};
 use crate::build::device_xous;
+use crate::build::power::{Extra, PowerPids};
 use crate::util;
 use xous_layout::{elf, layout, tags, Params, Program};
 
@@ -81,7 +81,11 @@ pub fn cross_check(ours: &[tags::Tag], reference_image: &[u8]) -> Result<()> {
         bail!("tag MREx differs from xous-create-image's");
     }
     let (pa, pb) = (pick(ours, b"PNam"), pick(&theirs, b"PNam"));
-    if pa.len() != 1 || pb.len() != 1 || pa[0].data.len() < pb[0].data.len() || pa[0].data[..pb[0].data.len()] != pb[0].data[..] {
+    if pa.len() != 1
+        || pb.len() != 1
+        || pa[0].data.len() < pb[0].data.len()
+        || pa[0].data[..pb[0].data.len()] != pb[0].data[..]
+    {
         bail!("tag PNam differs from xous-create-image's");
     }
     let (a, b) = (pick(ours, b"IniE"), pick(&theirs, b"IniE"));
@@ -91,13 +95,28 @@ pub fn cross_check(ours: &[tags::Tag], reference_image: &[u8]) -> Result<()> {
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
         let pid = i + 2;
         if x.data.len() != y.data.len() || x.data[1] != y.data[1] {
-            bail!("PID {pid}: IniE entry/section count differ from xous-create-image's ({:x?} vs {:x?})", x.data, y.data);
+            bail!(
+                "PID {pid}: IniE entry/section count differ from xous-create-image's ({:x?} vs {:x?})",
+                x.data,
+                y.data
+            );
         }
         for (s, t) in x.data[2..].chunks(2).zip(y.data[2..].chunks(2)) {
             let (flags, size_ours, size_theirs) = (s[1] >> 24, s[1] & 0xff_ffff, t[1] & 0xff_ffff);
             let eh = flags & (tags::MINIELF_FLG_EHF | tags::MINIELF_FLG_EHH) != 0;
-            if s[0] != t[0] || flags != t[1] >> 24 || size_theirs < size_ours || size_theirs - size_ours >= 8 || (eh && size_ours != size_theirs) {
-                bail!("PID {pid}: IniE section {:#010x} size/flags {:#010x}, xous-create-image has {:#010x} {:#010x}", s[0], s[1], t[0], t[1]);
+            if s[0] != t[0]
+                || flags != t[1] >> 24
+                || size_theirs < size_ours
+                || size_theirs - size_ours >= 8
+                || (eh && size_ours != size_theirs)
+            {
+                bail!(
+                    "PID {pid}: IniE section {:#010x} size/flags {:#010x}, xous-create-image has {:#010x} {:#010x}",
+                    s[0],
+                    s[1],
+                    t[0],
+                    t[1]
+                );
             }
         }
     }
@@ -119,4 +138,3 @@ pub fn read_tags_check(read_tags: &Path, args: &Path, count: usize) -> Result<()
     }
     Ok(())
 }
-

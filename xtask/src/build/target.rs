@@ -6,7 +6,8 @@ use std::process::Command;
 use std::time::Duration;
 
 /// Our packages with Xous programs, built (release) before anything is launched.
-pub const PROGRAM_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "hosted-tests", "ratchet-demo", "device-selftest"];
+pub const PROGRAM_PACKAGES: &[&str] =
+    &["engine25519-server", "trng-server", "sysctl", "hosted-tests", "ratchet-demo", "device-selftest"];
 
 /// Our servers, started in every hosted system (binary names in target/release), then sysctl,
 /// the system controller that claims their control connections (docs/security.md).
@@ -26,21 +27,29 @@ pub const TOOLCHAIN: &str = "nightly";
 /// device-selftest is the test client the simulated Precursor runs (xtask/src/selftest.rs); it is
 /// not in the flashed image.
 /// device-screen draws on the simulated Precursor's display (step sim:screen), not in the image.
-pub const DEVICE_PACKAGES: &[&str] = &["engine25519-server", "trng-server", "sysctl", "device-selftest", "device-screen"];
+pub const DEVICE_PACKAGES: &[&str] =
+    &["engine25519-server", "trng-server", "sysctl", "device-selftest", "device-screen"];
 /// Device programs only the benchmarks build and run (not in the image, not built by the test
 /// steps, whose time is short): device-crypto times the chat's cryptography on the simulated
 /// Precursor (xtask/src/areas/sim/crypto.rs); its operations are tested on the host by cargo test.
 pub const DEVICE_BENCH_PACKAGES: &[&str] = &["device-crypto"];
 /// Our programs in a device image, in PID order: (package, binary). sysctl comes last, as in
 /// hosted mode: it claims every server's control connection once they run.
-pub const IMAGE_PROGRAMS: &[(&str, &str)] = &[("engine25519-server", "engine25519"), ("trng-server", "trng"), ("sysctl", "sysctl")];
+pub const IMAGE_PROGRAMS: &[(&str, &str)] =
+    &[("engine25519-server", "engine25519"), ("trng-server", "trng"), ("sysctl", "sysctl")];
 
 /// Make sure the nightly toolchain with rust-src is installed (no-op when it is).
 pub fn ensure_toolchain() -> Result<()> {
     // installed already: no rustup call (it syncs the channel over the network every time)
-    if let Ok(o) = Command::new("rustc").args([&format!("+{TOOLCHAIN}"), "--print", "sysroot"]).env_remove("RUSTUP_TOOLCHAIN").output() {
+    if let Ok(o) = Command::new("rustc")
+        .args([&format!("+{TOOLCHAIN}"), "--print", "sysroot"])
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .output()
+    {
         let sysroot = String::from_utf8_lossy(&o.stdout).trim().to_string();
-        if o.status.success() && std::path::Path::new(&sysroot).join("lib/rustlib/src/rust/library/std/Cargo.toml").is_file() {
+        if o.status.success()
+            && std::path::Path::new(&sysroot).join("lib/rustlib/src/rust/library/std/Cargo.toml").is_file()
+        {
             return Ok(());
         }
     }

@@ -12,21 +12,37 @@
 //!   stamps/*.stamp
 
 use crate::build::pinned::{stamp_ok, unpack, write_stamp, Pinned};
-use crate::util;
 use crate::supervisor;
+use crate::util;
 use anyhow::{bail, Context, Result};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 /// xous-kernel 0.9.37 (the sha256 of its .crate as published in the crates.io index).
-pub const KERNEL: Pinned = Pinned { name: "xous-kernel", version: "0.9.37", sha256: "413a43bcdfc94046405fd69bca1f338843ff4ba67fc176776c652c6b8f851d51" };
+pub const KERNEL: Pinned = Pinned {
+    name: "xous-kernel",
+    version: "0.9.37",
+    sha256: "413a43bcdfc94046405fd69bca1f338843ff4ba67fc176776c652c6b8f851d51",
+};
 
 /// The base services of the hosted system (docs/reference-system.md); the device runs the
 /// same versions plus xous-susres (device_xous.rs). Each binary has its crate's name.
-pub const LOG: Pinned = Pinned { name: "xous-log", version: "0.1.27", sha256: "e9a0a7718864522f8f2e3b1a3d5bccf30e275ba6d3d668bf6c19f4bd92e21675" };
-pub const NAMES: Pinned = Pinned { name: "xous-names", version: "0.9.36", sha256: "f6575e124d4a285b49f9d49706dc30602641bd0d333de2587c71d3215a8c4836" };
-pub const TICKTIMER: Pinned = Pinned { name: "xous-ticktimer", version: "0.1.31", sha256: "721ddff2edf5f37bb437e9974b1ad75e9c5bd7bc849f6ac3676801cf4ccb2cea" };
+pub const LOG: Pinned = Pinned {
+    name: "xous-log",
+    version: "0.1.27",
+    sha256: "e9a0a7718864522f8f2e3b1a3d5bccf30e275ba6d3d668bf6c19f4bd92e21675",
+};
+pub const NAMES: Pinned = Pinned {
+    name: "xous-names",
+    version: "0.9.36",
+    sha256: "f6575e124d4a285b49f9d49706dc30602641bd0d333de2587c71d3215a8c4836",
+};
+pub const TICKTIMER: Pinned = Pinned {
+    name: "xous-ticktimer",
+    version: "0.1.31",
+    sha256: "721ddff2edf5f37bb437e9974b1ad75e9c5bd7bc849f6ac3676801cf4ccb2cea",
+};
 /// In launch order.
 pub const SERVICES: &[Pinned] = &[LOG, NAMES, TICKTIMER];
 
@@ -253,8 +269,16 @@ mod tests {
     #[test]
     fn patches_apply_in_order() {
         let d = scratch("apply");
-        std::fs::write(d.join("0001-x.patch"), "Header: what and why.\n\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n").unwrap();
-        std::fs::write(d.join("0002-y.patch"), "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-TWO\n+2\n three\n").unwrap();
+        std::fs::write(
+            d.join("0001-x.patch"),
+            "Header: what and why.\n\n--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n",
+        )
+        .unwrap();
+        std::fs::write(
+            d.join("0002-y.patch"),
+            "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-TWO\n+2\n three\n",
+        )
+        .unwrap();
         apply_patch_list(&d.join("tree"), &[d.join("0001-x.patch"), d.join("0002-y.patch")]).unwrap();
         assert_eq!(std::fs::read_to_string(d.join("tree/src/a.txt")).unwrap(), "one\n2\nthree\n");
         std::fs::remove_dir_all(&d).ok();
@@ -263,10 +287,19 @@ mod tests {
     #[test]
     fn a_patch_that_does_not_apply_is_named() {
         let d = scratch("reject");
-        std::fs::write(d.join("0001-ok.patch"), "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n").unwrap();
+        std::fs::write(
+            d.join("0001-ok.patch"),
+            "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n",
+        )
+        .unwrap();
         // Expects the original line, which 0001 already changed.
-        std::fs::write(d.join("0002-stale.patch"), "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+deux\n three\n").unwrap();
-        let err = apply_patch_list(&d.join("tree"), &[d.join("0001-ok.patch"), d.join("0002-stale.patch")]).unwrap_err();
+        std::fs::write(
+            d.join("0002-stale.patch"),
+            "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+deux\n three\n",
+        )
+        .unwrap();
+        let err =
+            apply_patch_list(&d.join("tree"), &[d.join("0001-ok.patch"), d.join("0002-stale.patch")]).unwrap_err();
         let msg = format!("{err:#}");
         assert!(msg.contains("0002-stale.patch") && msg.contains("does not apply"), "{msg}");
         std::fs::remove_dir_all(&d).ok();
@@ -280,7 +313,11 @@ mod tests {
             let text = std::fs::read_to_string(p).unwrap();
             let first_diff = text.find("\n--- a/").expect("a unified diff");
             let header = &text[..first_diff];
-            assert!(header.contains("What:") && header.contains("Why:") && header.contains("Test:"), "{}: header must say What/Why/Test", p.display());
+            assert!(
+                header.contains("What:") && header.contains("Why:") && header.contains("Test:"),
+                "{}: header must say What/Why/Test",
+                p.display()
+            );
         }
     }
 

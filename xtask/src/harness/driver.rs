@@ -118,7 +118,16 @@ impl Sim {
                 }
             }
         });
-        Ok(Sim { what: what.into(), child, pgid, rx, reader: Some(reader), fail, lines: Vec::new(), tail: VecDeque::new() })
+        Ok(Sim {
+            what: what.into(),
+            child,
+            pgid,
+            rx,
+            reader: Some(reader),
+            fail,
+            lines: Vec::new(),
+            tail: VecDeque::new(),
+        })
     }
 
     fn take(&mut self, line: String) -> Result<String, Stop> {

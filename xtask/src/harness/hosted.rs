@@ -15,9 +15,9 @@
 //! captured line by line; `wait_*` helpers consume them with a deadline. Dropping a `Hosted`
 //! kills the whole group and reaps it.
 
-use crate::util;
-use crate::supervisor;
 use crate::build::xous::{Flavor, XousBins};
+use crate::supervisor;
+use crate::util;
 use crate::util::shell_quote;
 use anyhow::{anyhow, bail, Result};
 use std::io::BufRead;
@@ -83,7 +83,16 @@ impl Launch {
 
     /// Only the kernel, no base services.
     pub fn bare(kernel: &Path) -> Self {
-        Launch { kernel: kernel.to_path_buf(), programs: vec![], env: vec![], echo: false, listen_addr: None, may_shut_down: vec![], shutdown_allowed_raw: None, cpu: None }
+        Launch {
+            kernel: kernel.to_path_buf(),
+            programs: vec![],
+            env: vec![],
+            echo: false,
+            listen_addr: None,
+            may_shut_down: vec![],
+            shutdown_allowed_raw: None,
+            cpu: None,
+        }
     }
 
     /// Add a program (a shell command line): an ordinary process, refused Shutdown.
@@ -333,7 +342,9 @@ impl Hosted {
             }
             if Instant::now() > deadline {
                 self.stop();
-                bail!("kernel exited ({status}) but processes of its group were still alive after {timeout:?} (killed)");
+                bail!(
+                    "kernel exited ({status}) but processes of its group were still alive after {timeout:?} (killed)"
+                );
             }
             std::thread::sleep(Duration::from_millis(5));
         }
@@ -341,10 +352,15 @@ impl Hosted {
         // the output readers end at EOF: wait for them, so that `lines()` holds everything the
         // processes printed (the kernel can exit before its last line was read)
         loop {
-            match self.rx.recv_timeout(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100))) {
+            match self
+                .rx
+                .recv_timeout(deadline.saturating_duration_since(Instant::now()).max(Duration::from_millis(100)))
+            {
                 Ok(_) => continue,
                 Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => bail!("kernel exited ({status}) but its output did not end within {timeout:?}"),
+                Err(RecvTimeoutError::Timeout) => {
+                    bail!("kernel exited ({status}) but its output did not end within {timeout:?}")
+                }
             }
         }
         Ok(status)

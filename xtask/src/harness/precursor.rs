@@ -18,7 +18,6 @@ use std::time::Duration;
 /// (gateware/precursor/map.py `CLK_FREQ`); a unit test keeps the two equal.
 pub const SIM_CLK_HZ: f64 = 100e6;
 
-
 /// The Python that runs gateware/precursor (venv with litex, apt packages installed) and the
 /// environment the SoC build needs (the TRNG's health-test cutoffs come from trng-core).
 pub fn python() -> Result<(PathBuf, Vec<(&'static str, PathBuf)>)> {
@@ -164,7 +163,13 @@ impl SmokeResult {
 /// `phases` from its output. `boot_only`: end at the last phase's line; otherwise the run
 /// must end by the system powering itself off (phase `shutdown`). `timeout`: wall seconds of
 /// simulation (a hung system fails here).
-pub fn smoke_run(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool) -> Result<SmokeResult> {
+pub fn smoke_run(
+    extra: &[Extra],
+    phases: &[Phase],
+    boot_only: bool,
+    timeout: u64,
+    verbose: bool,
+) -> Result<SmokeResult> {
     smoke_run_with(extra, phases, boot_only, timeout, verbose, &RunOptions::default())
 }
 
@@ -211,10 +216,18 @@ pub struct RunOptions<'a> {
 pub const ENGINE_STOCK_VAR: &str = "PRECURSOR_ENGINE_STOCK";
 
 /// `smoke_run` with [`RunOptions`].
-pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeout: u64, verbose: bool, opts: &RunOptions) -> Result<SmokeResult> {
+pub fn smoke_run_with(
+    extra: &[Extra],
+    phases: &[Phase],
+    boot_only: bool,
+    timeout: u64,
+    verbose: bool,
+    opts: &RunOptions,
+) -> Result<SmokeResult> {
     let dir = opts.dir.map(Path::to_path_buf).unwrap_or_else(|| crate::build::sim_layout::sim_dir().join("smoke"));
     if !opts.laid_out {
-        crate::build::sim_layout::build(&dir, extra, opts.features, verbose).context("the boot files (cargo xtask sim-layout)")?;
+        crate::build::sim_layout::build(&dir, extra, opts.features, verbose)
+            .context("the boot files (cargo xtask sim-layout)")?;
     }
     let json = dir.join("smoke.json");
     let _ = std::fs::remove_file(&json);
@@ -252,17 +265,33 @@ pub fn smoke_run_with(extra: &[Extra], phases: &[Phase], boot_only: bool, timeou
         cmd.arg("--memlcd").arg(m);
     }
     let r = run_to_end(&mut cmd, timeout);
-    let text = std::fs::read_to_string(&json).with_context(|| format!("the runner wrote no summary ({}): {r:?}", json.display()))?;
+    let text = std::fs::read_to_string(&json)
+        .with_context(|| format!("the runner wrote no summary ({}): {r:?}", json.display()))?;
     let v: serde_json::Value = serde_json::from_str(&text).with_context(|| json.display().to_string())?;
-    let at = |m: &serde_json::Value| -> Option<(u64, f64)> { Some((m.get("cycle")?.as_u64()?, m.get("wall_s")?.as_f64()?)) };
-    let mut out: Vec<PhaseResult> = phases.iter().map(|p| PhaseResult { name: p.name.clone(), at: at(&v["expect"][&p.line]), line: v["expect"][&p.line]["line"].as_str().map(String::from) }).collect();
+    let at =
+        |m: &serde_json::Value| -> Option<(u64, f64)> { Some((m.get("cycle")?.as_u64()?, m.get("wall_s")?.as_f64()?)) };
+    let mut out: Vec<PhaseResult> = phases
+        .iter()
+        .map(|p| PhaseResult {
+            name: p.name.clone(),
+            at: at(&v["expect"][&p.line]),
+            line: v["expect"][&p.line]["line"].as_str().map(String::from),
+        })
+        .collect();
     let reason = v["reason"].as_str().unwrap_or("?").to_string();
     let cycles = v["cycles"].as_u64();
     let wall_s = v["wall_s"].as_f64().unwrap_or(0.0);
     if !boot_only {
-        out.push(PhaseResult { name: SHUTDOWN.into(), at: (reason == "powerdown").then(|| (cycles.unwrap_or(0), wall_s)), line: None });
+        out.push(PhaseResult {
+            name: SHUTDOWN.into(),
+            at: (reason == "powerdown").then(|| (cycles.unwrap_or(0), wall_s)),
+            line: None,
+        });
     }
-    let failed_lines = v["failed"].as_array().map(|a| a.iter().filter_map(|l| l.as_str().map(String::from)).collect()).unwrap_or_default();
+    let failed_lines = v["failed"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|l| l.as_str().map(String::from)).collect())
+        .unwrap_or_default();
     let ok = v["ok"].as_bool() == Some(true) && r.is_ok() && out.iter().all(|p| p.at.is_some());
     Ok(SmokeResult { phases: out, reason, cycles, wall_s, failed_lines, ok })
 }
@@ -273,7 +302,9 @@ pub fn report(r: &SmokeResult) {
     eprintln!("sim-smoke phases (cycles, device time at 100 MHz, wall time of the simulation):");
     for p in &r.phases {
         match p.at {
-            Some((c, w)) => eprintln!("  {:<14} PASS {c:>12} cycles {:>10.3} ms {w:>8.1} s", p.name, c as f64 / SIM_CLK_HZ * 1e3),
+            Some((c, w)) => {
+                eprintln!("  {:<14} PASS {c:>12} cycles {:>10.3} ms {w:>8.1} s", p.name, c as f64 / SIM_CLK_HZ * 1e3)
+            }
             None => eprintln!("  {:<14} FAIL not reached", p.name),
         }
     }
@@ -305,7 +336,12 @@ mod tests {
     fn failure_patterns_catch_verdicts_crashes_and_errors() {
         let all = super::super::driver::patterns(FAIL_LINES).unwrap();
         let hit = |rs: &[regex::Regex], l: &str| rs.iter().any(|r| r.is_match(l));
-        for l in ["[ 12 console] VERDICT selftest/x FAIL why", "[ 9 uart] PROGRAM HALT", "thread 'main' panicked at x", "SYSCTL ERROR slots"] {
+        for l in [
+            "[ 12 console] VERDICT selftest/x FAIL why",
+            "[ 9 uart] PROGRAM HALT",
+            "thread 'main' panicked at x",
+            "SYSCTL ERROR slots",
+        ] {
             assert!(hit(&all, l), "{l}");
         }
         assert!(!hit(&all, "VERDICT selftest/x PASS"));
@@ -315,7 +351,10 @@ mod tests {
 
     #[test]
     fn output_lines_carry_the_cycle() {
-        assert_eq!(stamp("[   10302359 console] TRNG-TESTER mailbox fill mode=2"), Some((10_302_359, "TRNG-TESTER mailbox fill mode=2")));
+        assert_eq!(
+            stamp("[   10302359 console] TRNG-TESTER mailbox fill mode=2"),
+            Some((10_302_359, "TRNG-TESTER mailbox fill mode=2"))
+        );
         assert_eq!(stamp("no stamp"), None);
         assert_eq!(stamp("[x uart] text"), None);
     }

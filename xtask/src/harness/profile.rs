@@ -90,7 +90,8 @@ pub fn parse_samples(text: &str) -> Result<Vec<Sample>> {
     let mut out = Vec::new();
     for (n, line) in text.lines().enumerate() {
         let f: Vec<&str> = line.split_whitespace().collect();
-        let bad = || anyhow::anyhow!("profile samples, line {}: {line:?} is not \"<cycle> <pc hex> <priv> <asid>\"", n + 1);
+        let bad =
+            || anyhow::anyhow!("profile samples, line {}: {line:?} is not \"<cycle> <pc hex> <priv> <asid>\"", n + 1);
         if f.len() != 4 {
             // the simulator may be killed mid-line: only the last line may be cut short
             if n + 1 == text.lines().count() && !text.ends_with('\n') {
@@ -222,7 +223,14 @@ pub struct RunInfo {
 impl RunInfo {
     /// A run on the `isa` engine sampled every `period` cycles; the window `timing` (cycles)
     /// holds `calls` calls; `elfs`: PID, name and ELF of every program (PID 1: the kernel).
-    pub fn new(isa: &str, period: u32, calls: u64, timing: (u64, u64), end_cycle: u64, elfs: Vec<(u16, String, PathBuf)>) -> RunInfo {
+    pub fn new(
+        isa: &str,
+        period: u32,
+        calls: u64,
+        timing: (u64, u64),
+        end_cycle: u64,
+        elfs: Vec<(u16, String, PathBuf)>,
+    ) -> RunInfo {
         RunInfo { isa: isa.to_string(), period, calls, timing, end_cycle, elfs }
     }
     pub fn to_json(&self) -> serde_json::Value {
@@ -259,7 +267,11 @@ pub fn out_dir() -> PathBuf {
 
 /// The PID order of the layout (`sim_layout::build`: the kernel, the image's programs, then
 /// the extra ones), checked against the names the layout wrote (`layout_dir`/layout.json).
-pub fn programs(verbose: bool, extra: &[crate::build::power::Extra], layout_dir: &Path) -> Result<Vec<(u16, String, PathBuf)>> {
+pub fn programs(
+    verbose: bool,
+    extra: &[crate::build::power::Extra],
+    layout_dir: &Path,
+) -> Result<Vec<(u16, String, PathBuf)>> {
     // the same builds sim_layout::build laid out (cached: nothing is rebuilt)
     let power = crate::build::power::PowerPids::of_image(extra);
     let mut v = vec![(1u16, "kernel".to_string(), crate::build::device_xous::ensure_kernel(&power, verbose)?)];
@@ -270,7 +282,8 @@ pub fn programs(verbose: bool, extra: &[crate::build::power::Extra], layout_dir:
         v.push((i as u16 + 2, name, p));
     }
     let layout = layout_dir.join("layout.json");
-    let l: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&layout).with_context(|| layout.display().to_string())?)?;
+    let l: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&layout).with_context(|| layout.display().to_string())?)?;
     for p in l["processes"].as_array().context("layout.json: no processes")? {
         let (pid, name) = (p["pid"].as_u64().unwrap_or(0) as u16, p["name"].as_str().unwrap_or(""));
         if !v.iter().any(|(q, n, _)| *q == pid && n == name) {
@@ -292,7 +305,8 @@ pub struct Show {
 /// timeline), write profile.json; returns the profile of the window.
 pub fn report(dir: &Path, info: &RunInfo, show: &Show) -> Result<Profile> {
     let samples_path = dir.join("samples.txt");
-    let samples = parse_samples(&std::fs::read_to_string(&samples_path).with_context(|| samples_path.display().to_string())?)?;
+    let samples =
+        parse_samples(&std::fs::read_to_string(&samples_path).with_context(|| samples_path.display().to_string())?)?;
     let mut image = Image { kernel: Symbols::default(), procs: BTreeMap::new() };
     for (pid, name, elf) in &info.elfs {
         if *pid == 1 {
@@ -306,7 +320,11 @@ pub fn report(dir: &Path, info: &RunInfo, show: &Show) -> Result<Profile> {
     };
     let p = analyse(&samples, from, to, &image);
     if p.samples == 0 {
-        bail!("no samples in the window {from}..{to} (samples cover {}..{})", samples[0].cycle, samples[samples.len() - 1].cycle);
+        bail!(
+            "no samples in the window {from}..{to} (samples cover {}..{})",
+            samples[0].cycle,
+            samples[samples.len() - 1].cycle
+        );
     }
     if let Some((start, n)) = show.trace {
         let t0 = from.saturating_add(start);
@@ -347,7 +365,13 @@ pub fn split(p: &Profile, period: u32, calls: u64, client: &str) -> Split {
             _ => other += n,
         }
     }
-    Split { engine_wait_us: per(wait), server_us: per(server), kernel_us: per(kernel), client_us: per(cl), other_us: per(other + p.other) }
+    Split {
+        engine_wait_us: per(wait),
+        server_us: per(server),
+        kernel_us: per(kernel),
+        client_us: per(cl),
+        other_us: per(other + p.other),
+    }
 }
 
 /// Device microseconds per call at the simulated SoC's 100 MHz for `n` samples.
@@ -372,7 +396,14 @@ fn print_and_json(p: &Profile, info: &RunInfo, a: &Show, from: u64, to: u64, cal
     let mut procs: Vec<(&String, &Counts)> = p.by_process.iter().collect();
     procs.sort_by_key(|(_, c)| std::cmp::Reverse(c.user + c.kernel));
     for (name, c) in &procs {
-        println!("{:<18} {:>8.1} {:>8.1} {:>12.1} {:>12.1}", name, pct(c.user), pct(c.kernel), per(c.user), per(c.kernel));
+        println!(
+            "{:<18} {:>8.1} {:>8.1} {:>12.1} {:>12.1}",
+            name,
+            pct(c.user),
+            pct(c.kernel),
+            per(c.user),
+            per(c.kernel)
+        );
     }
     if p.other > 0 {
         println!("{:<18} {:>8.1} (machine mode or no process)", "other", pct(p.other));
@@ -399,16 +430,25 @@ mod tests {
     use super::*;
 
     fn image() -> Image {
-        let kernel = Symbols::from_list(&[(0xffd0_0000, 0xffd0_0100, "kernel::syscall"), (0xffd0_0100, 0xffd0_0180, "kernel::irq")]);
+        let kernel = Symbols::from_list(&[
+            (0xffd0_0000, 0xffd0_0100, "kernel::syscall"),
+            (0xffd0_0100, 0xffd0_0180, "kernel::irq"),
+        ]);
         let mut procs = BTreeMap::new();
         procs.insert(1, ("kernel".to_string(), Symbols::from_list(&[(0xffd0_0000, 0xffd0_0100, "kernel::syscall")])));
-        procs.insert(6, ("engine25519".to_string(), Symbols::from_list(&[(0x1000, 0x1040, "hw::run"), (0x1040, 0x1080, "poll")])));
+        procs.insert(
+            6,
+            ("engine25519".to_string(), Symbols::from_list(&[(0x1000, 0x1040, "hw::run"), (0x1040, 0x1080, "poll")])),
+        );
         Image { kernel, procs }
     }
 
     #[test]
     fn samples_are_attributed_to_process_mode_and_function() {
-        let s = parse_samples("10 00001004 0 6\n20 00001044 0 6\n30 ffd00104 1 6\n40 ffd00004 1 1\n50 00000010 3 0\n60 00001000 0 9\n").unwrap();
+        let s = parse_samples(
+            "10 00001004 0 6\n20 00001044 0 6\n30 ffd00104 1 6\n40 ffd00004 1 1\n50 00000010 3 0\n60 00001000 0 9\n",
+        )
+        .unwrap();
         let p = analyse(&s, 0, 100, &image());
         assert_eq!(p.samples, 6);
         assert_eq!(p.other, 2, "machine mode and an unknown ASID");
@@ -422,17 +462,27 @@ mod tests {
 
     #[test]
     fn trace_collapses_consecutive_samples_in_one_place() {
-        let s = parse_samples("10 00001004 0 6\n20 00001008 0 6\n30 ffd00004 1 6\n40 00001004 0 6\n50 00001044 0 6\n").unwrap();
+        let s = parse_samples("10 00001004 0 6\n20 00001008 0 6\n30 ffd00004 1 6\n40 00001004 0 6\n50 00001044 0 6\n")
+            .unwrap();
         let t = trace(&s, 0, 45, &image());
-        let rows: Vec<(u64, u64, &str, &str)> = t.iter().map(|x| (x.start, x.samples, x.mode, x.function.as_str())).collect();
-        assert_eq!(rows, vec![(10, 2, "user", "hw::run"), (30, 1, "kernel", "kernel::syscall"), (40, 1, "user", "hw::run")]);
+        let rows: Vec<(u64, u64, &str, &str)> =
+            t.iter().map(|x| (x.start, x.samples, x.mode, x.function.as_str())).collect();
+        assert_eq!(
+            rows,
+            vec![(10, 2, "user", "hw::run"), (30, 1, "kernel", "kernel::syscall"), (40, 1, "user", "hw::run")]
+        );
     }
 
     #[test]
     fn split_sorts_samples_by_who_ran() {
         let mut p = Profile::default();
         for (proc_, mode, func, n) in [
-            ("engine25519", "user", "<engine25519_server::hw::HwEngine as engine25519_server::backend::EngineBackend>::run", 40),
+            (
+                "engine25519",
+                "user",
+                "<engine25519_server::hw::HwEngine as engine25519_server::backend::EngineBackend>::run",
+                40,
+            ),
             ("engine25519", "user", "engine25519::receive_loop", 10),
             ("engine25519", "kernel", "kernel::syscall", 5),
             ("device-selftest", "user", "x25519_detailed", 3),

@@ -44,7 +44,10 @@ impl Soc {
         self.meta["clock_hz"][domain].as_u64().ok_or_else(|| anyhow!("soc.json: clock_hz.{domain}"))
     }
     pub fn isas(&self) -> Vec<String> {
-        self.meta["isas"].as_array().map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect()).unwrap_or_default()
+        self.meta["isas"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .unwrap_or_default()
     }
 }
 
@@ -128,7 +131,8 @@ pub fn build_soc(verbose: bool) -> Result<Soc> {
         std::fs::write(&stamp, format!("{:.1}\n", t0.elapsed().as_secs_f64()))?;
         eprintln!("xtask: SoC simulator built in {:.0} s", t0.elapsed().as_secs_f64());
     }
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(dir.join("soc.json"))?).context("soc.json")?;
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("soc.json"))?).context("soc.json")?;
     Ok(Soc { dir, meta })
 }
 
@@ -204,7 +208,14 @@ fn rom_init(soc: &Soc, elf: &Path) -> Result<String> {
 /// Run a firmware on the SoC simulator until its verdict for `subject` (PASS: Ok; FAIL, no
 /// verdict, a malformed verdict, another subject, or the timeout: Err). `tag` names the private
 /// run directory.
-pub fn run_firmware_as(soc: &Soc, elf: &Path, tag: &str, subject: &str, timeout: Duration, verbose: bool) -> Result<Verdict> {
+pub fn run_firmware_as(
+    soc: &Soc,
+    elf: &Path,
+    tag: &str,
+    subject: &str,
+    timeout: Duration,
+    verbose: bool,
+) -> Result<Verdict> {
     let gw = soc.gateware();
     let rom_name = soc.meta["rom_init"].as_str().ok_or_else(|| anyhow!("soc.json: rom_init"))?;
     let run = soc_root().join(format!("run-{tag}"));
@@ -228,7 +239,9 @@ pub fn run_firmware_as(soc: &Soc, elf: &Path, tag: &str, subject: &str, timeout:
     let decided = sim.wait_for(Instant::now() + timeout, |line| match Verdict::parse(line) {
         None => None,
         Some(Err(e)) => Some(Err(anyhow!("{tag}: malformed verdict line {line:?}: {e}"))),
-        Some(Ok(v)) if v.subject != subject => Some(Err(anyhow!("{tag}: verdict for {:?}, expected {subject}", v.subject))),
+        Some(Ok(v)) if v.subject != subject => {
+            Some(Err(anyhow!("{tag}: verdict for {:?}, expected {subject}", v.subject)))
+        }
         Some(Ok(v)) => match v.status {
             Status::Begin => None,
             Status::Pass => Some(Ok(v)),

@@ -8,8 +8,10 @@
 //! -- kinds, server stats, first bad answer`: PASS only if all N were sent, none was answered
 //! with success and all valid calls afterwards succeeded.
 
-use engine25519::api::{self, JobMsg, Opcode, ProgramMsg, Status, X25519BatchMsg, X25519Msg, MAGIC, MAX_BATCH, NUM_REGS, UCODE_WORDS};
-use xous::{Message, MemoryMessage, MemoryRange};
+use engine25519::api::{
+    self, JobMsg, Opcode, ProgramMsg, Status, X25519BatchMsg, X25519Msg, MAGIC, MAX_BATCH, NUM_REGS, UCODE_WORDS,
+};
+use xous::{MemoryMessage, MemoryRange, Message};
 use xous_ipc::Buffer;
 
 use det_rng::XorShift64 as Rng;
@@ -73,7 +75,8 @@ fn main() {
                     1 => 5 + rng.below(1000) as usize,
                     _ => rng.next() as usize,
                 };
-                let m = Message::new_blocking_scalar(id, rng.next() as usize, rng.next() as usize, 0, rng.next() as usize);
+                let m =
+                    Message::new_blocking_scalar(id, rng.next() as usize, rng.next() as usize, 0, rng.next() as usize);
                 t.sent += 1;
                 *t.kinds.entry("blocking-scalar").or_default() += 1;
                 match xous::send_message(conn, m) {
@@ -87,7 +90,11 @@ fn main() {
                 let range = pages[which];
                 let page = unsafe { core::slice::from_raw_parts_mut(range.as_mut_ptr(), range.len()) };
                 rng.fill(page);
-                let id = if rng.below(4) == 0 { rng.below(64) as usize } else { memory_ops[rng.below(memory_ops.len() as u64) as usize] as usize };
+                let id = if rng.below(4) == 0 {
+                    rng.below(64) as usize
+                } else {
+                    memory_ops[rng.below(memory_ops.len() as u64) as usize] as usize
+                };
                 if memory_ops.iter().any(|&op| op as usize == id) {
                     // never let random bytes carry the right magic at the archive position
                     for w in page.chunks_mut(4) {
@@ -171,8 +178,10 @@ fn main() {
                         (r.ok().and_then(|r| memory_reply_status(&r)), "runjob bad window/handle/reserved")
                     }
                     3 => {
-                        let len = if rng.below(2) == 0 { 0 } else { UCODE_WORDS as u32 + 1 + rng.below(1 << 30) as u32 };
-                        let m = ProgramMsg { magic: MAGIC, status: 0, len, handle: 0, mpstart: 0, words: [0; UCODE_WORDS] };
+                        let len =
+                            if rng.below(2) == 0 { 0 } else { UCODE_WORDS as u32 + 1 + rng.below(1 << 30) as u32 };
+                        let m =
+                            ProgramMsg { magic: MAGIC, status: 0, len, handle: 0, mpstart: 0, words: [0; UCODE_WORDS] };
                         let mut b = Buffer::into_buf(m).unwrap();
                         let r = b.lend_mut(conn, Opcode::LoadProgram as u32);
                         (r.ok().and_then(|r| memory_reply_status(&r)), "loadprogram bad length")
@@ -207,8 +216,15 @@ fn main() {
                         let r = if what == "x25519batch truncated" {
                             // the archive's position so close to the page's end that it cannot fit
                             let range = unsafe { MemoryRange::new(b.as_mut_ptr() as usize, b.len()).unwrap() };
-                            let at = range.len() - 1 - rng.below(core::mem::size_of::<rkyv::Archived<X25519BatchMsg>>() as u64 - 1) as usize;
-                            let mm = MemoryMessage { id: Opcode::X25519Batch as usize, buf: range, offset: xous::MemoryAddress::new(at), valid: xous::MemorySize::new(range.len()) };
+                            let at = range.len()
+                                - 1
+                                - rng.below(core::mem::size_of::<rkyv::Archived<X25519BatchMsg>>() as u64 - 1) as usize;
+                            let mm = MemoryMessage {
+                                id: Opcode::X25519Batch as usize,
+                                buf: range,
+                                offset: xous::MemoryAddress::new(at),
+                                valid: xous::MemorySize::new(range.len()),
+                            };
                             xous::send_message(conn, Message::MutableBorrow(mm))
                         } else {
                             b.lend_mut(conn, Opcode::X25519Batch as u32)
@@ -238,7 +254,10 @@ fn main() {
                 if runaway {
                     // brz #0 jumps back to the start forever
                     let back = -(n as i16);
-                    prog.push(engine25519_core::isa::Instr { opcode: 9, ra: 0, ca: true, rb: 0, cb: false, wd: 0, imm: back }.encode());
+                    prog.push(
+                        engine25519_core::isa::Instr { opcode: 9, ra: 0, ca: true, rb: 0, cb: false, wd: 0, imm: back }
+                            .encode(),
+                    );
                     // a word after the branch: a BRZ on the program's last word halts (shipped RTL)
                     prog.push(0);
                 } else {
@@ -275,20 +294,31 @@ fn main() {
         }
     }
     // and a batch
-    let jobs: Vec<([u8; 32], [u8; 32])> = (0..MAX_BATCH as u8).map(|i| ([i | 0x40; 32], x25519_dalek::X25519_BASEPOINT_BYTES)).collect();
+    let jobs: Vec<([u8; 32], [u8; 32])> =
+        (0..MAX_BATCH as u8).map(|i| ([i | 0x40; 32], x25519_dalek::X25519_BASEPOINT_BYTES)).collect();
     let batch_ok = match e.x25519_batch(&jobs) {
         Ok(r) => jobs.iter().zip(&r).all(|((k, u), r)| r.result == x25519_dalek::x25519(*k, *u)),
         Err(_) => false,
     };
-    let stats = e.stats().map(|s| format!("errors={} jobs={} busy={}", s.errors, s.jobs, s.busy)).unwrap_or_else(|e| e.to_string());
+    let stats = e
+        .stats()
+        .map(|s| format!("errors={} jobs={} busy={}", s.errors, s.jobs, s.busy))
+        .unwrap_or_else(|e| e.to_string());
     hosted_tests::report(
-        &hosted_tests::Verdict::judged("engine-fuzz", t.sent >= count && t.bad_ok == 0 && ok == VALID_AFTER && batch_ok)
-            .with("sent", t.sent)
-            .with("answered", t.answered)
-            .with("bad_ok", t.bad_ok)
-            .with("valid_after", ok)
-            .with("valid_tried", VALID_AFTER)
-            .with("batch_after", if batch_ok { "ok" } else { "failed" })
-            .detail(format_args!("kinds={:?} server_stats[{stats}] first_bad={:?}", t.kinds, t.first_bad.unwrap_or_default())),
+        &hosted_tests::Verdict::judged(
+            "engine-fuzz",
+            t.sent >= count && t.bad_ok == 0 && ok == VALID_AFTER && batch_ok,
+        )
+        .with("sent", t.sent)
+        .with("answered", t.answered)
+        .with("bad_ok", t.bad_ok)
+        .with("valid_after", ok)
+        .with("valid_tried", VALID_AFTER)
+        .with("batch_after", if batch_ok { "ok" } else { "failed" })
+        .detail(format_args!(
+            "kinds={:?} server_stats[{stats}] first_bad={:?}",
+            t.kinds,
+            t.first_bad.unwrap_or_default()
+        )),
     );
 }

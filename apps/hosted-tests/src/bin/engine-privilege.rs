@@ -25,7 +25,9 @@ use hosted_tests::{privilege, Verdict};
 
 fn steal() -> ! {
     let stole = engine25519::Control::claim(Duration::from_secs(20)).is_ok();
-    hosted_tests::report(&Verdict::judged("engine-privilege/steal", stole).with("stole", if stole { "yes" } else { "no" }));
+    hosted_tests::report(
+        &Verdict::judged("engine-privilege/steal", stole).with("stole", if stole { "yes" } else { "no" }),
+    );
     loop {
         std::thread::sleep(Duration::from_secs(3600));
     }
@@ -42,10 +44,15 @@ fn main() {
     // 1. the system has finished its trusted boot (sysctl holds the control slots)
     privilege::wait_trusted_boot(&mut bad);
     // 2. the control name: lookup and claim refused
-    let (lookup, claim) = privilege::control_refused(CONTROL_NAME, engine25519::Control::claim(Duration::from_secs(2)), &mut bad);
+    let (lookup, claim) =
+        privilege::control_refused(CONTROL_NAME, engine25519::Control::claim(Duration::from_secs(2)), &mut bad);
     // 3. privileged opcodes on the public server, every message kind
-    let ops: Vec<(usize, &str)> = [(Opcode::Suspend, "Suspend"), (Opcode::Resume, "Resume"), (Opcode::Quit, "Quit")].iter().map(|(o, n)| (*o as usize, *n)).collect();
-    let (refused, tried) = privilege::privileged_opcodes_refused(e.conn(), &ops, Status::NotPermitted as usize, &mut bad);
+    let ops: Vec<(usize, &str)> = [(Opcode::Suspend, "Suspend"), (Opcode::Resume, "Resume"), (Opcode::Quit, "Quit")]
+        .iter()
+        .map(|(o, n)| (*o as usize, *n))
+        .collect();
+    let (refused, tried) =
+        privilege::privileged_opcodes_refused(e.conn(), &ops, Status::NotPermitted as usize, &mut bad);
     // the kernel's Shutdown: the system's own processes only
     let shutdown = privilege::shutdown_refused(&mut bad);
 
@@ -61,9 +68,12 @@ fn main() {
         }
     }
     // an ordinary app is served the batch call too (it is no privileged operation)
-    let jobs: Vec<([u8; 32], [u8; 32])> = (0..4u8).map(|i| ([i.wrapping_mul(41) | 1; 32], x25519_dalek::X25519_BASEPOINT_BYTES)).collect();
+    let jobs: Vec<([u8; 32], [u8; 32])> =
+        (0..4u8).map(|i| ([i.wrapping_mul(41) | 1; 32], x25519_dalek::X25519_BASEPOINT_BYTES)).collect();
     match e.x25519_batch(&jobs) {
-        Ok(r) if r.len() == jobs.len() && jobs.iter().zip(&r).all(|((k, u), r)| r.result == x25519_dalek::x25519(*k, *u)) => {}
+        Ok(r)
+            if r.len() == jobs.len()
+                && jobs.iter().zip(&r).all(|((k, u), r)| r.result == x25519_dalek::x25519(*k, *u)) => {}
         other => bad.push(format!("x25519_batch after the attempts: {:?}", other.map(|r| r.len()))),
     }
     let suspended = match e.stats() {

@@ -15,7 +15,6 @@
 use engine25519_core::isa::Isa;
 use std::time::Instant;
 
-
 fn key(i: u64) -> [u8; 32] {
     det_rng::XorShift64(0x9E37_79B9_7F4A_7C15u64 ^ i.wrapping_mul(0x2545_F491_4F6C_DD1D)).bytes32()
 }
@@ -70,8 +69,9 @@ fn main() {
     let mut svc = Vec::new();
     let mut inproc = Vec::new();
     let mut floor = Vec::new();
-    let mut stats_buf = xous_ipc::Buffer::into_buf(engine25519::api::StatsMsg { magic: engine25519::api::MAGIC, ..Default::default() })
-        .expect("stats buffer");
+    let mut stats_buf =
+        xous_ipc::Buffer::into_buf(engine25519::api::StatsMsg { magic: engine25519::api::MAGIC, ..Default::default() })
+            .expect("stats buffer");
     for round in 0..ROUNDS {
         floor.extend(samples_us(
             (n / ROUNDS).max(1),
@@ -114,13 +114,27 @@ fn main() {
     let m = n / 3;
     let rows: Vec<(&str, f64, f64, u64)> = vec![
         (
-            if isa == Isa::V1 { "model v1 via engine25519 service (IPC)" } else { "model v2 via engine25519 service (IPC)" },
-            time_check_us(m, 5, |i| e.x25519(&key(i), &base).expect("service x25519"), |i, r| {
-                wrong += (r != x25519_dalek::x25519(key(i), base)) as u64;
-            }),
-            time_check_us(m, 5, |i| e.x25519(&key(i), &peer).expect("service x25519"), |i, r| {
-                wrong += (r != x25519_dalek::x25519(key(i), peer)) as u64;
-            }),
+            if isa == Isa::V1 {
+                "model v1 via engine25519 service (IPC)"
+            } else {
+                "model v2 via engine25519 service (IPC)"
+            },
+            time_check_us(
+                m,
+                5,
+                |i| e.x25519(&key(i), &base).expect("service x25519"),
+                |i, r| {
+                    wrong += (r != x25519_dalek::x25519(key(i), base)) as u64;
+                },
+            ),
+            time_check_us(
+                m,
+                5,
+                |i| e.x25519(&key(i), &peer).expect("service x25519"),
+                |i, r| {
+                    wrong += (r != x25519_dalek::x25519(key(i), peer)) as u64;
+                },
+            ),
             svc_cycles,
         ),
         (
@@ -142,7 +156,9 @@ fn main() {
             0,
         ),
     ];
-    hosted_tests::marker("ENGINE-BENCH-TABLE X25519 providers (hosted, host CPU time; engine cycles at 50 MHz = device time)");
+    hosted_tests::marker(
+        "ENGINE-BENCH-TABLE X25519 providers (hosted, host CPU time; engine cycles at 50 MHz = device time)",
+    );
     hosted_tests::marker(&format!(
         "ENGINE-BENCH-TABLE {:<42} {:>14} {:>16} {:>14} {:>12}",
         "provider", "keygen (us)", "shared (us)", "engine cycles", "@50MHz (ms)"

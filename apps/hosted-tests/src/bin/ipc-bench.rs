@@ -49,7 +49,12 @@ fn main() {
     }
     let s50 = hosted_tests::median(&mut scalar);
     let l50 = hosted_tests::median(&mut lend);
-    hosted_tests::marker(&verdict::bench::BenchLine::new().num("ipc_scalar_rtt_us_p50", s50, 2).num("ipc_lend_4k_rtt_us_p50", l50, 2).to_string());
+    hosted_tests::marker(
+        &verdict::bench::BenchLine::new()
+            .num("ipc_scalar_rtt_us_p50", s50, 2)
+            .num("ipc_lend_4k_rtt_us_p50", l50, 2)
+            .to_string(),
+    );
     xous::send_message(cid, xous::Message::new_blocking_scalar(Opcode::Quit as usize, 0, 0, 0, 0)).ok();
     if shutdown {
         hosted_tests::shutdown_system().ok();

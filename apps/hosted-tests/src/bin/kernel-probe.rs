@@ -49,10 +49,7 @@ fn main() {
             for _ in 0..2 {
                 let sid = xous::create_server().expect("create_server");
                 let w = sid.to_u32();
-                hosted_tests::marker(&format!(
-                    "PROBE-SID {:08x}{:08x}{:08x}{:08x}",
-                    w.0, w.1, w.2, w.3
-                ));
+                hosted_tests::marker(&format!("PROBE-SID {:08x}{:08x}{:08x}{:08x}", w.0, w.1, w.2, w.3));
             }
         }
         "ready" => {
@@ -182,17 +179,14 @@ fn exit_with_threads() {
     let tt = xous_api_ticktimer::Ticktimer::new().expect("ticktimer");
     for i in 0..2usize {
         std::thread::spawn(move || {
-            let r = xous::send_message(
-                cid,
-                xous::Message::new_blocking_scalar(SLOW_DELAYED_SCALAR, HOLD_MS, i, 0, 0),
-            );
+            let r = xous::send_message(cid, xous::Message::new_blocking_scalar(SLOW_DELAYED_SCALAR, HOLD_MS, i, 0, 0));
             // Not reached: the process exits while the server holds this message.
             hosted_tests::marker(&format!("PROBE-EXIT-THREAD-ANSWERED {r:?}"));
         });
     }
     std::thread::spawn(move || {
-        let mut page = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W)
-            .expect("map page");
+        let mut page =
+            xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).expect("map page");
         page.as_slice_mut::<u8>().fill(7);
         let msg = xous::MemoryMessage {
             id: SLOW_DELAYED_LEND,
@@ -290,7 +284,8 @@ fn shutdown_refused() {
     if t.is_err() {
         bad.push(format!("ticktimer after the refusal: {t:?}"));
     }
-    let v = hosted_tests::Verdict::judged(SHUTDOWN_REFUSED, bad.is_empty()).with("answer", format!("{answer:?}").replace(' ', ""));
+    let v = hosted_tests::Verdict::judged(SHUTDOWN_REFUSED, bad.is_empty())
+        .with("answer", format!("{answer:?}").replace(' ', ""));
     hosted_tests::report(&if bad.is_empty() { v } else { v.detail(bad.join("; ")) });
     let sid = xns.register_name(REFUSED_NAME, None).expect("register the refused probe's name");
     loop {

@@ -24,7 +24,10 @@ fn main() {
         None => None,
     };
     if let Some(bad) = args.iter().enumerate().find(|(i, a)| {
-        a.starts_with("--") && *a != "--no-shutdown" && *a != "--shutdown-after" && !(*i > 0 && args[i - 1] == "--shutdown-after")
+        a.starts_with("--")
+            && *a != "--no-shutdown"
+            && *a != "--shutdown-after"
+            && !(*i > 0 && args[i - 1] == "--shutdown-after")
     }) {
         eprintln!("smoke: unknown argument {:?} (use --no-shutdown, --shutdown-after PATH)", bad.1);
         std::process::exit(2);

@@ -23,7 +23,8 @@ fn main() {
     let clears_before = t.error_stats().map(|s| s.clears).unwrap_or(u32::MAX);
 
     privilege::wait_trusted_boot(&mut bad);
-    let (lookup, claim) = privilege::control_refused(CONTROL_NAME, trng::TrngControl::claim(Duration::from_secs(2)), &mut bad);
+    let (lookup, claim) =
+        privilege::control_refused(CONTROL_NAME, trng::TrngControl::claim(Duration::from_secs(2)), &mut bad);
     let ops: Vec<(usize, &str)> = [
         (Opcode::ClearErrors, "ClearErrors"),
         (Opcode::TestSetMode, "TestSetMode"),
@@ -34,7 +35,8 @@ fn main() {
     .iter()
     .map(|(o, n)| (*o as usize, *n))
     .collect();
-    let (refused, tried) = privilege::privileged_opcodes_refused(t.conn(), &ops, TrngError::NotPermitted as usize, &mut bad);
+    let (refused, tried) =
+        privilege::privileged_opcodes_refused(t.conn(), &ops, TrngError::NotPermitted as usize, &mut bad);
     // the kernel's Shutdown: the system's own processes only
     let shutdown = privilege::shutdown_refused(&mut bad);
 

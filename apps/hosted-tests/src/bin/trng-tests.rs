@@ -88,7 +88,8 @@ fn fill_large() -> StepResult {
 }
 
 fn raw_blocking_scalar(cid: xous::CID, id: usize, a: [usize; 4]) -> Result<xous::Result, String> {
-    xous::send_message(cid, xous::Message::new_blocking_scalar(id, a[0], a[1], a[2], a[3])).map_err(|e| format!("send: {e:?}"))
+    xous::send_message(cid, xous::Message::new_blocking_scalar(id, a[0], a[1], a[2], a[3]))
+        .map_err(|e| format!("send: {e:?}"))
 }
 
 fn expect_scalar_err(r: xous::Result, want: TrngError, what: &str) -> StepResult {
@@ -99,8 +100,17 @@ fn expect_scalar_err(r: xous::Result, want: TrngError, what: &str) -> StepResult
 }
 
 /// Lend a page buffer with the given content, `offset` and `valid`; returns (offset, valid).
-fn raw_lend(cid: xous::CID, id: usize, pages: usize, fill: u8, offset: usize, valid: usize, mutable: bool) -> Result<(usize, usize), String> {
-    let range = xous::map_memory(None, None, pages * 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).map_err(|e| format!("map: {e:?}"))?;
+fn raw_lend(
+    cid: xous::CID,
+    id: usize,
+    pages: usize,
+    fill: u8,
+    offset: usize,
+    valid: usize,
+    mutable: bool,
+) -> Result<(usize, usize), String> {
+    let range = xous::map_memory(None, None, pages * 4096, xous::MemoryFlags::R | xous::MemoryFlags::W)
+        .map_err(|e| format!("map: {e:?}"))?;
     unsafe { core::slice::from_raw_parts_mut(range.as_mut_ptr(), range.len()) }.fill(fill);
     let msg = if mutable {
         xous::Message::new_lend_mut(id, range, xous::MemoryAddress::new(offset), xous::MemorySize::new(valid))
@@ -129,24 +139,59 @@ fn malformed() -> StepResult {
     let cid = |o: Opcode| if o.is_control() { ctl } else { public };
     let op = |o: Opcode| o.to_usize().unwrap();
     // scalar calls with bad arguments
-    expect_scalar_err(raw_blocking_scalar(public, op(Opcode::GetTrng), [0, 0, 0, 0])?, TrngError::ZeroLength, "GetTrng(0)")?;
-    expect_scalar_err(raw_blocking_scalar(public, op(Opcode::GetTrng), [3, 0, 0, 0])?, TrngError::TooLarge, "GetTrng(3)")?;
-    expect_scalar_err(raw_blocking_scalar(public, op(Opcode::GetTrng), [usize::MAX, 0, 0, 0])?, TrngError::TooLarge, "GetTrng(huge)")?;
-    expect_scalar_err(raw_blocking_scalar(ctl, op(Opcode::TestSetMode), [99, 0, 0, 0])?, TrngError::UnknownMode, "TestSetMode(99)")?;
+    expect_scalar_err(
+        raw_blocking_scalar(public, op(Opcode::GetTrng), [0, 0, 0, 0])?,
+        TrngError::ZeroLength,
+        "GetTrng(0)",
+    )?;
+    expect_scalar_err(
+        raw_blocking_scalar(public, op(Opcode::GetTrng), [3, 0, 0, 0])?,
+        TrngError::TooLarge,
+        "GetTrng(3)",
+    )?;
+    expect_scalar_err(
+        raw_blocking_scalar(public, op(Opcode::GetTrng), [usize::MAX, 0, 0, 0])?,
+        TrngError::TooLarge,
+        "GetTrng(huge)",
+    )?;
+    expect_scalar_err(
+        raw_blocking_scalar(ctl, op(Opcode::TestSetMode), [99, 0, 0, 0])?,
+        TrngError::UnknownMode,
+        "TestSetMode(99)",
+    )?;
     for conn in [public, ctl] {
         expect_scalar_err(raw_blocking_scalar(conn, 1234, [1, 2, 3, 4])?, TrngError::UnknownOpcode, "unknown opcode")?;
         expect_scalar_err(raw_blocking_scalar(conn, 16, [0; 4])?, TrngError::UnknownOpcode, "opcode 16")?;
     }
     // each server refuses the other's opcodes
     for o in [Opcode::ClearErrors, Opcode::TestSetMode, Opcode::Quit] {
-        expect_scalar_err(raw_blocking_scalar(public, op(o), [0; 4])?, TrngError::NotPermitted, &format!("{o:?} on the public server"))?;
+        expect_scalar_err(
+            raw_blocking_scalar(public, op(o), [0; 4])?,
+            TrngError::NotPermitted,
+            &format!("{o:?} on the public server"),
+        )?;
     }
     for o in [Opcode::GetTrng, Opcode::SeedTrng] {
-        expect_scalar_err(raw_blocking_scalar(ctl, op(o), [1, 0, 0, 0])?, TrngError::UnknownOpcode, &format!("{o:?} on the control server"))?;
+        expect_scalar_err(
+            raw_blocking_scalar(ctl, op(o), [1, 0, 0, 0])?,
+            TrngError::UnknownOpcode,
+            &format!("{o:?} on the control server"),
+        )?;
     }
     // memory opcodes sent as blocking scalars
-    for o in [Opcode::FillTrng, Opcode::TestGetData, Opcode::HealthStats, Opcode::ErrorStats, Opcode::ErrorSubscribe, Opcode::TestInjectFault] {
-        expect_scalar_err(raw_blocking_scalar(cid(o), op(o), [1, 2, 3, 4])?, TrngError::BadMessage, &format!("{o:?} as scalar"))?;
+    for o in [
+        Opcode::FillTrng,
+        Opcode::TestGetData,
+        Opcode::HealthStats,
+        Opcode::ErrorStats,
+        Opcode::ErrorSubscribe,
+        Opcode::TestInjectFault,
+    ] {
+        expect_scalar_err(
+            raw_blocking_scalar(cid(o), op(o), [1, 2, 3, 4])?,
+            TrngError::BadMessage,
+            &format!("{o:?} as scalar"),
+        )?;
     }
     // non-blocking scalars to everything (no reply possible; the servers must not choke)
     for id in 0..=20usize {
@@ -210,8 +255,18 @@ fn malformed() -> StepResult {
         }
     }
     // a moved (not lent) buffer: the server frees it and carries on
-    let range = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).map_err(|e| format!("{e:?}"))?;
-    xous::send_message(public, xous::Message::Move(xous::MemoryMessage { id: op(Opcode::FillTrng), buf: range, offset: None, valid: xous::MemorySize::new(64) })).map_err(|e| format!("move: {e:?}"))?;
+    let range = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W)
+        .map_err(|e| format!("{e:?}"))?;
+    xous::send_message(
+        public,
+        xous::Message::Move(xous::MemoryMessage {
+            id: op(Opcode::FillTrng),
+            buf: range,
+            offset: None,
+            valid: xous::MemorySize::new(64),
+        }),
+    )
+    .map_err(|e| format!("move: {e:?}"))?;
     // bad fault specifications
     for bad in ["av9:stuck", "ro:bias=7", "garbage", &"x".repeat(257)] {
         match c.inject_fault(bad) {

@@ -3,10 +3,7 @@
 use hosted_tests::{Step, StepResult};
 
 pub fn steps() -> Vec<Step> {
-    vec![
-        Step { name: "base/names-lookup", run: names_lookup },
-        Step { name: "base/ticktimer", run: ticktimer },
-    ]
+    vec![Step { name: "base/names-lookup", run: names_lookup }, Step { name: "base/ticktimer", run: ticktimer }]
 }
 
 fn names_lookup() -> StepResult {

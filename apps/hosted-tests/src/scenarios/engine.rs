@@ -39,7 +39,8 @@ fn x25519_rfc7748() -> StepResult {
 /// and the empty list.
 fn x25519_batch() -> StepResult {
     let e = engine25519::Engine25519::new().map_err(|e| format!("connect: {e:?}"))?;
-    let rfc: Vec<([u8; 32], [u8; 32])> = engine25519_core::vectors::RFC7748.iter().map(|(k, u, _)| (bytes32(k), bytes32(u))).collect();
+    let rfc: Vec<([u8; 32], [u8; 32])> =
+        engine25519_core::vectors::RFC7748.iter().map(|(k, u, _)| (bytes32(k), bytes32(u))).collect();
     let got = e.x25519_batch(&rfc).map_err(|e| format!("x25519_batch (RFC 7748): {e:?}"))?;
     for ((k, _, want), r) in engine25519_core::vectors::RFC7748.iter().zip(&got) {
         if r.result != bytes32(want) {
@@ -50,7 +51,8 @@ fn x25519_batch() -> StepResult {
         return Err(format!("batch of {} answered {} results", rfc.len(), got.len()));
     }
     for n in 1..=engine25519::api::MAX_BATCH {
-        let jobs: Vec<([u8; 32], [u8; 32])> = (0..n).map(|i| ([(7 * n + i) as u8 | 1; 32], [(i + 9) as u8; 32])).collect();
+        let jobs: Vec<([u8; 32], [u8; 32])> =
+            (0..n).map(|i| ([(7 * n + i) as u8 | 1; 32], [(i + 9) as u8; 32])).collect();
         let sync = e.x25519_batch(&jobs).map_err(|e| format!("batch of {n}: {e:?}"))?;
         let asy = e.x25519_batch_async(&jobs).wait().map_err(|e| format!("async batch of {n}: {e:?}"))?;
         for (i, (k, u)) in jobs.iter().enumerate() {

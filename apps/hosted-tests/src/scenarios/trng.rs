@@ -3,10 +3,7 @@
 use hosted_tests::{Step, StepResult};
 
 pub fn steps() -> Vec<Step> {
-    vec![
-        Step { name: "trng/get_u32", run: get_u32 },
-        Step { name: "trng/fill_buf-4k", run: fill_buf },
-    ]
+    vec![Step { name: "trng/get_u32", run: get_u32 }, Step { name: "trng/fill_buf-4k", run: fill_buf }]
 }
 
 fn get_u32() -> StepResult {

@@ -14,13 +14,13 @@
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use ratchet::{CpuKem, DhJob, DhOutput, KeyPair, Responder};
 use ratchet_demo::config::{Common, COMMON};
 use ratchet_demo::dh::{engine_fn, AsyncRunner, Device, DhFn};
 use ratchet_demo::entropy::PoolRng;
 use ratchet_demo::party::{Event, Party};
 use ratchet_demo::relay_client::Relay;
 use ratchet_demo::BOB;
-use ratchet::{CpuKem, DhJob, DhOutput, KeyPair, Responder};
 use service_ipc::options::{Opt, Takes};
 
 const MINE: &[Opt] = &[
@@ -83,7 +83,11 @@ fn refill_pq(party: &mut Party, rng: &mut impl Keys, n: usize) -> Result<usize, 
         if !rng.ready(128 * k + 64, Duration::from_secs(30)) {
             return Err("no entropy from the TRNG within 30 s".into());
         }
-        party.responder_mut().unwrap().add_pq_prekeys_with(k, one_time, &mut *rng, &mut CpuKem).map_err(|e| e.to_string())
+        party
+            .responder_mut()
+            .unwrap()
+            .add_pq_prekeys_with(k, one_time, &mut *rng, &mut CpuKem)
+            .map_err(|e| e.to_string())
     };
     if need_lr {
         make(party, 1, false)?;
@@ -176,9 +180,13 @@ fn run(cfg: Common, opks: usize, pq_opks: usize, mut rng: impl Keys) -> ! {
     // party has work by the clock (a retransmission): nobody polls.
     let (tx, rx) = mpsc::channel::<Wake>();
     let done = tx.clone();
-    let mut dh = AsyncRunner::with_notify(engine_fn(engine.clone()), Device::new(cfg.pacing()), Box::new(move || {
-        let _ = done.send(Wake::DhDone);
-    }));
+    let mut dh = AsyncRunner::with_notify(
+        engine_fn(engine.clone()),
+        Device::new(cfg.pacing()),
+        Box::new(move || {
+            let _ = done.send(Wake::DhDone);
+        }),
+    );
     start_receiver(tx).unwrap_or_else(|e| die(&e));
     log::info!(
         "chat-bob: ready ({}; {} sessions, {} messages in history, store {})",
@@ -239,7 +247,9 @@ fn run(cfg: Common, opks: usize, pq_opks: usize, mut rng: impl Keys) -> ! {
                     }
                     publish(&mut relay, &party);
                 }
-                Event::Rejected { peer, kind, why } => log::info!("chat-bob: rejected a frame from {peer} ({kind:?}): {why}"),
+                Event::Rejected { peer, kind, why } => {
+                    log::info!("chat-bob: rejected a frame from {peer} ({kind:?}): {why}")
+                }
                 Event::Error(e) => log::warn!("chat-bob: {e}"),
                 Event::Info(i) => log::info!("chat-bob: {i}"),
                 _ => {}

@@ -66,7 +66,9 @@ fn main() {
 
 #[cfg(not(target_os = "xous"))]
 fn run(_: Args) {
-    eprintln!("chat-device draws on the device's memory LCD: run it on the simulated Precursor (cargo xtask run --device)");
+    eprintln!(
+        "chat-device draws on the device's memory LCD: run it on the simulated Precursor (cargo xtask run --device)"
+    );
     std::process::exit(2);
 }
 
@@ -166,7 +168,12 @@ mod device {
     /// thread sleeps in the kernel until the block's interrupt says a character came (no
     /// polling), then takes every character there is.
     fn start_keyboard(tx: mpsc::Sender<Ev>) -> Result<(), xous::Error> {
-        let page = xous::map_memory(xous::MemoryAddress::new(HW_KEYBOARD_BASE), None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W)?;
+        let page = xous::map_memory(
+            xous::MemoryAddress::new(HW_KEYBOARD_BASE),
+            None,
+            4096,
+            xous::MemoryFlags::R | xous::MemoryFlags::W,
+        )?;
         let sid = xous::create_server()?;
         let cid = xous::connect(sid)?;
         let bell: &'static KeyBell = Box::leak(Box::new(KeyBell { csr: page.as_mut_ptr() as *mut u32, cid }));
@@ -332,7 +339,13 @@ mod device {
             // whole milliseconds as integers: `{:.0}` of an f64 is an exact decimal conversion
             // (big-number arithmetic in software on this CPU), three of them every frame
             let ms = |v: f64| (v + 0.5) as u64;
-            format!("frame {} {} ms p99 {} worst {}", self.stats.frames, ms(self.stats.last()), ms(self.stats.p99()), ms(self.stats.worst))
+            format!(
+                "frame {} {} ms p99 {} worst {}",
+                self.stats.frames,
+                ms(self.stats.last()),
+                ms(self.stats.p99()),
+                ms(self.stats.worst)
+            )
         }
 
         /// A frame now if one is due (see [`Self::show_ticker`]).
@@ -449,7 +462,9 @@ mod device {
             let mut changed = got || self.rows.is_empty();
             if let Some(peer) = self.party.needs_bundle() {
                 // one request at a time (its check takes a while), at most every 100 ms
-                if !self.bundle_waiting && self.bundle_asked.map(|t| now.duration_since(t) > Duration::from_millis(100)).unwrap_or(true) {
+                if !self.bundle_waiting
+                    && self.bundle_asked.map(|t| now.duration_since(t) > Duration::from_millis(100)).unwrap_or(true)
+                {
                     self.bundle_asked = Some(now);
                     self.bundle_waiting = true;
                     let _ = self.net.send(NetCmd::GetBundle(peer));
@@ -589,7 +604,8 @@ mod device {
                 // the rows wait for the frame, which sends them after its ticker
                 Some(f.next_frame)
             } else {
-                (f.screen.fb.any_dirty() || !self.shown.is_empty()).then(|| f.panel_end.max(now + Duration::from_millis(1)))
+                (f.screen.fb.any_dirty() || !self.shown.is_empty())
+                    .then(|| f.panel_end.max(now + Duration::from_millis(1)))
             };
         }
 
@@ -609,7 +625,8 @@ mod device {
             // again (every entry formatted and wrapped) only then. The key names the last entry
             // too: a full history drops its oldest as a new one comes, its length stays.
             let h = self.party.history();
-            let key = (h.len(), h.iter().filter(|e| e.acked).count(), h.last().map(|e| (e.dir == Dir::Out, e.peer, e.seq)));
+            let key =
+                (h.len(), h.iter().filter(|e| e.acked).count(), h.last().map(|e| (e.dir == Dir::Out, e.peer, e.seq)));
             if self.conv_key != Some(key) {
                 let entries: Vec<String> = h
                     .iter()
@@ -625,9 +642,20 @@ mod device {
             rows.push(sep.clone());
             // the newest note marked; the others keep their rows
             for (i, a) in self.activity.iter().enumerate() {
-                rows.push(if a.is_empty() { String::new() } else { format!("{}{a}", if self.act_newest == Some(i) { "> " } else { "  " }) });
+                rows.push(if a.is_empty() {
+                    String::new()
+                } else {
+                    format!("{}{a}", if self.act_newest == Some(i) { "> " } else { "  " })
+                });
             }
-            rows.push(format!("acc {} DH {} rej {} resent {} unacked {}", c.accepted, c.dh_steps, c.rejected(), c.retransmits, self.party.outbox_len()));
+            rows.push(format!(
+                "acc {} DH {} rej {} resent {} unacked {}",
+                c.accepted,
+                c.dh_steps,
+                c.rejected(),
+                c.retransmits,
+                self.party.outbox_len()
+            ));
             rows.push(format!("keys: TRNG service; store: {}", self.party.store_desc()));
             assert_eq!(rows.len(), TICKER, "the ticker row moved");
             rows.push(self.frames.borrow().ticker());
@@ -647,7 +675,8 @@ mod device {
         let rng = trng::Trng::new().unwrap_or_else(|e| die(&format!("TRNG: {e:?}")));
         let relay = Relay::new().unwrap_or_else(|e| die(&e.to_string()));
         let path = args.common.store.join("alice.state");
-        let party = Party::initiator_in(store::backing(&path), ALICE, BOB).unwrap_or_else(|e| die(&format!("store: {e}")));
+        let party =
+            Party::initiator_in(store::backing(&path), ALICE, BOB).unwrap_or_else(|e| die(&format!("store: {e}")));
         let f = match args.common.engine {
             EngineMode::Software => dalek_fn(),
             _ => hw_fn(engine.clone()),
@@ -661,9 +690,13 @@ mod device {
         } else {
             // the worker wakes the UI thread when a batch is done
             let done = tx.clone();
-            Box::new(AsyncRunner::with_notify(f, device, Box::new(move || {
-                let _ = done.send(Ev::DhDone);
-            })))
+            Box::new(AsyncRunner::with_notify(
+                f,
+                device,
+                Box::new(move || {
+                    let _ = done.send(Ev::DhDone);
+                }),
+            ))
         };
         start_keyboard(tx.clone()).unwrap_or_else(|e| die(&format!("keyboard: {e:?}")));
         let net = start_net(relay, tx);
@@ -760,7 +793,9 @@ mod device {
             c.dh_steps,
             ui.party.saves,
         ));
-        let r = xous_api_names::XousNames::new().and_then(|xns| xous_api_susres::Susres::new_without_hook(&xns)).and_then(|s| s.immediate_poweroff());
+        let r = xous_api_names::XousNames::new()
+            .and_then(|xns| xous_api_susres::Susres::new_without_hook(&xns))
+            .and_then(|s| s.immediate_poweroff());
         if let Err(e) = r {
             die(&format!("power-off: {e:?}"));
         }
@@ -778,7 +813,10 @@ mod tests {
         assert!(ok.sync_dh);
         assert_eq!(ok.fps, 30);
         assert_eq!(a(&["--store", "/s", "--no-pace", "--fps", "20"]).unwrap().fps, 20);
-        for (bad, want) in [(&["--store", "/s", "--no-pace", "--fps", "0"][..], "1..=60"), (&["--store", "/s", "--no-pace", "--bogus"][..], "unknown option")] {
+        for (bad, want) in [
+            (&["--store", "/s", "--no-pace", "--fps", "0"][..], "1..=60"),
+            (&["--store", "/s", "--no-pace", "--bogus"][..], "unknown option"),
+        ] {
             let e = a(bad).unwrap_err();
             assert!(e.contains(want), "{e}");
         }

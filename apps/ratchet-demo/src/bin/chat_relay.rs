@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use ratchet_demo::relay_api::{frame_at, frame_at_mut, Faults, Opcode, RelayStats, Status, MAGIC, SERVER_NAME};
 use ratchet_demo::relay_net::Net;
 use service_ipc::options::{Opt, Takes};
-use service_ipc::server::{decode_request, reply_archive, reply_bad_kind, reply_error, reply_ok, scalar_args, send_prepared, Kind};
+use service_ipc::server::{
+    decode_request, reply_archive, reply_bad_kind, reply_error, reply_ok, scalar_args, send_prepared, Kind,
+};
 use xous::{Message, MessageEnvelope};
 
 const OPTS: &[Opt] = &[
@@ -120,7 +122,9 @@ fn start_timer(sid: xous::SID, t0: Instant) -> mpsc::Sender<u64> {
             loop {
                 let r = match due {
                     None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-                    Some(d) => rx.recv_timeout(Duration::from_millis(d.saturating_sub(t0.elapsed().as_millis() as u64))),
+                    Some(d) => {
+                        rx.recv_timeout(Duration::from_millis(d.saturating_sub(t0.elapsed().as_millis() as u64)))
+                    }
                 };
                 match r {
                     Ok(d) => due = Some(d),
@@ -156,28 +160,33 @@ fn dispatch(relay: &mut Relay, env: MessageEnvelope, t0: Instant) {
                 Err(e) => reply_error(env, e),
             }
         }
-        (Opcode::Recv, Kind::LendMut) => match frame_request(&env).and_then(|(_, to, _)| net.recv(to, now).map(|p| (to, p))) {
-            Ok((to, Some(p))) => drop(fill(env, p.from, to, &p.data)),
-            Ok((to, None)) => drop(fill(env, 0, to, &[])),
-            Err(e) => reply_error(env, e),
-        },
-        (Opcode::RecvWait, Kind::LendMut) => match frame_request(&env).and_then(|(_, to, _)| net.recv(to, now).map(|p| (to, p))) {
-            Ok((to, Some(p))) => drop(fill(env, p.from, to, &p.data)),
-            Ok((to, None)) => {
-                // kept until a frame comes; an earlier request for this mailbox is let go empty
-                if let Some(old) = relay.waiters.insert(to, env) {
-                    answer(old, 0, to, &[]);
-                }
-                relay.serve_waiters(now);
+        (Opcode::Recv, Kind::LendMut) => {
+            match frame_request(&env).and_then(|(_, to, _)| net.recv(to, now).map(|p| (to, p))) {
+                Ok((to, Some(p))) => drop(fill(env, p.from, to, &p.data)),
+                Ok((to, None)) => drop(fill(env, 0, to, &[])),
+                Err(e) => reply_error(env, e),
             }
-            Err(e) => reply_error(env, e),
-        },
+        }
+        (Opcode::RecvWait, Kind::LendMut) => {
+            match frame_request(&env).and_then(|(_, to, _)| net.recv(to, now).map(|p| (to, p))) {
+                Ok((to, Some(p))) => drop(fill(env, p.from, to, &p.data)),
+                Ok((to, None)) => {
+                    // kept until a frame comes; an earlier request for this mailbox is let go empty
+                    if let Some(old) = relay.waiters.insert(to, env) {
+                        answer(old, 0, to, &[]);
+                    }
+                    relay.serve_waiters(now);
+                }
+                Err(e) => reply_error(env, e),
+            }
+        }
         (Opcode::Wake, Kind::Scalar) => {
             relay.armed = None;
             relay.serve_waiters(now);
         }
         (Opcode::PutBundle, Kind::LendMut) => {
-            let r = frame_request(&env).and_then(|(from, _, p)| net.put_bundle(from, p.ok_or(Status::BadLength)?).map(|()| from));
+            let r = frame_request(&env)
+                .and_then(|(from, _, p)| net.put_bundle(from, p.ok_or(Status::BadLength)?).map(|()| from));
             match r {
                 Ok(from) => {
                     log::info!("chat-relay: prekey bundle of mailbox {from} registered");
@@ -186,10 +195,12 @@ fn dispatch(relay: &mut Relay, env: MessageEnvelope, t0: Instant) {
                 Err(e) => reply_error(env, e),
             }
         }
-        (Opcode::GetBundle, Kind::LendMut) => match frame_request(&env).and_then(|(_, to, _)| net.get_bundle(to).map(|b| (to, b.to_vec()))) {
-            Ok((to, b)) => drop(fill(env, to, to, &b)),
-            Err(e) => reply_error(env, e),
-        },
+        (Opcode::GetBundle, Kind::LendMut) => {
+            match frame_request(&env).and_then(|(_, to, _)| net.get_bundle(to).map(|b| (to, b.to_vec()))) {
+                Ok((to, b)) => drop(fill(env, to, to, &b)),
+                Err(e) => reply_error(env, e),
+            }
+        }
         (Opcode::SetFaults, Kind::BlockingScalar) => match Faults::from_args(scalar_args(&env).unwrap()) {
             Ok(f) => {
                 log::info!("chat-relay: faults now {f:?}");

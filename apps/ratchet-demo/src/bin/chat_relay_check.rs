@@ -11,7 +11,7 @@
 use ratchet_demo::relay_api::{Faults, Frame, Opcode, RelayStats, Status, FRAME_DATA, MAGIC};
 use ratchet_demo::relay_client::{Relay, RelayError};
 use service_ipc::client::{blocking_scalar, memory_reply, CallError};
-use xous::{Message, MemorySize};
+use xous::{MemorySize, Message};
 use xous_ipc::Buffer;
 
 struct Check {
@@ -41,13 +41,17 @@ impl Check {
 
     /// A raw page with `bytes` at the start, lent mutably with archive position `pos`.
     fn raw(&self, op: u32, bytes: &[u8], pos: usize) -> Result<(), CallError> {
-        let mut page = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).map_err(CallError::Ipc)?;
+        let mut page =
+            xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W).map_err(CallError::Ipc)?;
         {
             let s = page.as_slice_mut::<u8>();
             s.fill(0);
             s[..bytes.len()].copy_from_slice(bytes);
         }
-        let r = xous::send_message(self.conn, Message::new_lend_mut(op as usize, page, MemorySize::new(pos), MemorySize::new(4096)));
+        let r = xous::send_message(
+            self.conn,
+            Message::new_lend_mut(op as usize, page, MemorySize::new(pos), MemorySize::new(4096)),
+        );
         let out = r.map_err(CallError::Ipc).and_then(memory_reply).map(|_| ());
         let _ = xous::unmap_memory(page);
         out
@@ -70,26 +74,70 @@ fn run() -> Result<u32, String> {
         c.expect("unknown opcode (lend_mut)", c.frame(op, Frame::new(1, 1, b"x").unwrap()), Status::UnknownOpcode)?;
     }
     // every known opcode as the wrong kind
-    for op in [Opcode::Send, Opcode::Recv, Opcode::PutBundle, Opcode::GetBundle, Opcode::Stats, Opcode::RecvWait, Opcode::Wake] {
+    for op in [
+        Opcode::Send,
+        Opcode::Recv,
+        Opcode::PutBundle,
+        Opcode::GetBundle,
+        Opcode::Stats,
+        Opcode::RecvWait,
+        Opcode::Wake,
+    ] {
         c.expect(&format!("{op:?} as blocking scalar"), c.scalar(op as u32, [1, 2, 3, 4]), Status::BadMessage)?;
     }
-    c.expect("SetFaults as lend_mut", c.frame(Opcode::SetFaults as u32, Frame::new(1, 1, b"x").unwrap()), Status::BadMessage)?;
+    c.expect(
+        "SetFaults as lend_mut",
+        c.frame(Opcode::SetFaults as u32, Frame::new(1, 1, b"x").unwrap()),
+        Status::BadMessage,
+    )?;
     c.expect("Wake as lend_mut", c.frame(Opcode::Wake as u32, Frame::new(1, 1, b"x").unwrap()), Status::BadMessage)?;
     // bad field values
     for op in [Opcode::Send, Opcode::Recv, Opcode::PutBundle, Opcode::GetBundle, Opcode::RecvWait] {
-        c.expect(&format!("{op:?} with a bad magic"), c.frame(op as u32, frame_with(1, 2, 1, MAGIC ^ 1)), Status::BadMessage)?;
+        c.expect(
+            &format!("{op:?} with a bad magic"),
+            c.frame(op as u32, frame_with(1, 2, 1, MAGIC ^ 1)),
+            Status::BadMessage,
+        )?;
     }
     c.expect("Send of length 0", c.frame(Opcode::Send as u32, frame_with(1, 2, 0, MAGIC)), Status::BadLength)?;
-    c.expect("Send longer than a frame", c.frame(Opcode::Send as u32, frame_with(1, 2, FRAME_DATA as u32 + 1, MAGIC)), Status::BadLength)?;
-    c.expect("Send with length u32::MAX", c.frame(Opcode::Send as u32, frame_with(1, 2, u32::MAX, MAGIC)), Status::BadLength)?;
-    c.expect("PutBundle longer than a frame", c.frame(Opcode::PutBundle as u32, frame_with(3, 3, FRAME_DATA as u32 + 1, MAGIC)), Status::BadLength)?;
+    c.expect(
+        "Send longer than a frame",
+        c.frame(Opcode::Send as u32, frame_with(1, 2, FRAME_DATA as u32 + 1, MAGIC)),
+        Status::BadLength,
+    )?;
+    c.expect(
+        "Send with length u32::MAX",
+        c.frame(Opcode::Send as u32, frame_with(1, 2, u32::MAX, MAGIC)),
+        Status::BadLength,
+    )?;
+    c.expect(
+        "PutBundle longer than a frame",
+        c.frame(Opcode::PutBundle as u32, frame_with(3, 3, FRAME_DATA as u32 + 1, MAGIC)),
+        Status::BadLength,
+    )?;
     c.expect("Send from mailbox 0", c.frame(Opcode::Send as u32, frame_with(0, 2, 1, MAGIC)), Status::BadMailbox)?;
     c.expect("Send to mailbox 65", c.frame(Opcode::Send as u32, frame_with(1, 65, 1, MAGIC)), Status::BadMailbox)?;
     c.expect("Recv of mailbox 0", c.frame(Opcode::Recv as u32, frame_with(0, 0, 0, MAGIC)), Status::BadMailbox)?;
-    c.expect("Recv of mailbox u32::MAX", c.frame(Opcode::Recv as u32, frame_with(0, u32::MAX, 0, MAGIC)), Status::BadMailbox)?;
-    c.expect("RecvWait of mailbox 0", c.frame(Opcode::RecvWait as u32, frame_with(0, 0, 0, MAGIC)), Status::BadMailbox)?;
-    c.expect("RecvWait of mailbox 65", c.frame(Opcode::RecvWait as u32, frame_with(0, 65, 0, MAGIC)), Status::BadMailbox)?;
-    c.expect("GetBundle nobody registered", c.frame(Opcode::GetBundle as u32, frame_with(0, 60, 0, MAGIC)), Status::NoBundle)?;
+    c.expect(
+        "Recv of mailbox u32::MAX",
+        c.frame(Opcode::Recv as u32, frame_with(0, u32::MAX, 0, MAGIC)),
+        Status::BadMailbox,
+    )?;
+    c.expect(
+        "RecvWait of mailbox 0",
+        c.frame(Opcode::RecvWait as u32, frame_with(0, 0, 0, MAGIC)),
+        Status::BadMailbox,
+    )?;
+    c.expect(
+        "RecvWait of mailbox 65",
+        c.frame(Opcode::RecvWait as u32, frame_with(0, 65, 0, MAGIC)),
+        Status::BadMailbox,
+    )?;
+    c.expect(
+        "GetBundle nobody registered",
+        c.frame(Opcode::GetBundle as u32, frame_with(0, 60, 0, MAGIC)),
+        Status::NoBundle,
+    )?;
     c.expect("SetFaults 101 %", c.scalar(Opcode::SetFaults as u32, [0, 0, 0, 101]), Status::BadValue)?;
     c.expect("SetFaults usize::MAX", c.scalar(Opcode::SetFaults as u32, [usize::MAX, 0, 0, 0]), Status::BadValue)?;
     c.expect("Stats with a bad magic", c.frame(Opcode::Stats as u32, frame_with(0, 0, 0, 0)), Status::BadMessage)?;

@@ -77,31 +77,43 @@ fn main() {
 
     // ML-KEM-1024 jobs on fresh keys.
     let mut n = 0;
-    put("ratchet_mlkem1024_keygen_us", time(runs, || {
-        n += 1;
-        let r = (KemJob::KeyGen { seed: seed(n) }).run().unwrap();
-        assert!(matches!(r, KemOutput::PublicKey(_)));
-    }));
+    put(
+        "ratchet_mlkem1024_keygen_us",
+        time(runs, || {
+            n += 1;
+            let r = (KemJob::KeyGen { seed: seed(n) }).run().unwrap();
+            assert!(matches!(r, KemOutput::PublicKey(_)));
+        }),
+    );
     let KemOutput::PublicKey(pk) = (KemJob::KeyGen { seed: seed(0) }).run().unwrap() else { unreachable!() };
     let mut ct = None;
-    put("ratchet_mlkem1024_encaps_us", time(runs, || {
-        n += 1;
-        let job = KemJob::Encapsulate { public_key: pk.clone(), randomness: Zeroizing::new([n as u8; 32]) };
-        let KemOutput::Encapsulated { ciphertext, .. } = job.run().unwrap() else { unreachable!() };
-        ct = Some(ciphertext);
-    }));
+    put(
+        "ratchet_mlkem1024_encaps_us",
+        time(runs, || {
+            n += 1;
+            let job = KemJob::Encapsulate { public_key: pk.clone(), randomness: Zeroizing::new([n as u8; 32]) };
+            let KemOutput::Encapsulated { ciphertext, .. } = job.run().unwrap() else { unreachable!() };
+            ct = Some(ciphertext);
+        }),
+    );
     let ct = ct.unwrap();
-    put("ratchet_mlkem1024_decaps_us", time(runs, || {
-        let r = (KemJob::Decapsulate { seed: seed(0), ciphertext: ct.clone() }).run().unwrap();
-        assert!(matches!(r, KemOutput::SharedSecret(_)));
-    }));
+    put(
+        "ratchet_mlkem1024_decaps_us",
+        time(runs, || {
+            let r = (KemJob::Decapsulate { seed: seed(0), ciphertext: ct.clone() }).run().unwrap();
+            assert!(matches!(r, KemOutput::SharedSecret(_)));
+        }),
+    );
     {
         use libcrux_ml_kem::mlkem1024;
         let kp = mlkem1024::generate_key_pair(*seed(0));
         let c = mlkem1024::MlKem1024Ciphertext::from(&*ct);
-        put("ratchet_mlkem1024_decaps_only_us", time(runs, || {
-            std::hint::black_box(mlkem1024::decapsulate(kp.private_key(), &c));
-        }));
+        put(
+            "ratchet_mlkem1024_decaps_only_us",
+            time(runs, || {
+                std::hint::black_box(mlkem1024::decapsulate(kp.private_key(), &c));
+            }),
+        );
     }
 
     // Whole initiations (a fresh bundle each time: one-time curve and PQ prekeys).
@@ -111,19 +123,28 @@ fn main() {
     let alice = KeyPair::generate(&mut OsRng, &mut dh).unwrap();
     let pq_bundle = bob.pqxdh_bundle();
     let x_bundle = bob.bundle();
-    put("ratchet_x3dh_init_us", time(runs, || {
-        let mut s = x3dh::initiate_with(&alice, &x_bundle, &mut OsRng, &mut DalekDh).unwrap();
-        std::hint::black_box(s.encrypt(b"hello").unwrap());
-    }));
+    put(
+        "ratchet_x3dh_init_us",
+        time(runs, || {
+            let mut s = x3dh::initiate_with(&alice, &x_bundle, &mut OsRng, &mut DalekDh).unwrap();
+            std::hint::black_box(s.encrypt(b"hello").unwrap());
+        }),
+    );
     let mut first = Vec::new();
-    put("ratchet_pqxdh_init_us", time(runs, || {
-        let mut s = pqxdh::initiate_with(&alice, &pq_bundle, &mut OsRng, &mut DalekDh, &mut CpuKem).unwrap();
-        first = s.encrypt(b"hello").unwrap();
-    }));
+    put(
+        "ratchet_pqxdh_init_us",
+        time(runs, || {
+            let mut s = pqxdh::initiate_with(&alice, &pq_bundle, &mut OsRng, &mut DalekDh, &mut CpuKem).unwrap();
+            first = s.encrypt(b"hello").unwrap();
+        }),
+    );
     // The responder's side with the last-resort PQ prekey (not consumed, so every run accepts).
-    put("ratchet_pqxdh_accept_us", time(runs, || {
-        let (_s, pt) = bob.accept_with_kem(&first, &mut OsRng, &mut DalekDh, &mut CpuKem).unwrap();
-        assert_eq!(&pt[..], b"hello");
-    }));
+    put(
+        "ratchet_pqxdh_accept_us",
+        time(runs, || {
+            let (_s, pt) = bob.accept_with_kem(&first, &mut OsRng, &mut DalekDh, &mut CpuKem).unwrap();
+            assert_eq!(&pt[..], b"hello");
+        }),
+    );
     println!("{}", serde_json::Value::Object(out));
 }

@@ -50,6 +50,5 @@ pub fn pair(one_time: bool) -> (Session, Session, Responder) {
 }
 
 pub fn dec(s: &mut Session, wire: &[u8]) -> Result<Vec<u8>, ratchet::Error> {
-    s.decrypt_with(wire, &mut OsRng, &mut DalekDh)
-        .map(|p| p.to_vec())
+    s.decrypt_with(wire, &mut OsRng, &mut DalekDh).map(|p| p.to_vec())
 }

@@ -53,9 +53,12 @@ fn start(cfg: Config) -> Arc<Executor> {
 
 fn chan() -> (ReplyFn, mpsc::Receiver<Outcome>) {
     let (tx, rx) = mpsc::channel();
-    (Box::new(move |o| {
-        let _ = tx.send(o);
-    }), rx)
+    (
+        Box::new(move |o| {
+            let _ = tx.send(o);
+        }),
+        rx,
+    )
 }
 
 const T: Duration = Duration::from_secs(60);
@@ -140,7 +143,10 @@ fn windows_are_zero_after_x25519_jobs_with_the_named_register_wipe() {
     for isa in [Isa::V1, Isa::V2] {
         let prog = x25519_program(isa);
         let all = (1u64 << NUM_REGS) - 1;
-        assert!(prog.named != all && prog.named.count_ones() >= 3, "{isa}: the wipe must be narrower than the window to be tested here");
+        assert!(
+            prog.named != all && prog.named.count_ones() >= 3,
+            "{isa}: the wipe must be narrower than the window to be tested here"
+        );
         let mut engine = ModelEngine::new(isa);
         for w in 0..crate::api::NUM_WINDOWS {
             for r in 0..NUM_REGS {
@@ -167,13 +173,25 @@ fn windows_are_zero_after_x25519_jobs_with_the_named_register_wipe() {
         }
         // the windows the jobs ran in; the others still hold what they held (and are
         // wiped whole before a job uses them)
-        let dirty: Vec<(usize, usize)> =
-            ex.with_engine(|e| used.iter().flat_map(|&w| (0..NUM_REGS).map(move |r| (w, r))).filter(|&(w, r)| e.read_reg(w, r) != [0u8; 32]).collect());
+        let dirty: Vec<(usize, usize)> = ex.with_engine(|e| {
+            used.iter()
+                .flat_map(|&w| (0..NUM_REGS).map(move |r| (w, r)))
+                .filter(|&(w, r)| e.read_reg(w, r) != [0u8; 32])
+                .collect()
+        });
         assert!(!used.is_empty() && dirty.is_empty(), "{isa}: non-zero (window, register) after the jobs: {dirty:?}");
-        assert_eq!(ex.st.lock().unwrap().c.bus_wipes, 0, "{isa}: the engine's wipe program did the wiping, not the bus fallback");
+        assert_eq!(
+            ex.st.lock().unwrap().c.bus_wipes,
+            0,
+            "{isa}: the engine's wipe program did the wiping, not the bus fallback"
+        );
         let untouched = (0..crate::api::NUM_WINDOWS).find(|w| !used.contains(w));
         if let Some(w) = untouched {
-            assert_eq!(ex.with_engine(|e| e.read_reg(w, 0)), [0xa5; 32], "the test's premise: window {w} was set before start");
+            assert_eq!(
+                ex.with_engine(|e| e.read_reg(w, 0)),
+                [0xa5; 32],
+                "the test's premise: window {w} was set before start"
+            );
         }
     }
 }
@@ -516,8 +534,7 @@ fn fair_round_robin_under_load() {
     for (c, n) in [(1u32, 8), (2, 2), (3, 2), (4, 2)] {
         for _ in 0..n {
             let tx = tx.clone();
-            ex.submit_x25519(c, &[c as u8; 32], &[9; 32], Box::new(move |o| tx.send((c, o.status)).unwrap()))
-                .unwrap();
+            ex.submit_x25519(c, &[c as u8; 32], &[9; 32], Box::new(move |o| tx.send((c, o.status)).unwrap())).unwrap();
         }
     }
     ex.drive();
@@ -641,9 +658,19 @@ fn x25519_now_runs_at_once_when_idle_and_queues_behind_a_busy_engine() {
     let ex = start(Config { driver: Driver::Callers, quantum: 50_000, ..Config::default() });
     let (tx, rx) = mpsc::channel();
     let me = std::thread::current().id();
-    ex.x25519_now(7, &[5; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send((o, std::thread::current().id())).unwrap(), nd());
+    ex.x25519_now(
+        7,
+        &[5; 32],
+        &[9; 32],
+        &|| {},
+        move |o: Outcome| tx.send((o, std::thread::current().id())).unwrap(),
+        nd(),
+    );
     let (o, on) = rx.try_recv().expect("answered before x25519_now returned");
-    assert_eq!((o.status, o.backend, o.result, on), (Status::Ok, BackendId::Model, x25519_dalek::x25519([5; 32], [9; 32]), me));
+    assert_eq!(
+        (o.status, o.backend, o.result, on),
+        (Status::Ok, BackendId::Model, x25519_dalek::x25519([5; 32], [9; 32]), me)
+    );
     assert_eq!(o.cycles, x25519_program(Isa::V1).cycles);
     let s = ex.stats();
     assert_eq!((s.jobs, s.queue_depth, s.clients), (1, 0, 1));
@@ -720,8 +747,13 @@ fn x25519_now_concurrently_with_suspend() {
         }
     }
     let holding = Arc::new(AtomicBool::new(false));
-    let engine = HoldsFirstJob { inner: ModelEngine::new(Isa::V1), suspend: None, holding: holding.clone(), held: false };
-    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, slice: 97, quantum: 3_000, ..Config::default() });
+    let engine =
+        HoldsFirstJob { inner: ModelEngine::new(Isa::V1), suspend: None, holding: holding.clone(), held: false };
+    let ex = Executor::start(
+        Box::new(engine),
+        x25519_program(Isa::V1),
+        Config { driver: Driver::Callers, slice: 97, quantum: 3_000, ..Config::default() },
+    );
     let mut threads = vec![];
     for c in 0..4u32 {
         let ex = ex.clone();
@@ -812,11 +844,16 @@ fn x25519_now_parked_by_a_suspend_on_an_engine_that_cannot_resume() {
     }
     let runs = Arc::new(AtomicU32::new(0));
     let engine = HoldsFirstRun { inner: ModelEngine::new(Isa::V1), flag: None, runs: runs.clone() };
-    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, ..Config::default() });
+    let ex = Executor::start(
+        Box::new(engine),
+        x25519_program(Isa::V1),
+        Config { driver: Driver::Callers, ..Config::default() },
+    );
     let (k, u) = ([0x31; 32], [9; 32]);
     let (tx, rx) = mpsc::channel();
     let ex2 = ex.clone();
-    let client = std::thread::spawn(move || ex2.x25519_now(5, &k, &u, &|| {}, move |o: Outcome| tx.send(o).unwrap(), nd()));
+    let client =
+        std::thread::spawn(move || ex2.x25519_now(5, &k, &u, &|| {}, move |o: Outcome| tx.send(o).unwrap(), nd()));
     while runs.load(SeqCst) == 0 {
         std::thread::yield_now();
     }
@@ -902,7 +939,9 @@ impl EngineBackend for Detaching {
                     }
                 }
             }
-            return Detached::Answered { wiped: matches!(self.inner.run(w, None, 10_000, 10_000), RunEnd::Finished { .. }) };
+            return Detached::Answered {
+                wiped: matches!(self.inner.run(w, None, 10_000, 10_000), RunEnd::Finished { .. }),
+            };
         }
         if tick && d.lost {
             d.ticks += 1;
@@ -926,10 +965,26 @@ impl EngineBackend for Detaching {
 fn detached_x25519_is_answered_by_the_backend_and_settled_by_the_next_thread() {
     let d = Arc::new(Mutex::new(FakeDetached::default()));
     let engine = Detaching { inner: ModelEngine::new(Isa::V1), d: d.clone() };
-    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, ..Config::default() });
+    let ex = Executor::start(
+        Box::new(engine),
+        x25519_program(Isa::V1),
+        Config { driver: Driver::Callers, ..Config::default() },
+    );
     let target = |w: u32| {
-        Some(crate::backend::DetachedReply { sender: 1, page: 0x1000, page_len: 4096, offset: 0, valid: 4096, result_at: 64, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1, batch: None })
-            .filter(|_| w < 16)
+        Some(crate::backend::DetachedReply {
+            sender: 1,
+            page: 0x1000,
+            page_len: 4096,
+            offset: 0,
+            valid: 4096,
+            result_at: 64,
+            out_reg: 0,
+            wipe: None,
+            max_cycles: 0,
+            wake_cid: 1,
+            batch: None,
+        })
+        .filter(|_| w < 16)
     };
     let (k1, k2, u) = ([5u8; 32], [6u8; 32], [9u8; 32]);
     ex.drive(); // the programs go into the microcode RAM (until then a job takes the queue)
@@ -986,9 +1041,12 @@ fn detached_x25519_is_answered_by_the_backend_and_settled_by_the_next_thread() {
 
 fn batch_chan() -> (BatchReplyFn, mpsc::Receiver<(Status, Vec<Outcome>)>) {
     let (tx, rx) = mpsc::channel();
-    (Box::new(move |s, o| {
-        let _ = tx.send((s, o));
-    }), rx)
+    (
+        Box::new(move |s, o| {
+            let _ = tx.send((s, o));
+        }),
+        rx,
+    )
 }
 
 /// X25519Batch: 1..=MAX_BATCH jobs, each result equal to x25519-dalek's (and RFC 7748's first
@@ -1000,7 +1058,8 @@ fn batch_results_match_dalek_in_job_order() {
         let mut rng = Rng(0xba7c_4000_0000_0001);
         let (k0, u0, want0) = crate::programs::X25519_KAT;
         for n in 1..=crate::api::MAX_BATCH {
-            let mut jobs: Vec<(Zeroizing<[u8; 32]>, [u8; 32])> = (0..n).map(|_| (Zeroizing::new(rng.bytes32()), rng.bytes32())).collect();
+            let mut jobs: Vec<(Zeroizing<[u8; 32]>, [u8; 32])> =
+                (0..n).map(|_| (Zeroizing::new(rng.bytes32()), rng.bytes32())).collect();
             jobs[0] = (Zeroizing::new(k0), u0);
             let (reply, rx) = batch_chan();
             ex.submit_x25519_batch(9, &jobs, reply);
@@ -1065,8 +1124,26 @@ fn bad_and_refused_batches_fail_whole_and_the_executor_keeps_serving() {
 fn back_to_back_detached_jobs_hand_the_engine_over() {
     let d = Arc::new(Mutex::new(FakeDetached::default()));
     let engine = Detaching { inner: ModelEngine::new(Isa::V1), d: d.clone() };
-    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, ..Config::default() });
-    let target = |_w: u32| Some(crate::backend::DetachedReply { sender: 1, page: 0x1000, page_len: 4096, offset: 0, valid: 4096, result_at: 64, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1, batch: None });
+    let ex = Executor::start(
+        Box::new(engine),
+        x25519_program(Isa::V1),
+        Config { driver: Driver::Callers, ..Config::default() },
+    );
+    let target = |_w: u32| {
+        Some(crate::backend::DetachedReply {
+            sender: 1,
+            page: 0x1000,
+            page_len: 4096,
+            offset: 0,
+            valid: 4096,
+            result_at: 64,
+            out_reg: 0,
+            wipe: None,
+            max_cycles: 0,
+            wake_cid: 1,
+            batch: None,
+        })
+    };
     ex.drive();
     let (tx, rx) = mpsc::channel();
     let mut rng = Rng(0x4a4d_0001);
@@ -1099,7 +1176,11 @@ fn back_to_back_detached_jobs_hand_the_engine_over() {
     ex.drive();
     assert_eq!(rrx.recv_timeout(T).unwrap(), Status::Ok);
     let o = rx.recv_timeout(T).unwrap();
-    assert_eq!((o.status, o.result), (Status::Ok, x25519_dalek::x25519([1; 32], [9; 32])), "queued behind the suspend, run the usual way");
+    assert_eq!(
+        (o.status, o.result),
+        (Status::Ok, x25519_dalek::x25519([1; 32], [9; 32])),
+        "queued behind the suspend, run the usual way"
+    );
     assert_eq!(d.lock().unwrap().answered, want);
     let s = ex.stats();
     assert_eq!((s.jobs, s.errors, s.queue_depth), (7, 0, 0));
@@ -1118,7 +1199,11 @@ fn back_to_back_detached_jobs_hand_the_engine_over() {
 fn detached_batch_runs_back_to_back_and_answers_once() {
     let d = Arc::new(Mutex::new(FakeDetached::default()));
     let engine = Detaching { inner: ModelEngine::new(Isa::V1), d: d.clone() };
-    let ex = Executor::start(Box::new(engine), x25519_program(Isa::V1), Config { driver: Driver::Callers, ..Config::default() });
+    let ex = Executor::start(
+        Box::new(engine),
+        x25519_program(Isa::V1),
+        Config { driver: Driver::Callers, ..Config::default() },
+    );
     ex.drive();
     let mut page = vec![0u8; 4096];
     let at = page.as_mut_ptr() as usize;
@@ -1126,12 +1211,25 @@ fn detached_batch_runs_back_to_back_and_answers_once() {
     let target = move |n: usize| {
         move |_w: u32| {
             let b = crate::backend::DetachedBatch { count: n, scalars_at, us_at, scalar_reg: 0, u_reg: 0 };
-            Some(crate::backend::DetachedReply { sender: 1, page: at, page_len: 4096, offset: 0, valid: 4096, result_at, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1, batch: Some(b) })
+            Some(crate::backend::DetachedReply {
+                sender: 1,
+                page: at,
+                page_len: 4096,
+                offset: 0,
+                valid: 4096,
+                result_at,
+                out_reg: 0,
+                wipe: None,
+                max_cycles: 0,
+                wake_cid: 1,
+                batch: Some(b),
+            })
         }
     };
     let mut rng = Rng(0xba7c_de7a);
     for n in 2..=crate::api::MAX_BATCH {
-        let jobs: Vec<(Zeroizing<[u8; 32]>, [u8; 32])> = (0..n).map(|_| (Zeroizing::new(rng.bytes32()), rng.bytes32())).collect();
+        let jobs: Vec<(Zeroizing<[u8; 32]>, [u8; 32])> =
+            (0..n).map(|_| (Zeroizing::new(rng.bytes32()), rng.bytes32())).collect();
         for (i, (k, u)) in jobs.iter().enumerate() {
             page[scalars_at + 32 * i..][..32].copy_from_slice(&**k);
             page[us_at + 32 * i..][..32].copy_from_slice(u);
@@ -1166,7 +1264,21 @@ fn detached_batch_runs_back_to_back_and_answers_once() {
     assert_eq!((s, outs.len()), (Status::EngineFault, 0));
     d.lock().unwrap().lost = false;
     // the engine held by a detached X25519: the batch queues, runs once that is settled
-    let t = |_w: u32| Some(crate::backend::DetachedReply { sender: 1, page: 0x1000, page_len: 4096, offset: 0, valid: 4096, result_at: 64, out_reg: 0, wipe: None, max_cycles: 0, wake_cid: 1, batch: None });
+    let t = |_w: u32| {
+        Some(crate::backend::DetachedReply {
+            sender: 1,
+            page: 0x1000,
+            page_len: 4096,
+            offset: 0,
+            valid: 4096,
+            result_at: 64,
+            out_reg: 0,
+            wipe: None,
+            max_cycles: 0,
+            wake_cid: 1,
+            batch: None,
+        })
+    };
     let (tx, one) = mpsc::channel();
     assert!(ex.x25519_now(5, &[7; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send(o).unwrap(), Some(t)));
     let jobs = vec![(Zeroizing::new([4u8; 32]), [9u8; 32]); 2];

@@ -119,7 +119,12 @@ fn scripted_run(ctx: &Ctx, engine: Engine, sync_dh: bool, texts: &[String], time
     let (typing, phases) = script(texts);
     let keys_log = crate::build::sim_layout::sim_dir().join("chat-keys.log");
     let _ = std::fs::remove_file(&keys_log);
-    let opts = RunOptions { engine_isa: Some(soc_isa(engine)?), type_after: &typing, keys_log: Some(&keys_log), ..Default::default() };
+    let opts = RunOptions {
+        engine_isa: Some(soc_isa(engine)?),
+        type_after: &typing,
+        keys_log: Some(&keys_log),
+        ..Default::default()
+    };
     // the run ends at Alice's quit line: the exchange is what is judged (her power-off after
     // /quit was seen to hang in longer runs; `run --device` still waits for it)
     let r = precursor::smoke_run_with(&extras, &phases, true, timeout_s, ctx.verbose, &opts)?;
@@ -259,7 +264,10 @@ pub fn check(ctx: &Ctx) -> Result<()> {
     judge_screen(&rows, &texts)?;
     let line = run.r.phase_line("quit").unwrap_or("");
     eprintln!("chat:device: {line}");
-    eprintln!("chat:device: every message and reply read back from the panel, {} keys through the keyboard block", taken);
+    eprintln!(
+        "chat:device: every message and reply read back from the panel, {} keys through the keyboard block",
+        taken
+    );
     Ok(())
 }
 
@@ -350,7 +358,10 @@ fn figures(run: &Run, texts: &[String]) -> Result<Figures> {
 }
 
 fn field(line: &str, key: &str) -> Result<f64> {
-    let v = line.split_whitespace().find_map(|w| w.strip_prefix(&format!("{key}="))).with_context(|| format!("no {key}= in {line:?}"))?;
+    let v = line
+        .split_whitespace()
+        .find_map(|w| w.strip_prefix(&format!("{key}=")))
+        .with_context(|| format!("no {key}= in {line:?}"))?;
     v.parse().with_context(|| format!("{key}={v} in {line:?}"))
 }
 
@@ -362,7 +373,12 @@ fn ratchet_demo_p99(mut v: Vec<f64>) -> f64 {
 }
 
 /// The four runs of the bench: (engine, DH on the UI thread, key suffix).
-const BENCH_RUNS: [(Engine, bool, &str); 4] = [(Engine::V2, false, "async_v2"), (Engine::V1, false, "async_v1"), (Engine::Software, false, "async_software"), (Engine::Software, true, "sync_software")];
+const BENCH_RUNS: [(Engine, bool, &str); 4] = [
+    (Engine::V2, false, "async_v2"),
+    (Engine::V1, false, "async_v1"),
+    (Engine::Software, false, "async_software"),
+    (Engine::Software, true, "sync_software"),
+];
 
 /// Which runs of [`BENCH_RUNS`] to make (env `DEVICE_CHAT_RUNS`, comma-separated keys, e.g.
 /// `async_v2`; all when unset) and how many simulations at once (env `DEVICE_CHAT_JOBS`, 1-4,
@@ -397,7 +413,10 @@ fn bench_selection(runs: Option<&str>, jobs: Option<&str>) -> Result<(Vec<(Engin
 /// The runs are built and laid out one after the other (each in its own directory, its
 /// options baked in), then simulated `DEVICE_CHAT_JOBS` at a time (one simulator process each).
 fn bench(ctx: &Ctx) -> Result<BenchResults> {
-    let (runs, jobs) = bench_selection(std::env::var("DEVICE_CHAT_RUNS").ok().as_deref(), std::env::var("DEVICE_CHAT_JOBS").ok().as_deref())?;
+    let (runs, jobs) = bench_selection(
+        std::env::var("DEVICE_CHAT_RUNS").ok().as_deref(),
+        std::env::var("DEVICE_CHAT_JOBS").ok().as_deref(),
+    )?;
     let texts: Vec<String> = (1..=BENCH_MESSAGES).map(|i| format!("bench message {i}")).collect();
     let (typing, phases) = script(&texts);
     let base = crate::build::sim_layout::sim_dir().join("device-chat-bench");
@@ -427,7 +446,8 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
                     s.spawn(move || -> Result<Outcome> {
                         let keys_log = dir.join("keys.log");
                         let panel = dir.join("memlcd.log");
-                        let prof = (*key == profiled).then(|| ProfileReq { file: dir.join("samples.txt"), period: PROFILE_PERIOD });
+                        let prof = (*key == profiled)
+                            .then(|| ProfileReq { file: dir.join("samples.txt"), period: PROFILE_PERIOD });
                         let opts = RunOptions {
                             engine_isa: Some(soc_isa(*engine)?),
                             type_after: typing,
@@ -442,20 +462,39 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
                         // quit line (one bench run's power-off after /quit hung)
                         let r = precursor::smoke_run_with(extras, phases, true, BENCH_SIM_TIMEOUT_S, false, &opts)?;
                         if !r.ok {
-                            let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
-                            bail!("device-chat {key}: end {}, phases not reached: [{}], failure lines: {:?}", r.reason, missing.join(", "), r.failed_lines);
+                            let missing: Vec<&str> =
+                                r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
+                            bail!(
+                                "device-chat {key}: end {}, phases not reached: [{}], failure lines: {:?}",
+                                r.reason,
+                                missing.join(", "),
+                                r.failed_lines
+                            );
                         }
-                        let run = Run { r, panel: std::fs::read_to_string(&panel)?, keys: std::fs::read_to_string(&keys_log)? };
+                        let run = Run {
+                            r,
+                            panel: std::fs::read_to_string(&panel)?,
+                            keys: std::fs::read_to_string(&keys_log)?,
+                        };
                         let rows = screen_rows(&run.panel, run.r.phase("quit").map(|p| p.0))?;
                         judge_screen(&rows, texts)?;
                         precursor::report(&run.r);
                         let (from, to) = window(&run, texts.len())?;
                         // the figures may fail (too few frames): the profile is still reported
-                        Ok((key.to_string(), figures(&run, texts), *sync_dh, *engine, (from, to, run.r.cycles.unwrap_or(0))))
+                        Ok((
+                            key.to_string(),
+                            figures(&run, texts),
+                            *sync_dh,
+                            *engine,
+                            (from, to, run.r.cycles.unwrap_or(0)),
+                        ))
                     })
                 })
                 .collect();
-            handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a bench run panicked")))).collect::<Vec<_>>()
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a bench run panicked"))))
+                .collect::<Vec<_>>()
         }));
     }
     let mut out = BenchResults::new();
@@ -463,7 +502,14 @@ fn bench(ctx: &Ctx) -> Result<BenchResults> {
         let (key, f, sync_dh, engine, (from, to, end)) = r?;
         if key == profiled {
             let (_, _, _, dir, extras) = prepared.iter().find(|p| p.2 == key).context("the profiled run")?;
-            let info = RunInfo::new("v2", PROFILE_PERIOD, texts.len() as u64 - 1, (from, to), end, profile::programs(false, extras, dir)?);
+            let info = RunInfo::new(
+                "v2",
+                PROFILE_PERIOD,
+                texts.len() as u64 - 1,
+                (from, to),
+                end,
+                profile::programs(false, extras, dir)?,
+            );
             std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&info.to_json())? + "\n")?;
             eprintln!("device-chat {key}: where the core went from the second message's Enter to the last reply (per message):");
             profile::report(dir, &info, &Show { window: Window::Timing, top: 25, trace: None })?;
@@ -506,7 +552,11 @@ pub fn run(ctx: &Ctx, engine: Engine, sync_dh: bool) -> Result<()> {
     cmd.env(precursor::ENGINE_ISA_VAR, soc_isa(engine)?);
     cmd.stdout(log.try_clone()?).stderr(log).stdin(std::process::Stdio::null());
     let mut child = crate::supervisor::spawn_grouped(&mut cmd)?;
-    println!("The chat on the simulated Precursor ({} engine, DH {}): booting (a minute or more).", engine.name(), if sync_dh { "on the UI thread" } else { "async" });
+    println!(
+        "The chat on the simulated Precursor ({} engine, DH {}): booting (a minute or more).",
+        engine.name(),
+        if sync_dh { "on the UI thread" } else { "async" }
+    );
     println!("Type a line and press Enter; /quit powers the device off. Its log: {}", log_path.display());
     // typed lines go to the keyboard, each ended by Enter (CR, as a terminal sends it)
     let kp = keys.clone();
@@ -529,7 +579,11 @@ pub fn run(ctx: &Ctx, engine: Engine, sync_dh: bool) -> Result<()> {
     loop {
         if let Some(st) = child.try_wait()? {
             println!("The simulated Precursor stopped ({st}); its log: {}", log_path.display());
-            return if std::fs::read_to_string(&log_path).unwrap_or_default().contains("precursor.run: powerdown") { Ok(()) } else { bail!("the simulation did not end by the device powering off: see {}", log_path.display()) };
+            return if std::fs::read_to_string(&log_path).unwrap_or_default().contains("precursor.run: powerdown") {
+                Ok(())
+            } else {
+                bail!("the simulation did not end by the device powering off: see {}", log_path.display())
+            };
         }
         if let Ok(mut f) = std::fs::File::open(&panel_path) {
             f.seek(SeekFrom::Start(pos))?;
@@ -541,10 +595,12 @@ pub fn run(ctx: &Ctx, engine: Engine, sync_dh: bool) -> Result<()> {
                 apply_panel(&mut fb, &whole, None)?;
             }
         }
-        let rows: Vec<String> = (0..memlcd::grid::ROWS).map(|r| glyphs.read_row(&fb, r).trim_end().to_string()).collect();
+        let rows: Vec<String> =
+            (0..memlcd::grid::ROWS).map(|r| glyphs.read_row(&fb, r).trim_end().to_string()).collect();
         // the ticker row changes every frame: redraw for it at most every 2 s (each redraw
         // clears the terminal, and with it the echo of a line being typed)
-        let others_changed = rows.iter().zip(&shown).enumerate().any(|(i, (a, b))| i != TICKER_ROW && a != b) || shown.is_empty();
+        let others_changed =
+            rows.iter().zip(&shown).enumerate().any(|(i, (a, b))| i != TICKER_ROW && a != b) || shown.is_empty();
         if others_changed || (rows != shown && drawn_at.elapsed() > Duration::from_secs(2)) {
             drawn_at = std::time::Instant::now();
             let mut out = std::io::stdout().lock();
@@ -553,7 +609,12 @@ pub fn run(ctx: &Ctx, engine: Engine, sync_dh: bool) -> Result<()> {
             for r in &rows {
                 let _ = write!(out, "|{r:<w$}|\r\n", w = memlcd::grid::COLS);
             }
-            let _ = write!(out, "+{}+\r\ntype a line + Enter (/quit ends); log: {}\r\n", "-".repeat(memlcd::grid::COLS), log_path.display());
+            let _ = write!(
+                out,
+                "+{}+\r\ntype a line + Enter (/quit ends); log: {}\r\n",
+                "-".repeat(memlcd::grid::COLS),
+                log_path.display()
+            );
             let _ = out.flush();
             shown = rows;
         }
@@ -579,7 +640,8 @@ mod tests {
         for (i, e) in expected_conversation(&texts).iter().enumerate() {
             g.draw_row(&mut fb, CONVERSATION_ROW + i, e);
         }
-        let log: String = fb.dirty_lines().map(|y| line(1000 + y as u64, y, fb.line(y).try_into().unwrap()) + "\n").collect();
+        let log: String =
+            fb.dirty_lines().map(|y| line(1000 + y as u64, y, fb.line(y).try_into().unwrap()) + "\n").collect();
         let rows = screen_rows(&log, None).unwrap();
         assert_eq!(rows[CONVERSATION_ROW], "you #1 hi [ok]");
         judge_screen(&rows, &texts).unwrap();
@@ -592,7 +654,10 @@ mod tests {
         // from `from` on; a row never sent is None
         let mut pending = memlcd::FrameBuffer::new();
         g.draw_row(&mut pending, CONVERSATION_ROW, "you #1 hi [..]");
-        let early: String = pending.dirty_lines().map(|y| line(500 + y as u64, y, pending.line(y).try_into().unwrap()) + "\n").collect();
+        let early: String = pending
+            .dirty_lines()
+            .map(|y| line(500 + y as u64, y, pending.line(y).try_into().unwrap()) + "\n")
+            .collect();
         let want = vec!["you #1 hi [..]".to_string(), "you #1 hi [ok]".to_string(), "you #3 never".to_string()];
         // (a row reads right once its lines that differ arrived: "[ok]" and "[..]" share
         // their glyphs' blank last line)
@@ -611,7 +676,9 @@ mod tests {
     fn frames_keys_and_figures_come_from_the_logs() {
         let y = TICKER_ROW * 10;
         let w = [0u32; 11];
-        let log: String = [0u64, 3_333_333, 6_666_666, 16_666_666].iter().map(|c| line(*c, y, &w) + "\n").collect::<String>() + &line(5, 3, &w);
+        let log: String =
+            [0u64, 3_333_333, 6_666_666, 16_666_666].iter().map(|c| line(*c, y, &w) + "\n").collect::<String>()
+                + &line(5, 3, &w);
         let iv = frame_intervals_ms(&log, 0, 20_000_000).unwrap();
         assert_eq!(iv.len(), 3);
         assert!((iv[2] - 100.0).abs() < 1e-6);

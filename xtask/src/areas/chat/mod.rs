@@ -22,14 +22,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 
-use crate::harness::hosted::{is_panic, Hosted, Launch};
-use verdict::Verdict;
-use crate::supervisor;
-use crate::util::shell_quote;
-use crate::steps::{step, BenchProvider, BenchResults, TestStep};
 use crate::build::xous::Flavor;
 use crate::ctx::Ctx;
+use crate::harness::hosted::{is_panic, Hosted, Launch};
+use crate::steps::{step, BenchProvider, BenchResults, TestStep};
+use crate::supervisor;
 use crate::util;
+use crate::util::shell_quote;
+use verdict::Verdict;
 
 /// Which DH device the chat runs against.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -61,7 +61,10 @@ impl Engine {
     /// Environment for every process of the system: the engine server's backend/ISA/pacing and
     /// the chat programs' device description.
     fn env(self, pace: bool) -> Vec<(String, String)> {
-        let mut v = vec![("CHAT_ENGINE".to_string(), self.name().to_string()), ("CHAT_ENGINE_HZ".into(), self.clock_hz().to_string())];
+        let mut v = vec![
+            ("CHAT_ENGINE".to_string(), self.name().to_string()),
+            ("CHAT_ENGINE_HZ".into(), self.clock_hz().to_string()),
+        ];
         match self {
             Engine::V1 => v.push(("ENGINE25519_ISA".into(), "v1".into())),
             Engine::V2 => v.push(("ENGINE25519_ISA".into(), "v2".into())),
@@ -103,7 +106,8 @@ pub fn default_store() -> PathBuf {
 /// A hosted system: our servers, the relay, Bob, Alice.
 pub fn launch(ctx: &Ctx, o: &ChatOpts, flavor: Flavor, extra: &[String], echo: bool) -> Result<Hosted> {
     let bins = ctx.xous()?.clone();
-    let mut l = Launch::new(&bins, flavor).echo(echo).env("CHAT_STORE", o.store.display().to_string()).env("TRNG_TESTER", "0");
+    let mut l =
+        Launch::new(&bins, flavor).echo(echo).env("CHAT_STORE", o.store.display().to_string()).env("TRNG_TESTER", "0");
     for (k, v) in o.engine.env(o.pace) {
         l = l.env(k, v);
     }
@@ -271,7 +275,15 @@ impl BorrowedFile for std::fs::File {
 }
 
 /// `cargo xtask run`: the chat UI in this terminal.
-pub fn run(ctx: &Ctx, flavor: Flavor, engine: Engine, sync_dh: bool, fresh: bool, store: PathBuf, extra: Vec<String>) -> Result<()> {
+pub fn run(
+    ctx: &Ctx,
+    flavor: Flavor,
+    engine: Engine,
+    sync_dh: bool,
+    fresh: bool,
+    store: PathBuf,
+    extra: Vec<String>,
+) -> Result<()> {
     if unsafe { libc::isatty(0) } != 1 || unsafe { libc::isatty(1) } != 1 {
         bail!("cargo xtask run is the interactive chat: run it in a terminal (scripted runs: cargo xtask smoke, cargo xtask test --only chat:crash)");
     }
@@ -327,7 +339,11 @@ pub fn run(ctx: &Ctx, flavor: Flavor, engine: Engine, sync_dh: bool, fresh: bool
         let _ = writeln!(log, "{}", line.text);
     }
     sys.stop();
-    eprintln!("xtask: chat ended; log in {}, conversation kept in {} (--fresh starts over)", log_path.display(), store.display());
+    eprintln!(
+        "xtask: chat ended; log in {}, conversation kept in {} (--fresh starts over)",
+        log_path.display(),
+        store.display()
+    );
     let st = r?;
     if !st.success() {
         bail!("kernel exited with {st}; see {}", log_path.display());
@@ -416,14 +432,15 @@ fn relay_bad_input(ctx: &Ctx) -> Result<()> {
     // the check is this run's harness: it ends the run
     l = l.system_program(format!("{} --shutdown", shell_quote(&ctx.program("chat-relay-check")?)));
     let mut sys = l.start()?;
-    let v = match sys.wait_verdict(Duration::from_secs(120), "the chat-relay-check verdict", |s| s == "chat-relay-check") {
-        Ok(v) => v,
-        Err(e) => {
-            let tail = sys.tail(30);
-            sys.stop();
-            bail!("{e}\n--- last output ---\n{tail}");
-        }
-    };
+    let v =
+        match sys.wait_verdict(Duration::from_secs(120), "the chat-relay-check verdict", |s| s == "chat-relay-check") {
+            Ok(v) => v,
+            Err(e) => {
+                let tail = sys.tail(30);
+                sys.stop();
+                bail!("{e}\n--- last output ---\n{tail}");
+            }
+        };
     eprintln!("chat:relay-bad-input: {v}");
     sys.wait_exit(Duration::from_secs(20))?;
     let p = panics(&sys);
@@ -526,7 +543,9 @@ fn bench_run(ctx: &Ctx, engine: Engine, sync_dh: bool, pace: bool, n: u32, fps: 
     };
     let mut sys = launch(ctx, &o, Flavor::Patched, &[], ctx.verbose)?;
     let is_bench = |l: &str| verdict::bench::json_of(l).is_some();
-    let line = match sys.wait_line(Duration::from_secs(300), verdict::bench::MARKER, |l| is_bench(l) || Verdict::parse(l).is_some() || l.contains("SYSCTL ERROR")) {
+    let line = match sys.wait_line(Duration::from_secs(300), verdict::bench::MARKER, |l| {
+        is_bench(l) || Verdict::parse(l).is_some() || l.contains("SYSCTL ERROR")
+    }) {
         Ok(l) if is_bench(&l.text) => l.text,
         Ok(l) => {
             sys.stop();
@@ -667,7 +686,9 @@ fn tmux_test(ctx: &Ctx) -> Result<()> {
     let script = format!("{}{}exec sleep 600", phase("done1", true), phase("done2", false));
     let t = Tmux { socket: format!("xtask-chat-{}", std::process::id()) };
     t.cmd(&["new-session", "-d", "-s", "chat", "-x", "120", "-y", "40", "sh", "-c", &script])?;
-    t.wait("the chat screen with Bob's session", Duration::from_secs(180), |s| s.contains("Alice ↔ Bob") && s.contains("PQXDH done"))?;
+    t.wait("the chat screen with Bob's session", Duration::from_secs(180), |s| {
+        s.contains("Alice ↔ Bob") && s.contains("PQXDH done")
+    })?;
     // the ticker moves at ~30 frames/s
     let f1 = frame_no(&t.screen()).context("no frame counter on the screen")?;
     std::thread::sleep(Duration::from_secs(2));
@@ -679,7 +700,9 @@ fn tmux_test(ctx: &Ctx) -> Result<()> {
     eprintln!("chat:tmux: ticker frame {f1} -> {f2} in 2 s");
     t.keys(&["-l", "hello from tmux"])?;
     t.keys(&["Enter"])?;
-    t.wait("my message and Bob's reply", Duration::from_secs(30), |s| s.contains("you #1") && s.contains("hello from tmux") && s.contains("re 1: hello from tmux"))?;
+    t.wait("my message and Bob's reply", Duration::from_secs(30), |s| {
+        s.contains("you #1") && s.contains("hello from tmux") && s.contains("re 1: hello from tmux")
+    })?;
     // a live fault command shows on the relay line, and messages still get through
     t.keys(&["-l", "/dup 50"])?;
     t.keys(&["Enter"])?;
@@ -688,7 +711,9 @@ fn tmux_test(ctx: &Ctx) -> Result<()> {
         t.keys(&["-l", m])?;
         t.keys(&["Enter"])?;
     }
-    let s = t.wait("replies 2 and 3", Duration::from_secs(30), |s| s.contains("re 2: second message") && s.contains("re 3: third message"))?;
+    let s = t.wait("replies 2 and 3", Duration::from_secs(30), |s| {
+        s.contains("re 2: second message") && s.contains("re 3: third message")
+    })?;
     let f3 = frame_no(&s).unwrap_or(0);
     if f3 <= f2 {
         bail!("the ticker stopped: frame {f2} -> {f3}");
@@ -702,7 +727,9 @@ fn tmux_test(ctx: &Ctx) -> Result<()> {
     check_terminal_and_processes(&store, "done1")?;
     // Second run from the store: the conversation is back. Then the UI process dies (kill -9)
     // and the user presses Ctrl-C: xtask must still stop everything and restore the terminal.
-    t.wait("the restored conversation", Duration::from_secs(180), |s| s.contains("6 messages restored") && s.contains("re 3: third message"))?;
+    t.wait("the restored conversation", Duration::from_secs(180), |s| {
+        s.contains("6 messages restored") && s.contains("re 3: third message")
+    })?;
     let alice: Vec<i32> = processes_with_store(&store)
         .into_iter()
         .filter(|(_, cmd)| cmd.split(' ').next().map(|a| a.ends_with("/chat")).unwrap_or(false))

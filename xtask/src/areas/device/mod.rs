@@ -13,7 +13,10 @@ use std::path::{Path, PathBuf};
 
 use crate::build::device::build_packages;
 use crate::build::device_xous;
-use crate::build::image::{build, check_signed_image, default_out, ensure_key, key_for, key_path, parse_tags, ImageReport, KERNEL_FLASH_OFFSET, KERNEL_IMAGE_MAX, MIN_XOUS_VER, SIG_SECTOR};
+use crate::build::image::{
+    build, check_signed_image, default_out, ensure_key, key_for, key_path, parse_tags, ImageReport,
+    KERNEL_FLASH_OFFSET, KERNEL_IMAGE_MAX, MIN_XOUS_VER, SIG_SECTOR,
+};
 use crate::build::target::DEVICE_PACKAGES;
 use crate::ctx::Ctx;
 use crate::steps::{step, TestStep};
@@ -25,18 +28,15 @@ pub struct DeviceBuildArgs {
     pub packages: Vec<String>,
 }
 
-
 /// `cargo xtask device-build`.
 pub fn build_cli(a: DeviceBuildArgs) -> Result<()> {
-    let packages = if a.packages.is_empty() { DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect() } else { a.packages };
+    let packages =
+        if a.packages.is_empty() { DEVICE_PACKAGES.iter().map(|s| s.to_string()).collect() } else { a.packages };
     build_packages(&packages, &[])
 }
 
 pub fn test_steps() -> Vec<TestStep> {
-    vec![
-        step!("device:cross-build", 2400, cross_build),
-        step!("device:image", 3000, image_step),
-    ]
+    vec![step!("device:cross-build", 2400, cross_build), step!("device:image", 3000, image_step)]
 }
 
 fn cross_build(_ctx: &Ctx) -> Result<()> {
@@ -63,7 +63,11 @@ fn print_report(path: &Path, r: &ImageReport, key: &Path) {
     println!("device-image: {} ({} bytes, {} signed; limit {KERNEL_IMAGE_MAX} in the flash region at {KERNEL_FLASH_OFFSET:#x})", path.display(), r.total_len, r.signed_len);
     println!("  version {} (min {MIN_XOUS_VER}); signature OK (Ed25519ph, key {})", r.semver, key.display());
     println!("  tags (CRC-16 OK): {}", tags.join(" "));
-    println!("  kernel entry {:#010x}; processes: {}", r.kernel_entry, r.names.iter().map(|(p, n)| format!("{p}={n}")).collect::<Vec<_>>().join(" "));
+    println!(
+        "  kernel entry {:#010x}; processes: {}",
+        r.kernel_entry,
+        r.names.iter().map(|(p, n)| format!("{p}={n}")).collect::<Vec<_>>().join(" ")
+    );
 }
 
 /// `cargo xtask device-image`.
@@ -71,7 +75,9 @@ pub fn image_cli(a: DeviceImageArgs, verbose: bool) -> Result<()> {
     if let Some(p) = a.check {
         let (key, pk) = key_for(&a.key)?;
         let d = std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?;
-        let n = parse_tags(&d[SIG_SECTOR.min(d.len())..]).map(|t| t.iter().filter(|t| t.name == "IniE" || t.name == "IniF").count()).unwrap_or(0);
+        let n = parse_tags(&d[SIG_SECTOR.min(d.len())..])
+            .map(|t| t.iter().filter(|t| t.name == "IniE" || t.name == "IniF").count())
+            .unwrap_or(0);
         let r = check_signed_image(&d, &pk, KERNEL_IMAGE_MAX, n)?;
         print_report(&p, &r, &key);
         return Ok(());
@@ -99,4 +105,3 @@ fn image_step(_ctx: &Ctx) -> Result<()> {
     }
     Ok(())
 }
-

@@ -39,8 +39,16 @@ pub fn bench_providers() -> Vec<BenchProvider> {
     vec![
         BenchProvider { name: "engine-ecp5", timeout: Duration::from_secs(150 * 60), run: |_| place(&[], None, false) },
         BenchProvider { name: "trng-ecp5", timeout: Duration::from_secs(60 * 60), run: |_| trng_place() },
-        BenchProvider { name: "board-ecp5", timeout: Duration::from_secs(150 * 60), run: |c| bitstream("ulx3s", c.verbose).map(|(r, _)| r) },
-        BenchProvider { name: "engine-netlist", timeout: Duration::from_secs(90 * 60), run: |c| netlist_sim(c.verbose, &[], 12).map(|_| pass()) },
+        BenchProvider {
+            name: "board-ecp5",
+            timeout: Duration::from_secs(150 * 60),
+            run: |c| bitstream("ulx3s", c.verbose).map(|(r, _)| r),
+        },
+        BenchProvider {
+            name: "engine-netlist",
+            timeout: Duration::from_secs(90 * 60),
+            run: |c| netlist_sim(c.verbose, &[], 12).map(|_| pass()),
+        },
     ]
 }
 
@@ -119,7 +127,12 @@ pub fn board_firmware(board: &str, dir: &Path, verbose: bool) -> Result<(PathBuf
     std::fs::create_dir_all(&dir)?;
     let mut cmd = gateware::py_command(&py);
     cmd.args(["-m", "soc.board", "--board", board, "--out"]).arg(&dir).arg("--map-only");
-    supervisor::run_quiet(&mut cmd, Duration::from_secs(20 * 60), "the board SoC's map (python -m soc.board --map-only)", verbose)?;
+    supervisor::run_quiet(
+        &mut cmd,
+        Duration::from_secs(20 * 60),
+        "the board SoC's map (python -m soc.board --map-only)",
+        verbose,
+    )?;
     let meta: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("soc.json"))?).context("the board SoC's soc.json")?;
     if meta["clock_hz"]["sys"].as_u64().unwrap_or(0) == 0 || meta.get("rom_init").is_some() {
@@ -147,14 +160,21 @@ pub fn board_firmware(board: &str, dir: &Path, verbose: bool) -> Result<(PathBuf
 /// ecppack. Returns the flat figures and the bitstream's path; fails on an unknown board, a
 /// tool's failure or a timing miss (the tool's message and log path in the error).
 pub fn bitstream(board: &str, verbose: bool) -> Result<(BenchResults, PathBuf)> {
-    let (dir, fw) = board_firmware(board, &util::target_dir().join("gateware").join(format!("board-{board}")), verbose)?;
+    let (dir, fw) =
+        board_firmware(board, &util::target_dir().join("gateware").join(format!("board-{board}")), verbose)?;
     let py = gateware::python()?;
     let report = dir.join("report.json");
     std::fs::remove_file(&report).ok();
     let mut cmd = gateware::py_command(&py);
     cmd.args(["-m", "soc.board", "--board", board, "--out"]).arg(&dir).arg("--firmware").arg(&fw);
-    supervisor::run(&mut cmd, Duration::from_secs(140 * 60), "the board bitstream (yosys synth_ecp5, nextpnr-ecp5, ecppack)")?;
-    let r = parse_flat_json(&std::fs::read_to_string(&report).with_context(|| format!("no report at {}", report.display()))?)?;
+    supervisor::run(
+        &mut cmd,
+        Duration::from_secs(140 * 60),
+        "the board bitstream (yosys synth_ecp5, nextpnr-ecp5, ecppack)",
+    )?;
+    let r = parse_flat_json(
+        &std::fs::read_to_string(&report).with_context(|| format!("no report at {}", report.display()))?,
+    )?;
     let bit = dir.join(format!("{board}.bit"));
     if !bit.is_file() {
         bail!("no bitstream at {}", bit.display());

@@ -163,13 +163,7 @@ pub fn cmd_asm(a: &AsmArgs) -> Result<()> {
             _ => write_or_print(None, words_to_hex(&p.words).as_bytes())?,
         },
     }
-    eprintln!(
-        "{}: {} words for ISA {} ({} labels)",
-        a.file.display(),
-        p.len(),
-        p.isa,
-        p.labels.len()
-    );
+    eprintln!("{}: {} words for ISA {} ({} labels)", a.file.display(), p.len(), p.isa, p.labels.len());
     Ok(())
 }
 
@@ -195,7 +189,11 @@ pub fn cmd_gen_docs(root: &Path, check: bool) -> Result<()> {
 /// Bench provider `engine`: the native `engine-bench` binary of engine25519-core (cycle counts
 /// per ISA, ladder-step cycles, model vs x25519-dalek host time, per-program instruction counts).
 pub fn bench_providers() -> Vec<crate::steps::BenchProvider> {
-    vec![crate::steps::BenchProvider { name: "engine", timeout: std::time::Duration::from_secs(600), run: bench_engine }]
+    vec![crate::steps::BenchProvider {
+        name: "engine",
+        timeout: std::time::Duration::from_secs(600),
+        run: bench_engine,
+    }]
 }
 
 fn bench_engine(_ctx: &crate::ctx::Ctx) -> Result<crate::steps::BenchResults> {
@@ -242,8 +240,15 @@ pub mod vectors {
         let n = verify(&v.out).map_err(|e| anyhow!(e))?;
         for p in m["programs"].as_array().unwrap() {
             let c = &p["vectors"][0]["cycles"];
-            eprintln!("{:<10} {:<3} {:>4} words {:>3} vectors, {} cycles{}", p["name"].as_str().unwrap(), p["isa"].as_str().unwrap(),
-                p["words"], p["vectors"].as_array().unwrap().len(), c, if p["constant_cycles"] == true { " (constant)" } else { "" });
+            eprintln!(
+                "{:<10} {:<3} {:>4} words {:>3} vectors, {} cycles{}",
+                p["name"].as_str().unwrap(),
+                p["isa"].as_str().unwrap(),
+                p["words"],
+                p["vectors"].as_array().unwrap().len(),
+                c,
+                if p["constant_cycles"] == true { " (constant)" } else { "" }
+            );
         }
         eprintln!("wrote {} ({n} vectors, re-read and re-checked on the model)", v.out.display());
         Ok(())
@@ -300,18 +305,33 @@ mod tests {
         std::fs::write(&src, ".isa v2\nstart: mul %1, %2, #3\n brz start, %1\n fin\n").unwrap();
         for ext in ["hex", "bin"] {
             let out = d.join(format!("p.{ext}"));
-            cmd_asm(&AsmArgs { file: src.clone(), isa: None, out: Some(out.clone()), format: None, disasm: false }).unwrap();
+            cmd_asm(&AsmArgs { file: src.clone(), isa: None, out: Some(out.clone()), format: None, disasm: false })
+                .unwrap();
             let words = read_image(&out, None).unwrap();
             assert_eq!(words, assemble_file(&src, Some(Isa::V2)).unwrap().words);
             let dis = d.join(format!("p.{ext}.s"));
-            cmd_asm(&AsmArgs { file: out.clone(), isa: Some(Isa::V2), out: Some(dis.clone()), format: None, disasm: true }).unwrap();
+            cmd_asm(&AsmArgs {
+                file: out.clone(),
+                isa: Some(Isa::V2),
+                out: Some(dis.clone()),
+                format: None,
+                disasm: true,
+            })
+            .unwrap();
             assert_eq!(assemble_file(&dis, None).unwrap().words, words, "disassembly reassembles");
         }
         assert_eq!(std::fs::read_to_string(d.join("p.hex")).unwrap().lines().count(), 3);
         assert_eq!(std::fs::read(d.join("p.bin")).unwrap().len(), 12);
         // --format overrides the extension
         let out = d.join("p.img");
-        cmd_asm(&AsmArgs { file: src.clone(), isa: None, out: Some(out.clone()), format: Some(ImageFormat::Bin), disasm: false }).unwrap();
+        cmd_asm(&AsmArgs {
+            file: src.clone(),
+            isa: None,
+            out: Some(out.clone()),
+            format: Some(ImageFormat::Bin),
+            disasm: false,
+        })
+        .unwrap();
         assert_eq!(std::fs::read(&out).unwrap().len(), 12);
         let _ = std::fs::remove_dir_all(&d);
     }
@@ -346,7 +366,13 @@ mod tests {
         assert_eq!(read_image(&h, None).unwrap(), [10, 10]);
         // unwritable output
         std::fs::write(&bad, "fin\n").unwrap();
-        let r = cmd_asm(&AsmArgs { file: bad.clone(), isa: None, out: Some(d.join("no/such/dir/o.hex")), format: None, disasm: false });
+        let r = cmd_asm(&AsmArgs {
+            file: bad.clone(),
+            isa: None,
+            out: Some(d.join("no/such/dir/o.hex")),
+            format: None,
+            disasm: false,
+        });
         assert!(r.is_err());
         let _ = std::fs::remove_dir_all(&d);
     }
@@ -362,9 +388,13 @@ mod tests {
         std::fs::write(d.join("src/lib/tail.s"), "fin\n").unwrap();
         let p = assemble_file(&main, None).unwrap();
         assert_eq!(p.isa, Isa::V2);
-        assert_eq!(p.words, assemble_with(".isa v2\nstart: psa %1, #1\nbrz start, #0\nfin\n", Isa::V2, &|_: &str| None).unwrap().words);
+        assert_eq!(
+            p.words,
+            assemble_with(".isa v2\nstart: psa %1, #1\nbrz start, #0\nfin\n", Isa::V2, &|_: &str| None).unwrap().words
+        );
         let out = d.join("main.hex");
-        cmd_asm(&AsmArgs { file: main.clone(), isa: None, out: Some(out.clone()), format: None, disasm: false }).unwrap();
+        cmd_asm(&AsmArgs { file: main.clone(), isa: None, out: Some(out.clone()), format: None, disasm: false })
+            .unwrap();
         assert_eq!(read_image(&out, None).unwrap(), p.words);
         // the built-in X25519 sources assemble from their directory to the programs' words
         let programs = crate::util::root().join("libs/engine25519-core/programs");
@@ -375,7 +405,13 @@ mod tests {
         // an error inside an included file names that file (path as resolved)
         std::fs::write(d.join("src/lib/tail.s"), "fin\n  frob %1\n").unwrap();
         let e = assemble_file(&main, None).unwrap_err().to_string();
-        assert!(e.ends_with(&format!("{}:2:3: unknown mnemonic \"frob\" for ISA v2", d.join("src").join("lib/tail.s").display())), "{e}");
+        assert!(
+            e.ends_with(&format!(
+                "{}:2:3: unknown mnemonic \"frob\" for ISA v2",
+                d.join("src").join("lib/tail.s").display()
+            )),
+            "{e}"
+        );
         // a missing include file: where it is included, what was looked for
         std::fs::remove_file(d.join("src/lib/tail.s")).unwrap();
         let e = assemble_file(&main, None).unwrap_err().to_string();
@@ -383,7 +419,13 @@ mod tests {
         let want = d.join("src").join("lib/tail.s");
         assert!(e.starts_with(&format!("{}:2:10: include file \"lib/tail.s\" not found", inc.display())), "{e}");
         assert!(e.contains(&format!("reading {}", want.display())), "{e}");
-        let r = cmd_asm(&AsmArgs { file: main.clone(), isa: None, out: Some(d.join("x.hex")), format: None, disasm: false });
+        let r = cmd_asm(&AsmArgs {
+            file: main.clone(),
+            isa: None,
+            out: Some(d.join("x.hex")),
+            format: None,
+            disasm: false,
+        });
         assert!(r.is_err() && !d.join("x.hex").exists());
         // a cycle through files on disk
         std::fs::write(d.join("src/lib/tail.s"), ".include \"lib/inc.s\"\n").unwrap();
@@ -402,7 +444,8 @@ mod tests {
         let d = tmpdir("vectors");
         let m = vectors::export(&d, 2, 7).unwrap();
         let n = vectors::verify(&d).unwrap();
-        let total: usize = m["programs"].as_array().unwrap().iter().map(|p| p["vectors"].as_array().unwrap().len()).sum();
+        let total: usize =
+            m["programs"].as_array().unwrap().iter().map(|p| p["vectors"].as_array().unwrap().len()).sum();
         assert_eq!(n, total);
         for p in m["programs"].as_array().unwrap() {
             if p["name"] == "x25519" {
@@ -418,7 +461,11 @@ mod tests {
         std::fs::write(&man, orig.replacen(&first_expected, &flipped, 1)).unwrap();
         assert!(vectors::verify(&d).is_err());
         let cycles = m["programs"][0]["vectors"][0]["cycles"].as_u64().unwrap();
-        std::fs::write(&man, orig.replacen(&format!("\"cycles\": {cycles}"), &format!("\"cycles\": {}", cycles + 1), 1)).unwrap();
+        std::fs::write(
+            &man,
+            orig.replacen(&format!("\"cycles\": {cycles}"), &format!("\"cycles\": {}", cycles + 1), 1),
+        )
+        .unwrap();
         assert!(vectors::verify(&d).is_err());
         std::fs::write(&man, orig.replacen(vectors::FORMAT, "engine25519-vectors/0", 1)).unwrap();
         assert!(vectors::verify(&d).is_err());

@@ -17,11 +17,11 @@
 //!   model's cycle count). The long set (v1 too, every vector, a Wycheproof sample) is the
 //!   bench provider `engine-netlist`.
 
-use crate::ctx::Ctx;
-use crate::build::gateware;
 use crate::bench::parse_flat_json;
-use crate::steps::{step, BenchProvider, BenchResults, TestStep};
+use crate::build::gateware;
+use crate::ctx::Ctx;
 use crate::setup;
+use crate::steps::{step, BenchProvider, BenchResults, TestStep};
 use crate::supervisor;
 use crate::util;
 use anyhow::{anyhow, Context, Result};
@@ -114,12 +114,24 @@ pub fn case_dir() -> Result<PathBuf> {
 
 fn rtl_cases(ctx: &Ctx) -> Result<()> {
     let dir = case_dir()?;
-    gateware::pytest(ctx.verbose, &["engine/tests/test_engine_cases.py"], &[], &[("ENGINE_CASES", &dir)], Duration::from_secs(15 * 60))
+    gateware::pytest(
+        ctx.verbose,
+        &["engine/tests/test_engine_cases.py"],
+        &[],
+        &[("ENGINE_CASES", &dir)],
+        Duration::from_secs(15 * 60),
+    )
 }
 
 fn rtl_x25519(ctx: &Ctx) -> Result<()> {
     let dir = vectors(8)?;
-    gateware::pytest(ctx.verbose, &["engine/tests/test_engine_x25519.py"], &[], &[("ENGINE_VECTORS", &dir)], Duration::from_secs(25 * 60))
+    gateware::pytest(
+        ctx.verbose,
+        &["engine/tests/test_engine_x25519.py"],
+        &[],
+        &[("ENGINE_VECTORS", &dir)],
+        Duration::from_secs(25 * 60),
+    )
 }
 
 /// The whole v2 engine's netlist on the short set (test_netlist.py, ENGINE_NETLIST=ci).
@@ -145,18 +157,41 @@ pub fn vectors(count: usize) -> Result<PathBuf> {
 
 fn rtl_vectors(ctx: &Ctx) -> Result<()> {
     let dir = vectors(8)?;
-    gateware::pytest(ctx.verbose, &["engine/tests/test_engine_vectors.py", "engine/tests/test_csr.py"], &[], &[("ENGINE_VECTORS", &dir)], Duration::from_secs(15 * 60))
+    gateware::pytest(
+        ctx.verbose,
+        &["engine/tests/test_engine_vectors.py", "engine/tests/test_csr.py"],
+        &[],
+        &[("ENGINE_VECTORS", &dir)],
+        Duration::from_secs(15 * 60),
+    )
 }
 
 fn units(ctx: &Ctx) -> Result<()> {
-    gateware::pytest(ctx.verbose, &["engine/tests/test_mul.py", "engine/tests/test_alu.py", "engine/tests/test_regfile.py", "tests/test_fpga_tools.py"], &[], &[], Duration::from_secs(12 * 60))
+    gateware::pytest(
+        ctx.verbose,
+        &[
+            "engine/tests/test_mul.py",
+            "engine/tests/test_alu.py",
+            "engine/tests/test_regfile.py",
+            "tests/test_fpga_tools.py",
+        ],
+        &[],
+        &[],
+        Duration::from_secs(12 * 60),
+    )
 }
 
 /// `cargo xtask gateware test [-k EXPR]`.
 pub fn run_tests(ctx: &Ctx, extra: &[String]) -> Result<()> {
     let dir = vectors(8)?;
     let cases = case_dir()?;
-    gateware::pytest(ctx.verbose, &["engine/tests"], extra, &[("ENGINE_VECTORS", &dir), ("ENGINE_CASES", &cases)], Duration::from_secs(30 * 60))
+    gateware::pytest(
+        ctx.verbose,
+        &["engine/tests"],
+        extra,
+        &[("ENGINE_VECTORS", &dir), ("ENGINE_CASES", &cases)],
+        Duration::from_secs(30 * 60),
+    )
 }
 
 /// Random and directed programs run on the model, written as a case file for the RTL
@@ -252,20 +287,23 @@ pub mod cases {
     pub fn write(path: &Path, isa: Isa, n: usize, seed: u64) -> Result<usize> {
         let mut r = Rng(seed | 1);
         let mut out = Vec::new();
-        let mul = Instr { opcode: isa.by_mnemonic("mul").unwrap().code, ra: 1, rb: 2, wd: 3, ..Default::default() }.encode();
-        let psa = |wd: u8, ra: u8| Instr { opcode: isa.by_mnemonic("psa").unwrap().code, ra, wd, ..Default::default() }.encode();
+        let mul =
+            Instr { opcode: isa.by_mnemonic("mul").unwrap().code, ra: 1, rb: 2, wd: 3, ..Default::default() }.encode();
+        let psa = |wd: u8, ra: u8| {
+            Instr { opcode: isa.by_mnemonic("psa").unwrap().code, ra, wd, ..Default::default() }.encode()
+        };
         let fin = Instr { opcode: isa.by_mnemonic("fin").unwrap().code, ..Default::default() }.encode();
         // directed: (program, mpstart)
         let directed: Vec<(Vec<u32>, usize)> = vec![
             (vec![illegal_word(isa, &mut r)], 0),
-            (vec![mul, illegal_word(isa, &mut r), psa(4, 3)], 5),           // illegal with a multiply in flight
+            (vec![mul, illegal_word(isa, &mut r), psa(4, 3)], 5), // illegal with a multiply in flight
             (vec![mul, psa(5, 1), brz(1, 0, true, isa), psa(6, 2), psa(7, 2)], 10), // branch to the last word
-            (vec![psa(5, 1), brz(2, 0, true, isa), psa(6, 2), psa(7, 2)], 10),      // branch past the end
-            (vec![psa(5, 1), brz(-3, 0, true, isa), psa(6, 2), psa(7, 2)], 10),     // branch before the start
-            (vec![brz(-2, 0, true, isa), psa(6, 2)], 0),                             // target wraps to 1023
-            (vec![psa(5, 1), brz(0, 9, false, isa), psa(6, 2), psa(7, 2)], 20),      // not taken unless %9 == 0
-            (vec![mul, fin, psa(6, 3)], 0),                                          // FIN drains the multiply
-            (vec![mul, psa(6, 1)], 1023 - 1),                                        // end of program at the RAM's end
+            (vec![psa(5, 1), brz(2, 0, true, isa), psa(6, 2), psa(7, 2)], 10), // branch past the end
+            (vec![psa(5, 1), brz(-3, 0, true, isa), psa(6, 2), psa(7, 2)], 10), // branch before the start
+            (vec![brz(-2, 0, true, isa), psa(6, 2)], 0),          // target wraps to 1023
+            (vec![psa(5, 1), brz(0, 9, false, isa), psa(6, 2), psa(7, 2)], 20), // not taken unless %9 == 0
+            (vec![mul, fin, psa(6, 3)], 0),                       // FIN drains the multiply
+            (vec![mul, psa(6, 1)], 1023 - 1),                     // end of program at the RAM's end
         ];
         for (words, mpstart) in directed {
             let regs: Vec<[u8; 32]> = (0..32).map(|_| reg_value(&mut r)).collect();

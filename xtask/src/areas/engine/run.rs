@@ -4,8 +4,8 @@
 //! For people writing microcode, and for checking model against RTL by hand: both backends print
 //! the same lines for the same program.
 
-use crate::build::gateware;
 use crate::areas::engine::isa as isa_cli;
+use crate::build::gateware;
 use crate::supervisor;
 use crate::util;
 use anyhow::{anyhow, bail, Context, Result};
@@ -49,7 +49,8 @@ pub struct EngineRunArgs {
 /// `N=HEX` -> (N, little-endian bytes).
 pub fn parse_reg(s: &str) -> Result<(usize, [u8; 32]), String> {
     let (n, v) = s.split_once('=').ok_or_else(|| format!("{s:?}: expected N=HEX"))?;
-    let n: usize = n.trim().trim_start_matches('%').parse().map_err(|_| format!("{s:?}: register {n:?} is not a number"))?;
+    let n: usize =
+        n.trim().trim_start_matches('%').parse().map_err(|_| format!("{s:?}: register {n:?} is not a number"))?;
     if n >= engine25519_core::isa::REGS_PER_WINDOW {
         return Err(format!("{s:?}: register {n} out of range (0..{})", engine25519_core::isa::REGS_PER_WINDOW));
     }
@@ -124,8 +125,11 @@ fn run_rtl(a: &EngineRunArgs, isa: Isa, words: &[u32]) -> Result<Outcome> {
     if a.window >= engine25519_core::isa::WINDOWS || a.mpstart + words.len() > engine25519_core::isa::UCODE_WORDS {
         bail!("window {} / program at {} of {} words does not fit the engine", a.window, a.mpstart, words.len());
     }
-    let regs: serde_json::Map<String, Value> =
-        a.regs.iter().map(|(n, v)| (n.to_string(), json!(v.iter().map(|b| format!("{b:02x}")).collect::<String>()))).collect();
+    let regs: serde_json::Map<String, Value> = a
+        .regs
+        .iter()
+        .map(|(n, v)| (n.to_string(), json!(v.iter().map(|b| format!("{b:02x}")).collect::<String>())))
+        .collect();
     let job = json!({"isa": isa.name(), "words": words, "window": a.window, "mpstart": a.mpstart, "regs": regs, "max_cycles": a.max_cycles});
     let dir = util::target_dir().join("gateware");
     std::fs::create_dir_all(&dir)?;
@@ -140,7 +144,11 @@ fn run_rtl(a: &EngineRunArgs, isa: Isa, words: &[u32]) -> Result<Outcome> {
     let v: Value = serde_json::from_str(out.trim()).context("engine.run output")?;
     let regs = v["regs"]
         .as_array()
-        .map(|a| a.iter().map(|h| engine25519_core::vectors::parse32(h.as_str().unwrap_or("")).map_err(|e| anyhow!("{e}"))).collect::<Result<Vec<_>>>())
+        .map(|a| {
+            a.iter()
+                .map(|h| engine25519_core::vectors::parse32(h.as_str().unwrap_or("")).map_err(|e| anyhow!("{e}")))
+                .collect::<Result<Vec<_>>>()
+        })
         .transpose()?
         .unwrap_or_default();
     Ok(Outcome {

@@ -10,10 +10,10 @@
 
 use crate::build::gateware;
 use crate::ctx::Ctx;
-use crate::supervisor;
-use crate::util;
 use crate::harness::soc::{build_firmware, build_soc, firmware_command, run_firmware_as, Soc, RUN_TIMEOUT};
 use crate::steps::{step, BenchProvider, BenchResults, TestStep};
+use crate::supervisor;
+use crate::util;
 use anyhow::{anyhow, bail, Result};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -172,11 +172,17 @@ fn test(ctx: &Ctx) -> Result<()> {
     std::fs::create_dir_all(&moved)?;
     std::fs::copy(soc.dir.join("soc.json"), moved.join("soc.json"))?;
     let csv = std::fs::read_to_string(soc.dir.join("csr.csv"))?;
-    let bad_csv: String = csv
-        .lines()
-        .map(|l| if l.starts_with("memory_region,engine_csr,") { l.replacen("0xf002", "0xf003", 1) } else { l.to_string() })
-        .collect::<Vec<_>>()
-        .join("\n");
+    let bad_csv: String =
+        csv.lines()
+            .map(|l| {
+                if l.starts_with("memory_region,engine_csr,") {
+                    l.replacen("0xf002", "0xf003", 1)
+                } else {
+                    l.to_string()
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
     if bad_csv == csv.trim_end() {
         bail!("csr.csv has no engine_csr region line to move");
     }
@@ -190,7 +196,9 @@ fn test(ctx: &Ctx) -> Result<()> {
     let st = supervisor::wait_timeout(&mut child, Duration::from_secs(20 * 60), "firmware build for a moved engine")?;
     let out = std::fs::read_to_string(&log_path).unwrap_or_default();
     if st.success() || !out.contains("spec csr.base") {
-        bail!("the firmware build did not refuse a SoC whose engine CSR block is off the spec's address ({st}):\n{out}");
+        bail!(
+            "the firmware build did not refuse a SoC whose engine CSR block is off the spec's address ({st}):\n{out}"
+        );
     }
     eprintln!("xtask: firmware build refused a SoC map with the engine off the spec's address");
 
@@ -210,7 +218,10 @@ fn test(ctx: &Ctx) -> Result<()> {
     // one engine build), and an unknown board is refused
     let dir = util::target_dir().join("gateware").join("board-ulx3s-check");
     let (_, fw) = super::fpga::board_firmware("ulx3s", &dir, ctx.verbose)?;
-    eprintln!("xtask: ULX3S board SoC elaborated, firmware built against its map ({} bytes)", std::fs::metadata(&fw)?.len());
+    eprintln!(
+        "xtask: ULX3S board SoC elaborated, firmware built against its map ({} bytes)",
+        std::fs::metadata(&fw)?.len()
+    );
     match super::fpga::board_firmware("no-such-board", &dir, ctx.verbose) {
         Ok(_) => bail!("an unknown board was accepted"),
         Err(e) if format!("{e:#}").contains("unknown board") => {}
@@ -253,5 +264,4 @@ mod tests {
         let e = Figures::from_verdict(&wrong, &["v2".to_string()]).err().expect("a wrong speed-up must fail");
         assert!(format!("{e:#}").contains("speed-up of 1530/10"), "{e:#}");
     }
-
 }

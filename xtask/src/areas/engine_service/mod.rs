@@ -18,28 +18,23 @@
 //! per-backend provider table) and a fairness run (8 clients, fixed window -> service_fairness_spread).
 
 use crate::bench;
-use crate::harness::hosted::{Launch, Report};
-use crate::system::{sysctl_checks, system, system_env, system_on};
-use crate::util::shell_quote;
-use crate::steps::{step, BenchProvider, BenchResults, TestStep};
 use crate::build::xous::Flavor;
 use crate::ctx::Ctx;
+use crate::harness::hosted::{Launch, Report};
+use crate::steps::{step, BenchProvider, BenchResults, TestStep};
+use crate::system::{sysctl_checks, system, system_env, system_on};
+use crate::util::shell_quote;
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use verdict::Status;
 
 pub fn test_steps() -> Vec<TestStep> {
-    vec![
-        step!("engine-service:load-fuzz", 300, load_fuzz),
-        step!("engine-service:privilege", 180, privilege),
-    ]
+    vec![step!("engine-service:load-fuzz", 300, load_fuzz), step!("engine-service:privilege", 180, privilege)]
 }
 
 pub fn bench_providers() -> Vec<BenchProvider> {
     vec![BenchProvider { name: "engine-service", timeout: Duration::from_secs(300), run: bench_service }]
 }
-
-
 
 fn load_fuzz(ctx: &Ctx) -> Result<()> {
     let load = shell_quote(&ctx.program("engine-load")?);
@@ -50,11 +45,14 @@ fn load_fuzz(ctx: &Ctx) -> Result<()> {
     let r = (|| -> Result<()> {
         let (mut loads, mut fuzz) = (0, false);
         while loads < 8 || !fuzz {
-            let v = match sys.next_report(Duration::from_secs(180), "8 engine-load and the engine-fuzz verdicts", |_| false)? {
-                Report::Verdict(v) => v,
-                Report::Panic(l) => bail!("panic: {l}"),
-                Report::Line(_) => continue,
-            };
+            let v =
+                match sys
+                    .next_report(Duration::from_secs(180), "8 engine-load and the engine-fuzz verdicts", |_| false)?
+                {
+                    Report::Verdict(v) => v,
+                    Report::Panic(l) => bail!("panic: {l}"),
+                    Report::Line(_) => continue,
+                };
             eprintln!("engine-service: {v}");
             if v.subject.starts_with("engine-load/") {
                 loads += 1;
@@ -81,7 +79,11 @@ fn privilege(ctx: &Ctx) -> Result<()> {
         // verdicts arrive in any order: collect them as they come
         let (mut ready, mut privilege, mut loads) = (false, false, 0);
         while !ready || !privilege || loads < 2 {
-            let v = match sys.next_report(Duration::from_secs(60), "SYSCTL READY and the engine-privilege and 2 engine-load verdicts", |l| l.contains("SYSCTL"))? {
+            let v = match sys.next_report(
+                Duration::from_secs(60),
+                "SYSCTL READY and the engine-privilege and 2 engine-load verdicts",
+                |l| l.contains("SYSCTL"),
+            )? {
                 Report::Verdict(v) => v,
                 Report::Panic(l) => bail!("{l}"),
                 Report::Line(l) if l.contains("SYSCTL ERROR") => bail!("{l}"),
@@ -124,7 +126,9 @@ fn privilege(ctx: &Ctx) -> Result<()> {
     l = l.system_program(format!("sleep 1; exec {}", ctx.server_program("sysctl")?));
     let mut sys = l.start()?;
     let r = (|| -> Result<()> {
-        let stole = sys.wait_verdict(Duration::from_secs(60), "the engine-privilege/steal verdict", |s| s == "engine-privilege/steal")?;
+        let stole = sys.wait_verdict(Duration::from_secs(60), "the engine-privilege/steal verdict", |s| {
+            s == "engine-privilege/steal"
+        })?;
         if !stole.passed() {
             bail!("the early app could not take the slot, the race was not exercised: {stole}");
         }
@@ -158,7 +162,9 @@ fn bench_service(ctx: &Ctx) -> Result<BenchResults> {
     let mut sys = system_on(ctx, &client, &[], Some(one))?;
     let r = bench::hosted_bench_json(&mut sys, 1, Duration::from_secs(180));
     sys.stop();
-    for key in ["service_x25519_us_p50", "service_model_inproc_us_p50", "service_ipc_floor_us_p50", "service_overhead_ratio"] {
+    for key in
+        ["service_x25519_us_p50", "service_model_inproc_us_p50", "service_ipc_floor_us_p50", "service_overhead_ratio"]
+    {
         let v = r.as_ref().map_err(|e| anyhow::anyhow!("{e:#}"))?.get(key).copied();
         out.insert(format!("{key}_one_cpu"), v.with_context(|| format!("the one-CPU run reported no {key}"))?);
     }
@@ -175,7 +181,8 @@ fn bench_service(ctx: &Ctx) -> Result<BenchResults> {
     let mut counts = Vec::new();
     let mut bad = 0;
     for _ in 0..8 {
-        let v = sys.wait_verdict(Duration::from_secs(60), "8 engine-load verdicts", |s| s.starts_with("engine-load/"))?;
+        let v =
+            sys.wait_verdict(Duration::from_secs(60), "8 engine-load verdicts", |s| s.starts_with("engine-load/"))?;
         let n = |k: &str| v.num(k).with_context(|| format!("no {k}= in {v}"));
         counts.push(n("completed")? as f64);
         bad += n("wrong")? + n("errors")?;

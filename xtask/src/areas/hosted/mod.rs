@@ -6,12 +6,12 @@
 //! through the kernel's Shutdown syscall. bench.rs: the providers `hosted-startup` and
 //! `hosted-ipc`.
 
-use crate::harness::hosted::{is_panic, Launch, Report};
-use crate::util::shell_quote;
 use crate::build::xous::Flavor;
 use crate::ctx::Ctx;
+use crate::harness::hosted::{is_panic, Launch, Report};
 use crate::steps::{step, TestStep};
 use crate::system::add_servers;
+use crate::util::shell_quote;
 use anyhow::{bail, Result};
 use std::time::{Duration, Instant};
 use verdict::Status;
@@ -41,7 +41,11 @@ pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
         launch = launch.program(format!("{load} --id {i} --calls {LOAD_CALLS}"));
     }
     // the smoke client is the run's harness: it ends the run through the kernel's Shutdown
-    launch = launch.system_program(format!("{} --shutdown-after {}", shell_quote(&ctx.program("smoke")?), shell_quote(&gate)));
+    launch = launch.system_program(format!(
+        "{} --shutdown-after {}",
+        shell_quote(&ctx.program("smoke")?),
+        shell_quote(&gate)
+    ));
     let deadline = Instant::now() + limit;
     let mut sys = launch.start()?;
     let mut current: Option<String> = None;
@@ -68,7 +72,9 @@ pub fn smoke(ctx: &Ctx, limit: Duration) -> Result<()> {
                 let step = if steps_done {
                     format!("engine load: {loads_seen} of {LOAD_CLIENTS} load clients reported")
                 } else {
-                    current.map(|s| format!("step {s:?} did not finish")).unwrap_or_else(|| "the smoke client never started a step".into())
+                    current
+                        .map(|s| format!("step {s:?} did not finish"))
+                        .unwrap_or_else(|| "the smoke client never started a step".into())
                 };
                 bail!("smoke: {step}: {e}\n--- last output ---\n{tail}");
             }

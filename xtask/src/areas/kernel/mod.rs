@@ -1,11 +1,11 @@
 //! Step `kernel:patches` (`cargo xtask kernel-test`), the tests for kernel-patches/: each runs the behaviour on the stock kernel (where it must fail,
 //! proving the test can fail) and on the patched kernel (where it must pass).
 
-use crate::harness::hosted::{is_panic, Launch};
-use crate::util::shell_quote;
 use crate::build::xous::Flavor;
 use crate::ctx::Ctx;
+use crate::harness::hosted::{is_panic, Launch};
 use crate::steps::{step, TestStep};
+use crate::util::shell_quote;
 use anyhow::{anyhow, bail, Result};
 use std::time::Duration;
 
@@ -83,7 +83,9 @@ fn shutdown_privilege_run(ctx: &Ctx, flavor: Flavor, raw: Option<&dyn Fn(usize) 
     }
     let mut sys = l.start()?;
     let r = (|| -> Result<()> {
-        let v = sys.wait_verdict(Duration::from_secs(15), "the kernel-probe/shutdown-refused verdict", |s| s == "kernel-probe/shutdown-refused")?;
+        let v = sys.wait_verdict(Duration::from_secs(15), "the kernel-probe/shutdown-refused verdict", |s| {
+            s == "kernel-probe/shutdown-refused"
+        })?;
         if !v.passed() {
             bail!("{v}");
         }
@@ -108,13 +110,16 @@ fn shutdown_privilege_run(ctx: &Ctx, flavor: Flavor, raw: Option<&dyn Fn(usize) 
 
 fn shutdown_privilege(ctx: &Ctx) -> Result<()> {
     if shutdown_privilege_case(ctx, Flavor::Stock).is_ok() {
-        bail!("the stock kernel already refuses an ordinary process's Shutdown: this test cannot detect a missing patch");
+        bail!(
+            "the stock kernel already refuses an ordinary process's Shutdown: this test cannot detect a missing patch"
+        );
     }
     shutdown_privilege_case(ctx, Flavor::Patched).map_err(|e| e.context("patched kernel: Shutdown privilege"))?;
     // malformed entries grant nothing, are reported, and leave the valid one working (the
     // refused probe, at last - 1, stays refused)
     let malformed = |last: usize| format!("0, x,-1,, 99999999999999999999 ,{last}");
-    shutdown_privilege_run(ctx, Flavor::Patched, Some(&malformed)).map_err(|e| e.context("patched kernel: malformed XOUS_SHUTDOWN_ALLOWED"))
+    shutdown_privilege_run(ctx, Flavor::Patched, Some(&malformed))
+        .map_err(|e| e.context("patched kernel: malformed XOUS_SHUTDOWN_ALLOWED"))
 }
 
 /// Server IDs of one run (two servers created by the probe).
@@ -175,7 +180,9 @@ pub fn first_syscall_ms(ctx: &Ctx, flavor: Flavor) -> Result<f64> {
 fn startup(ctx: &Ctx) -> Result<()> {
     let stock = first_syscall_ms(ctx, Flavor::Stock)?;
     let patched = first_syscall_ms(ctx, Flavor::Patched)?;
-    eprintln!("kernel-test startup: first syscall {stock:.1} ms (stock), {patched:.1} ms (patched) after the program started");
+    eprintln!(
+        "kernel-test startup: first syscall {stock:.1} ms (stock), {patched:.1} ms (patched) after the program started"
+    );
     // the stock kernel polls accept every 500 ms: a client that starts after the first poll
     // waits for the next one (start-up delay + answer ~ 500 ms)
     if stock < 400.0 - STARTUP_DELAY_MS {
@@ -213,7 +220,9 @@ fn process_exit_case(ctx: &Ctx, flavor: Flavor) -> Result<()> {
         .start()?;
     sys.wait_marker("PROBE-EXITING", Duration::from_secs(15))?;
     let served = sys
-        .wait_verdict(Duration::from_secs(15), "the kernel-probe/after-exit verdict", |s| s == "kernel-probe/after-exit")
+        .wait_verdict(Duration::from_secs(15), "the kernel-probe/after-exit verdict", |s| {
+            s == "kernel-probe/after-exit"
+        })
         .and_then(|v| if v.passed() { Ok(()) } else { Err(anyhow!("{v}")) });
     if let Err(e) = served {
         let status = sys.try_status().ok().flatten();

@@ -18,7 +18,9 @@ pub fn test_steps() -> Vec<TestStep> {
 pub fn pytest(ctx: &Ctx) -> Result<()> {
     let tools = util::root().join("tools");
     let has_tests = tools.join("tests").is_dir()
-        || std::fs::read_dir(&tools).map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("test_"))).unwrap_or(false);
+        || std::fs::read_dir(&tools)
+            .map(|d| d.flatten().any(|e| e.file_name().to_string_lossy().starts_with("test_")))
+            .unwrap_or(false);
     if !has_tests {
         eprintln!("xtask: tools/ has no Python tests; nothing to run");
         return Ok(());

@@ -38,8 +38,13 @@ fn acvp_dir(py: &std::path::Path) -> Result<PathBuf> {
     let sdist = base.join(ACVP_SDIST);
     if !sdist.is_file() {
         let mut c = Command::new(py);
-        c.args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:", ACVP_SDIST_REQ, "-d"]).arg(&base);
-        supervisor::run(&mut c, Duration::from_secs(300), &format!("pip download {ACVP_SDIST_REQ} (sdist with the ACVP files)"))?;
+        c.args(["-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:", ACVP_SDIST_REQ, "-d"])
+            .arg(&base);
+        supervisor::run(
+            &mut c,
+            Duration::from_secs(300),
+            &format!("pip download {ACVP_SDIST_REQ} (sdist with the ACVP files)"),
+        )?;
     }
     let data = std::fs::read(&sdist).with_context(|| format!("{}", sdist.display()))?;
     let got = util::sha256_hex(&data);
@@ -66,7 +71,11 @@ fn interop(ctx: &Ctx) -> Result<()> {
         cmd.arg("--quiet");
     }
     cmd.args(["--", "--ignored"]).env("RATCHET_INTEROP_PYTHON", &py).env("RATCHET_ACVP_DIR", &acvp);
-    supervisor::run(&mut cmd, Duration::from_secs(15 * 60), "cargo test -p ratchet --test interop --test mlkem_acvp -- --ignored")
+    supervisor::run(
+        &mut cmd,
+        Duration::from_secs(15 * 60),
+        "cargo test -p ratchet --test interop --test mlkem_acvp -- --ignored",
+    )
 }
 
 /// Bench provider `ratchet`: the native `ratchet-bench` binary of libs/ratchet (ML-KEM-1024

@@ -13,13 +13,13 @@
 //!   xous-susres (sim-smoke's last phase); beside it `power-probe`, an ordinary app, whose
 //!   power-off, suspend and Shutdown must be refused (docs/security.md).
 
-use crate::ctx::Ctx;
 use crate::build::power::{Extra, PowerPids};
+use crate::build::xous::Flavor;
+use crate::ctx::Ctx;
 use crate::harness::hosted::{failed_verdicts, is_panic, Launch, Report};
 use crate::harness::precursor::Phase;
 use crate::steps::{step, TestStep};
 use crate::util::shell_quote;
-use crate::build::xous::Flavor;
 use anyhow::{bail, Result};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -32,7 +32,11 @@ use std::time::Duration;
 #[allow(dead_code)] // the whole plan; the harness needs most of it
 mod plan;
 pub use plan::{BAD_OPTIONS, CHECKS, DEVICE_CHECKS, PROGRAM};
-use plan::{BATCH_END_MARKER, BATCH_ROUNDS, BATCH_SIZE, BATCH_START_MARKER, RESUMED_MARKER, SUSPEND_MARKER, SPIN_BUSY_END_MARKER, SPIN_BUSY_START_MARKER, SPIN_IDLE_END_MARKER, SPIN_IDLE_START_MARKER, TIMED_CHECK, TIMING_END_MARKER, TIMING_START_MARKER};
+use plan::{
+    BATCH_END_MARKER, BATCH_ROUNDS, BATCH_SIZE, BATCH_START_MARKER, RESUMED_MARKER, SPIN_BUSY_END_MARKER,
+    SPIN_BUSY_START_MARKER, SPIN_IDLE_END_MARKER, SPIN_IDLE_START_MARKER, SUSPEND_MARKER, TIMED_CHECK,
+    TIMING_END_MARKER, TIMING_START_MARKER,
+};
 
 /// The package and its binary.
 pub const PACKAGE: &str = "device-selftest";
@@ -92,7 +96,15 @@ pub const SPIN_BUSY_END: &str = "spin-busy-end";
 pub const SPINNER: &str = "spinner";
 
 fn regex_escape(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == ' ' { c.to_string() } else { format!("\\{c}") }).collect()
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '/' || c == '_' || c == ' ' {
+                c.to_string()
+            } else {
+                format!("\\{c}")
+            }
+        })
+        .collect()
 }
 
 /// The ordinary app that asks to stop the system and must be refused (docs/security.md).
@@ -123,8 +135,20 @@ pub fn sim_extras_with(verbose: bool, long_suspend: bool) -> Result<(Vec<Extra>,
         Phase::new("power-pids", &format!(r"xous_susres: power operations allowed to PID\(s\) \[{allowed}\]")),
         Phase::new("poweroff-refused", r"xous_susres: PowerOff refused to PID \d+: not a system process"),
         Phase::new("suspend-refused", r"xous_susres: SuspendRequest refused to PID \d+: not a system process"),
-        Phase::new("simfault-page-refused", &format!(r"KERNEL: MapMemory of {:08x} refused to PID \d+: not a system process", crate::build::device_xous::SYSTEM_PAGES[0])),
-        Phase::new("simctl-page-refused", &format!(r"KERNEL: MapMemory of {:08x} refused to PID \d+: not a system process", crate::build::device_xous::SYSTEM_PAGES[1])),
+        Phase::new(
+            "simfault-page-refused",
+            &format!(
+                r"KERNEL: MapMemory of {:08x} refused to PID \d+: not a system process",
+                crate::build::device_xous::SYSTEM_PAGES[0]
+            ),
+        ),
+        Phase::new(
+            "simctl-page-refused",
+            &format!(
+                r"KERNEL: MapMemory of {:08x} refused to PID \d+: not a system process",
+                crate::build::device_xous::SYSTEM_PAGES[1]
+            ),
+        ),
         Phase::new("shutdown-refused", r"KERNEL: Shutdown refused to PID \d+: not a system process"),
         Phase::new(POWER_PROBE, &format!(r"^VERDICT {POWER_PROBE} PASS")),
     ]);
@@ -141,7 +165,10 @@ pub fn suspend_phases(cycles: u32) -> Vec<Phase> {
     vec![
         Phase::new("engine-susres", r"engine25519: registered with xous-susres"),
         Phase::new("trng-susres", r"trng: registered with xous-susres"),
-        Phase::new("trng-resumed", r"TRNG hw: resumed: registers programmed again \(AV_NIST read back 0x[0-9a-f]+, as written\), serving"),
+        Phase::new(
+            "trng-resumed",
+            r"TRNG hw: resumed: registers programmed again \(AV_NIST read back 0x[0-9a-f]+, as written\), serving",
+        ),
         Phase::new(SUSPEND_FIRST, &format!(r"^{SUSPEND_MARKER} 1$")),
         Phase::new("stub-resume", r"^STUB RESUME clean suspend marker found"),
         Phase::new("engine-resumed", r"engine25519: resumed \(clean Ok\(true\)\): engine restored \(Ok\)"),
@@ -276,7 +303,11 @@ mod tests {
         assert!(i(TIMING_START) < i(TIMING_END) && i(TIMING_END) < i("selftest/x25519-timing"));
         assert!(i(TIMING_END) < i(BATCH_START) && i(BATCH_START) < i(BATCH_END) && i(BATCH_END) < i(SPIN_IDLE_START));
         assert!(i(SPIN_IDLE_START) < i(SPIN_IDLE_END));
-        assert!(i(SPIN_IDLE_END) < i(SPIN_BUSY_START) && i(SPIN_BUSY_START) < i(SPIN_BUSY_END) && i(SPIN_BUSY_END) < i("selftest/x25519-timing"));
+        assert!(
+            i(SPIN_IDLE_END) < i(SPIN_BUSY_START)
+                && i(SPIN_BUSY_START) < i(SPIN_BUSY_END)
+                && i(SPIN_BUSY_END) < i("selftest/x25519-timing")
+        );
         for d in DEVICE_CHECKS {
             assert!(i("selftest/x25519-timing") < i(d) && i(d) < i("selftest/trng-words"), "{d}");
         }

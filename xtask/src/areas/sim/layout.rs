@@ -32,16 +32,22 @@ pub struct SimLayoutArgs {
     pub extra: Vec<PathBuf>,
 }
 
-
 fn print(b: &Built) {
     let l = &b.layout;
     let k = l.kernel();
     println!("sim-layout: {} (ram.bin {} bytes at {RAM_BASE:#010x}, RAM {RAM_SIZE:#x}; rom.bin at {ROM_BASE:#x}; layout.json)", b.dir.display(), l.ram_image().len());
-    println!("  kernel: pc {:#010x} satp {:#010x} sp {:#010x}; a0 {:#010x} a1 {:#010x} a2 {:#010x} a7 0", k.entry, k.satp, k.sp, l.args_va, l.procs_va, l.tracker_va);
+    println!(
+        "  kernel: pc {:#010x} satp {:#010x} sp {:#010x}; a0 {:#010x} a1 {:#010x} a2 {:#010x} a7 0",
+        k.entry, k.satp, k.sp, l.args_va, l.procs_va, l.tracker_va
+    );
     for p in &l.processes {
         println!("  PID {:2} {:16} satp {:#010x} entry {:#010x} {:4} pages", p.pid, p.name, p.satp, p.entry, p.pages);
     }
-    println!("  RAM used {RAM_BASE:#010x}..{:#010x} ({} KiB); tags checked against xous-create-image and xous-read-tags", l.end_used, (l.end_used - RAM_BASE) / 1024);
+    println!(
+        "  RAM used {RAM_BASE:#010x}..{:#010x} ({} KiB); tags checked against xous-create-image and xous-read-tags",
+        l.end_used,
+        (l.end_used - RAM_BASE) / 1024
+    );
 }
 
 pub fn run(a: SimLayoutArgs, verbose: bool) -> Result<()> {
@@ -69,10 +75,7 @@ fn cli_refuses(bin: &Path, args: &[&str], expect: &str) -> Result<()> {
 }
 
 pub fn test_steps() -> Vec<TestStep> {
-    vec![
-        step!("sim:layout", 3000, test_step),
-        step!("sim:boot-probe", 1200, boot_probe),
-    ]
+    vec![step!("sim:layout", 3000, test_step), step!("sim:boot-probe", 1200, boot_probe)]
 }
 
 fn gnu(tool: &str, args: &[&std::ffi::OsStr]) -> Result<()> {
@@ -90,11 +93,27 @@ fn probe_elf(name: &str, base: u32, dir: &Path) -> Result<PathBuf> {
     let elf = dir.join(format!("{name}.elf"));
     let src = src_dir.join(format!("{name}.S"));
     let o = |s: &str| std::ffi::OsString::from(s);
-    gnu("riscv64-unknown-elf-as", &[&o("-march=rv32ima_zicsr"), &o("-mabi=ilp32"), &o("-o"), obj.as_os_str(), src.as_os_str()])?;
+    gnu(
+        "riscv64-unknown-elf-as",
+        &[&o("-march=rv32ima_zicsr"), &o("-mabi=ilp32"), &o("-o"), obj.as_os_str(), src.as_os_str()],
+    )?;
     let link = src_dir.join("link.ld");
     gnu(
         "riscv64-unknown-elf-ld",
-        &[&o("-m"), &o("elf32lriscv"), &o("-nostdlib"), &o("-e"), &o("_start"), &o("--defsym"), &o(&format!("PROBE_BASE={base:#x}")), &o("-T"), link.as_os_str(), &o("-o"), elf.as_os_str(), obj.as_os_str()],
+        &[
+            &o("-m"),
+            &o("elf32lriscv"),
+            &o("-nostdlib"),
+            &o("-e"),
+            &o("_start"),
+            &o("--defsym"),
+            &o(&format!("PROBE_BASE={base:#x}")),
+            &o("-T"),
+            link.as_os_str(),
+            &o("-o"),
+            elf.as_os_str(),
+            obj.as_os_str(),
+        ],
     )?;
     Ok(elf)
 }
@@ -109,7 +128,12 @@ fn boot_probe(_ctx: &Ctx) -> Result<()> {
     let kernel = probe_elf("kernel", layout::KERNEL_LOAD_OFFSET, &dir)?;
     let user = probe_elf("user", 0x1_0000, &dir)?;
     // Precursor's CSR region (SVD); the probe maps its UART and simctl pages itself
-    let params = Params { ram_base: RAM_BASE, ram_size: RAM_SIZE, ram_name: tags::name_word(b"SrEx"), regions: vec![tags::Region { start: 0xf000_0000, size: 0x4_0000, name: tags::name_word(b"CSRs") }] };
+    let params = Params {
+        ram_base: RAM_BASE,
+        ram_size: RAM_SIZE,
+        ram_name: tags::name_word(b"SrEx"),
+        regions: vec![tags::Region { start: 0xf000_0000, size: 0x4_0000, name: tags::name_word(b"CSRs") }],
+    };
     let k = Program { name: "probe-kernel".into(), elf: elf::load(&kernel)? };
     let u = Program { name: "probe-user".into(), elf: elf::load(&user)? };
     let l = layout::build(&params, &k, &[u])?;
@@ -146,9 +170,16 @@ fn run_probe(rom: &Path, ram: &Path, expect: &str, json: &Path) -> Result<serde_
     let py = crate::build::gateware::python()?;
     let _ = std::fs::remove_file(json);
     let mut c = crate::build::gateware::py_command(&py);
-    c.args(["-m", "precursor.run", "--timeout", "600", "--expect", expect, "--json"]).arg(json).arg("--rom").arg(rom).arg("--ram").arg(ram);
-    let _ = crate::supervisor::run_capture(&mut c, Duration::from_secs(1100), "the boot probe on the simulated Precursor");
-    let text = std::fs::read_to_string(json).with_context(|| format!("the simulator wrote no summary ({})", json.display()))?;
+    c.args(["-m", "precursor.run", "--timeout", "600", "--expect", expect, "--json"])
+        .arg(json)
+        .arg("--rom")
+        .arg(rom)
+        .arg("--ram")
+        .arg(ram);
+    let _ =
+        crate::supervisor::run_capture(&mut c, Duration::from_secs(1100), "the boot probe on the simulated Precursor");
+    let text = std::fs::read_to_string(json)
+        .with_context(|| format!("the simulator wrote no summary ({})", json.display()))?;
     serde_json::from_str(&text).with_context(|| format!("{}", json.display()))
 }
 
@@ -157,9 +188,16 @@ pub fn test_step(_ctx: &Ctx) -> Result<()> {
     let verbose = false;
     let kernel = device_xous::ensure_kernel(&PowerPids::of_image(&[]), verbose)?;
     // unit tests, with the kernel's own argument parser compiled in
-    let src = device_xous::device_dir().join("src").join(format!("{}-{}", device_xous::KERNEL.name, device_xous::KERNEL.version));
+    let src = device_xous::device_dir().join("src").join(format!(
+        "{}-{}",
+        device_xous::KERNEL.name,
+        device_xous::KERNEL.version
+    ));
     let mut c = util::cargo();
-    c.args(["test", "--release", "-p", "xous-layout"]).env("XOUS_KERNEL_SRC", &src).env("XOUS_LAYOUT_REQUIRE_KERNEL", "1").current_dir(util::root());
+    c.args(["test", "--release", "-p", "xous-layout"])
+        .env("XOUS_KERNEL_SRC", &src)
+        .env("XOUS_LAYOUT_REQUIRE_KERNEL", "1")
+        .current_dir(util::root());
     let out = crate::supervisor::run_capture(&mut c, Duration::from_secs(900), "cargo test -p xous-layout")?;
     if !out.contains("the_kernels_own_parser_reads_the_tags ... ok") {
         bail!("cargo test -p xous-layout did not run the kernel-parser test:\n{out}");
@@ -178,7 +216,11 @@ pub fn test_step(_ctx: &Ctx) -> Result<()> {
     std::fs::write(&x86, std::fs::read("/bin/true").context("/bin/true as a foreign-architecture ELF")?)?;
     let k = kernel.to_string_lossy().into_owned();
     let o = scratch.to_string_lossy().into_owned();
-    cli_refuses(&bin, &["--kernel", &k, "--program", "/nonexistent/prog", "--out", &o], "missing ELF: /nonexistent/prog does not exist")?;
+    cli_refuses(
+        &bin,
+        &["--kernel", &k, "--program", "/nonexistent/prog", "--out", &o],
+        "missing ELF: /nonexistent/prog does not exist",
+    )?;
     cli_refuses(&bin, &["--kernel", &k, "--program", &x86.to_string_lossy(), "--out", &o], "wrong architecture")?;
     cli_refuses(&bin, &["--kernel", &k, "--ram-size", "0x10000", "--out", &o], "image does not fit RAM")?;
     cli_refuses(&bin, &["--kernel", &k, "--program", &k, "--out", &o], "reaches the kernel's area")?;
@@ -192,6 +234,8 @@ pub fn test_step(_ctx: &Ctx) -> Result<()> {
     std::fs::write(&overlap, d)?;
     cli_refuses(&bin, &["--kernel", &overlap.to_string_lossy(), "--out", &o], "overlapping segments")?;
     cli_refuses(&bin, &["--kernel", &k, "--region", "toolong:0:0x1000", "--out", &o], "NAME of 1-4 ASCII")?;
-    println!("sim:layout: unit tests (kernel parser included), boot files, tag cross-checks and bad-input refusals passed");
+    println!(
+        "sim:layout: unit tests (kernel parser included), boot files, tag cross-checks and bad-input refusals passed"
+    );
     Ok(())
 }

@@ -25,11 +25,14 @@ pub mod profile;
 pub mod screen;
 pub mod selftest;
 
-use crate::ctx::Ctx;
-use crate::build::power::Extra;
-use crate::harness::precursor::{boot_phases, parse_phase, python, report, run_to_end, runner, smoke_run, smoke_run_with, Phase, RunOptions, FAIL_CRASH, FAIL_VERDICT};
-use crate::steps::{step, TestStep};
 use crate::build::gateware;
+use crate::build::power::Extra;
+use crate::ctx::Ctx;
+use crate::harness::precursor::{
+    boot_phases, parse_phase, python, report, run_to_end, runner, smoke_run, smoke_run_with, Phase, RunOptions,
+    FAIL_CRASH, FAIL_VERDICT,
+};
+use crate::steps::{step, TestStep};
 use crate::supervisor;
 use anyhow::{bail, Context, Result};
 use clap::Args;
@@ -37,10 +40,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub fn test_steps() -> Vec<TestStep> {
-    vec![
-        step!("sim:soc", 25 * 60, soc_test),
-        step!("sim:fail-closed", 60 * 60, fail_closed_step),
-    ]
+    vec![step!("sim:soc", 25 * 60, soc_test), step!("sim:fail-closed", 60 * 60, fail_closed_step)]
 }
 
 /// pytest gateware/precursor/tests: the map against Precursor's SVD, the self-test program.
@@ -89,7 +89,10 @@ pub struct SimScreenshotArgs {
 pub fn screenshot(a: SimScreenshotArgs) -> Result<()> {
     let log = a.log.unwrap_or_else(crate::harness::precursor::memlcd_log);
     if !log.is_file() {
-        bail!("sim-screenshot: {}: no panel log (run the simulated Precursor first: cargo xtask sim-run / sim-smoke)", log.display());
+        bail!(
+            "sim-screenshot: {}: no panel log (run the simulated Precursor first: cargo xtask sim-run / sim-smoke)",
+            log.display()
+        );
     }
     let out = a.out.unwrap_or_else(|| crate::build::sim_layout::sim_dir().join("screenshot.png"));
     let (py, _) = python()?;
@@ -167,7 +170,12 @@ pub fn smoke(a: SimSmokeArgs, verbose: bool, extras: fn(bool) -> Result<(Vec<Ext
     report(&r);
     if !r.ok {
         let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
-        bail!("sim-smoke failed: end {}, phases not reached: [{}], {} failure line(s)", r.reason, missing.join(", "), r.failed_lines.len());
+        bail!(
+            "sim-smoke failed: end {}, phases not reached: [{}], {} failure line(s)",
+            r.reason,
+            missing.join(", "),
+            r.failed_lines.len()
+        );
     }
     Ok(())
 }
@@ -176,11 +184,24 @@ pub fn smoke(a: SimSmokeArgs, verbose: bool, extras: fn(bool) -> Result<(Vec<Ext
 /// image finds a control slot taken, says `SYSCTL ERROR`, and powers the SoC off (xous-susres
 /// `PowerOff`); every service still boots first.
 fn fail_closed_step(ctx: &Ctx) -> Result<()> {
-    let sysctl = crate::build::device_xous::our_programs().into_iter().find(|p| p.file_name().is_some_and(|n| n == "sysctl")).context("sysctl is not in the device image")?;
-    let phases = [Phase::new("sysctl-refused", r"^SYSCTL ERROR .*slots are already taken"), Phase::new("sysctl-poweroff", r"^SYSCTL POWEROFF$")];
+    let sysctl = crate::build::device_xous::our_programs()
+        .into_iter()
+        .find(|p| p.file_name().is_some_and(|n| n == "sysctl"))
+        .context("sysctl is not in the device image")?;
+    let phases = [
+        Phase::new("sysctl-refused", r"^SYSCTL ERROR .*slots are already taken"),
+        Phase::new("sysctl-poweroff", r"^SYSCTL POWEROFF$"),
+    ];
     let fail = [FAIL_VERDICT, FAIL_CRASH];
     // a second copy of the system process: the image builder lets it power off like the first
-    let r = smoke_run_with(&[Extra::system(sysctl)], &phases, false, 900, ctx.verbose, &RunOptions { fail_lines: Some(&fail), ..Default::default() })?;
+    let r = smoke_run_with(
+        &[Extra::system(sysctl)],
+        &phases,
+        false,
+        900,
+        ctx.verbose,
+        &RunOptions { fail_lines: Some(&fail), ..Default::default() },
+    )?;
     report(&r);
     if !r.ok {
         bail!("a second sysctl did not make the system fail closed and power off: end {}", r.reason);
@@ -199,7 +220,8 @@ fn bench_boot(ctx: &Ctx) -> Result<crate::steps::BenchResults> {
     let r = smoke_run(&[], &phases, true, 900, ctx.verbose)?;
     report(&r);
     let last = &phases.last().unwrap().name;
-    let (c, w) = r.phase(last).filter(|_| r.ok).with_context(|| format!("the boot did not reach {last}: end {}", r.reason))?;
+    let (c, w) =
+        r.phase(last).filter(|_| r.ok).with_context(|| format!("the boot did not reach {last}: end {}", r.reason))?;
     let mut out = crate::steps::BenchResults::new();
     out.insert("sim_boot_cycles".into(), c as f64);
     out.insert("sim_boot_to_services_s".into(), w);

@@ -60,7 +60,6 @@ pub fn main(a: SimProfileArgs, verbose: bool) -> Result<()> {
     Ok(())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,10 +73,13 @@ mod tests {
     #[test]
     fn malformed_options_are_refused() {
         use clap::Parser;
-        let parse = |args: &[&str]| TestCli::try_parse_from(std::iter::once("sim-profile").chain(args.iter().copied())).map(|c| c.a);
+        let parse = |args: &[&str]| {
+            TestCli::try_parse_from(std::iter::once("sim-profile").chain(args.iter().copied())).map(|c| c.a)
+        };
         let a = parse(&[]).unwrap();
         assert_eq!((a.isa.as_str(), a.period, a.window, a.top, a.trace), ("v2", 256, Window::Timing, 30, None));
-        assert!(parse(&["--isa", "v1", "--period", "16", "--window", "all", "--trace", "5000", "--trace-from", "10"]).is_ok());
+        assert!(parse(&["--isa", "v1", "--period", "16", "--window", "all", "--trace", "5000", "--trace-from", "10"])
+            .is_ok());
         for bad in [
             &["--isa", "v3"][..],
             &["--period", "15"],

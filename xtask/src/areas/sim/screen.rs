@@ -44,11 +44,23 @@ pub fn check(verbose: bool) -> Result<()> {
     let mut phases = precursor::boot_phases();
     phases.retain(|p| ["kernel", "log", "names"].contains(&p.name.as_str()));
     phases.push(drawn);
-    let r = precursor::smoke_run_with(&[Extra::system(elf)], &phases, false, SIM_TIMEOUT_S, verbose, &RunOptions::default())?;
+    let r = precursor::smoke_run_with(
+        &[Extra::system(elf)],
+        &phases,
+        false,
+        SIM_TIMEOUT_S,
+        verbose,
+        &RunOptions::default(),
+    )?;
     precursor::report(&r);
     if !r.ok {
         let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
-        bail!("sim:screen: end {}, phases not reached: [{}], failure lines: {:?}", r.reason, missing.join(", "), r.failed_lines);
+        bail!(
+            "sim:screen: end {}, phases not reached: [{}], failure lines: {:?}",
+            r.reason,
+            missing.join(", "),
+            r.failed_lines
+        );
     }
     let log_path = precursor::memlcd_log();
     let log = std::fs::read_to_string(&log_path).with_context(|| log_path.display().to_string())?;

@@ -6,7 +6,11 @@
 //! client's timing-start and timing-end lines (stamped by the simulator with the CPU cycle at
 //! which each was written) over the number of calls.
 
-use crate::areas::selftest::{sim_extras, sim_extras_with, BATCH_END, BATCH_JOBS, BATCH_START, DEVICE_CALLS, LONG_SUSPEND_FEATURE, PACKAGE, RESUMED_LAST, SPIN_BUSY_END, SPIN_BUSY_START, SPIN_IDLE_END, SPIN_IDLE_START, SUSPEND_CYCLES_LONG, SUSPEND_FIRST, TIMING_END, TIMING_START};
+use crate::areas::selftest::{
+    sim_extras, sim_extras_with, BATCH_END, BATCH_JOBS, BATCH_START, DEVICE_CALLS, LONG_SUSPEND_FEATURE, PACKAGE,
+    RESUMED_LAST, SPIN_BUSY_END, SPIN_BUSY_START, SPIN_IDLE_END, SPIN_IDLE_START, SUSPEND_CYCLES_LONG, SUSPEND_FIRST,
+    TIMING_END, TIMING_START,
+};
 use crate::ctx::Ctx;
 use crate::harness::precursor::{self, ProfileReq, RunOptions, SmokeResult, SIM_CLK_HZ};
 use crate::harness::profile::{self, RunInfo};
@@ -47,7 +51,11 @@ fn sim_step(ctx: &Ctx) -> Result<()> {
 fn check_profile(p: &profile::Profile) -> Result<()> {
     let unnamed: u64 = p.by_function.iter().filter(|((_, _, f), _)| f.starts_with('?')).map(|(_, n)| n).sum();
     if p.other > 0 {
-        bail!("sim-profile: {} of {} samples in the timed calls ran in machine mode or under no process", p.other, p.samples);
+        bail!(
+            "sim-profile: {} of {} samples in the timed calls ran in machine mode or under no process",
+            p.other,
+            p.samples
+        );
     }
     if unnamed * 50 > p.samples {
         bail!("sim-profile: {unnamed} of {} samples in the timed calls fall outside every symbol", p.samples);
@@ -63,7 +71,11 @@ fn check_profile(p: &profile::Profile) -> Result<()> {
 pub fn bench_providers() -> Vec<BenchProvider> {
     vec![
         BenchProvider { name: "sim-selftest", timeout: Duration::from_secs(SIM_TIMEOUT_S + 30 * 60), run: sim_bench },
-        BenchProvider { name: "sim-suspend", timeout: Duration::from_secs(2 * SIM_TIMEOUT_S + 30 * 60), run: suspend_bench },
+        BenchProvider {
+            name: "sim-suspend",
+            timeout: Duration::from_secs(2 * SIM_TIMEOUT_S + 30 * 60),
+            run: suspend_bench,
+        },
     ]
 }
 
@@ -91,12 +103,21 @@ fn suspend_bench(ctx: &Ctx) -> Result<BenchResults> {
         precursor::report(&r);
         if !r.ok {
             let missing: Vec<&str> = r.phases.iter().filter(|p| p.at.is_none()).map(|p| p.name.as_str()).collect();
-            bail!("sim-suspend ({tag}): end {}, phases not reached: [{}], failure lines: {:?}", r.reason, missing.join(", "), r.failed_lines);
+            bail!(
+                "sim-suspend ({tag}): end {}, phases not reached: [{}], failure lines: {:?}",
+                r.reason,
+                missing.join(", "),
+                r.failed_lines
+            );
         }
         let (a, _) = r.phase(SUSPEND_FIRST).context("no first suspend line")?;
         let (b, _) = r.phase(RESUMED_LAST).context("no last resume line")?;
         let line = r.phase_line("selftest/suspend-resume").context("no suspend-resume verdict")?;
-        let jobs: f64 = line.split_whitespace().find_map(|w| w.strip_prefix("jobs=")).and_then(|v| v.parse().ok()).with_context(|| format!("no jobs= in '{line}'"))?;
+        let jobs: f64 = line
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("jobs="))
+            .and_then(|v| v.parse().ok())
+            .with_context(|| format!("no jobs= in '{line}'"))?;
         let ms = (b - a) as f64 / SUSPEND_CYCLES_LONG as f64 / SIM_CLK_HZ * 1e3;
         eprintln!("sim-suspend: {tag}: {SUSPEND_CYCLES_LONG} suspend/resume cycles, {ms:.2} ms of device time each, {jobs} X25519s checked meanwhile");
         out.insert(format!("sim_suspend_cycles_passed_{tag}"), SUSPEND_CYCLES_LONG as f64);
@@ -156,7 +177,11 @@ pub fn cpu_free_pct(r: &SmokeResult) -> Result<f64> {
     let at = |name: &str| -> Result<(u64, u64)> {
         let (cycle, _) = r.phase(name).with_context(|| format!("no {name} line"))?;
         let line = r.phase_line(name).with_context(|| format!("no {name} line text"))?;
-        let spin = line.rsplit("spin=").next().and_then(|v| v.trim().parse::<u64>().ok()).with_context(|| format!("no spin count in '{line}'"))?;
+        let spin = line
+            .rsplit("spin=")
+            .next()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .with_context(|| format!("no spin count in '{line}'"))?;
         Ok((cycle, spin))
     };
     let rate = |a: (u64, u64), b: (u64, u64)| -> Result<f64> {
@@ -183,7 +208,8 @@ pub fn us_per_call_beside_spinner(r: &SmokeResult) -> Result<f64> {
 /// `sim_x25519_hw_profile_{engine_wait,server,kernel,client}_us` (and `_v2`), `sim_profile::Split`.
 fn sim_bench(ctx: &Ctx) -> Result<BenchResults> {
     let mut out = BenchResults::new();
-    for (isa, key, suffix) in [("v1", "sim_x25519_hw_us_at_100mhz", ""), ("v2", "sim_x25519_hw_us_at_100mhz_v2", "_v2")] {
+    for (isa, key, suffix) in [("v1", "sim_x25519_hw_us_at_100mhz", ""), ("v2", "sim_x25519_hw_us_at_100mhz_v2", "_v2")]
+    {
         let dir = profile::out_dir().with_file_name(format!("profile-bench-{isa}"));
         let (r, info) = profiled_selftest(isa, 256, ctx.verbose, &dir)?;
         let us = us_per_call(&r)?;
@@ -199,7 +225,12 @@ fn sim_bench(ctx: &Ctx) -> Result<BenchResults> {
         let p = profile::report(&dir, &info, &show)?;
         check_profile(&p)?;
         let s = profile::split(&p, info.period, info.calls, PACKAGE);
-        for (name, v) in [("engine_wait", s.engine_wait_us), ("server", s.server_us), ("kernel", s.kernel_us), ("client", s.client_us)] {
+        for (name, v) in [
+            ("engine_wait", s.engine_wait_us),
+            ("server", s.server_us),
+            ("kernel", s.kernel_us),
+            ("client", s.client_us),
+        ] {
             out.insert(format!("sim_x25519_hw_profile_{name}_us{suffix}"), v);
         }
     }
@@ -215,8 +246,14 @@ pub fn profiled_selftest(isa: &str, period: u32, verbose: bool, dir: &Path) -> R
     let (from, _) = r.phase(TIMING_START).context("no timing-start line")?;
     let (to, _) = r.phase(TIMING_END).context("no timing-end line")?;
     let (extra, _) = sim_extras(verbose)?;
-    let info = RunInfo::new(isa, period, DEVICE_CALLS, (from, to), r.cycles.unwrap_or(0), profile::programs(verbose, &extra, &crate::build::sim_layout::sim_dir().join("smoke"))?);
+    let info = RunInfo::new(
+        isa,
+        period,
+        DEVICE_CALLS,
+        (from, to),
+        r.cycles.unwrap_or(0),
+        profile::programs(verbose, &extra, &crate::build::sim_layout::sim_dir().join("smoke"))?,
+    );
     std::fs::write(dir.join("run.json"), serde_json::to_string_pretty(&info.to_json())? + "\n")?;
     Ok((r, info))
 }
-

@@ -2,13 +2,13 @@
 //! `trng-ipc` (fill/u32 over IPC from a hosted client).
 
 use super::tester::{read_stats, tool_path, Tester};
+use crate::build::xous::Flavor;
 use crate::ctx::Ctx;
 use crate::harness::hosted::Launch;
 use crate::steps::BenchResults;
 use crate::supervisor;
 use crate::util;
 use crate::util::shell_quote;
-use crate::build::xous::Flavor;
 use anyhow::{bail, Context, Result};
 use std::fs::File;
 use std::process::{Command, Stdio};
@@ -24,7 +24,17 @@ pub fn stream(ctx: &Ctx) -> Result<BenchResults> {
         let stats = dir.join("stream.json");
         let mut cmd = Command::new(&tester.py);
         cmd.arg(tool_path())
-            .args(["--quiet", "--timeout", "30", "--source", "cprng", "--bytes", "256M", "--port", &tester.port.to_string()])
+            .args([
+                "--quiet",
+                "--timeout",
+                "30",
+                "--source",
+                "cprng",
+                "--bytes",
+                "256M",
+                "--port",
+                &tester.port.to_string(),
+            ])
             .arg("--stats-json")
             .arg(&stats)
             .stdin(Stdio::null())

@@ -1,17 +1,17 @@
 //! The TRNG steps of `cargo xtask test`: dieharder's CI subset on the conditioned stream,
 //! rngtest + ent on the raw source models, and the hosted scenarios of apps/hosted-tests.
 
-use super::types::{Level, Source};
 use super::dieharder::{run_dieharder, tests_for};
 use super::report::write_report;
 use super::stats::{judge_stat, run_stats, stat_json};
 use super::tester::{ensure_tools, Tester};
+use super::types::{Level, Source};
+use crate::build::xous::Flavor;
 use crate::ctx::Ctx;
 use crate::harness::hosted::Launch;
+use crate::steps::{step, TestStep};
 use crate::util;
 use crate::util::shell_quote;
-use crate::build::xous::Flavor;
-use crate::steps::{step, TestStep};
 use anyhow::{bail, Context, Result};
 use std::time::{Duration, Instant};
 
@@ -31,7 +31,8 @@ pub fn dieharder(ctx: &Ctx) -> Result<()> {
     std::fs::create_dir_all(&dir)?;
     let t0 = Instant::now();
     let mut tester = Tester::start(ctx, &dir, "hosted-os")?;
-    let runs = run_dieharder(&mut tester, Source::Cprng, &tests_for(Level::Ci), 1 << 30, 1, &dir, Duration::from_secs(900));
+    let runs =
+        run_dieharder(&mut tester, Source::Cprng, &tests_for(Level::Ci), 1 << 30, 1, &dir, Duration::from_secs(900));
     tester.stop(Some(&dir.join("hosted.log")));
     let runs = runs?;
     if !write_report(&dir, Source::Cprng, Some(Level::Ci), &runs, None, t0.elapsed().as_secs_f64())? {
@@ -50,7 +51,10 @@ pub fn raw_models(ctx: &Ctx) -> Result<()> {
         let mut failures = Vec::new();
         for src in [Source::Av, Source::Ro] {
             let s = run_stats(&tester, src, 64 << 20, &dir, Duration::from_secs(600))?;
-            std::fs::write(dir.join(format!("summary-{}.json", src.name())), serde_json::to_string_pretty(&stat_json(&s))? + "\n")?;
+            std::fs::write(
+                dir.join(format!("summary-{}.json", src.name())),
+                serde_json::to_string_pretty(&stat_json(&s))? + "\n",
+            )?;
             eprintln!(
                 "xtask: {} raw model: {} MiB in {:.1} s, rngtest {}/{} blocks failed, ent {:.6} bits/byte",
                 src.name(),

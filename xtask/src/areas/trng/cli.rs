@@ -87,7 +87,10 @@ pub fn trng_test(ctx: &Ctx, a: &TrngTestArgs) -> Result<()> {
     let timeout = Duration::from_secs(a.test_timeout);
     let res = (|| -> Result<(Vec<DhRun>, Option<Stat>)> {
         match a.dieharder {
-            Some(level) => Ok((run_dieharder(&mut tester, a.source, &tests_for(level), a.bytes, a.jobs as usize, &dir, timeout)?, None)),
+            Some(level) => Ok((
+                run_dieharder(&mut tester, a.source, &tests_for(level), a.bytes, a.jobs as usize, &dir, timeout)?,
+                None,
+            )),
             None => Ok((vec![], Some(run_stats(&tester, a.source, a.bytes, &dir, timeout)?))),
         }
     })();
@@ -136,7 +139,13 @@ mod tests {
         assert_eq!((d.sources, d.frames, d.timeout), (vec![Source::Cprng, Source::Av], 1, 2400));
         let a = parse_sim(&["--source", "ro", "--source", "both", "--frames", "3", "--timeout", "60"]).unwrap();
         assert_eq!((a.sources, a.frames, a.timeout), (vec![Source::Ro, Source::Both], 3, 60));
-        for bad in [&["--source", "xyz"][..], &["--frames", "0"], &["--frames", "-1"], &["--timeout", "soon"], &["--bridge", "1"]] {
+        for bad in [
+            &["--source", "xyz"][..],
+            &["--frames", "0"],
+            &["--frames", "-1"],
+            &["--timeout", "soon"],
+            &["--bridge", "1"],
+        ] {
             assert!(parse_sim(bad).is_err(), "accepted {bad:?}");
         }
     }

@@ -5,8 +5,8 @@
 //! no bound (one d205 run consumed 62 GB). We gate on FAILED only and report WEAK, so every
 //! process reads a bounded, predictable amount.
 
-use super::types::{Level, Source};
 use super::tester::{read_stats, spawn_tool, Tester};
+use super::types::{Level, Source};
 use crate::supervisor;
 use anyhow::Result;
 use serde_json::Value;
@@ -14,7 +14,6 @@ use std::fs::File;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-
 
 /// One dieharder process: its arguments after `-g 200`.
 #[derive(Clone, Debug)]
@@ -161,7 +160,15 @@ pub fn run_one(py: &Path, port: u16, source: Source, t: &DhTest, dir: &Path, tim
 }
 
 /// Run `tests` (repeated until `min_bytes` consumed), `jobs` at a time.
-pub fn run_dieharder(tester: &mut Tester, source: Source, tests: &[DhTest], min_bytes: u64, jobs: usize, dir: &Path, timeout: Duration) -> Result<Vec<DhRun>> {
+pub fn run_dieharder(
+    tester: &mut Tester,
+    source: Source,
+    tests: &[DhTest],
+    min_bytes: u64,
+    jobs: usize,
+    dir: &Path,
+    timeout: Duration,
+) -> Result<Vec<DhRun>> {
     let mut runs: Vec<DhRun> = Vec::new();
     let mut total = 0u64;
     let mut round = 0;
@@ -181,7 +188,8 @@ pub fn run_dieharder(tester: &mut Tester, source: Source, tests: &[DhTest], min_
             tester.check_alive()?;
             let (port, py) = (tester.port, tester.py.as_path());
             let results: Vec<DhRun> = std::thread::scope(|s| {
-                let hs: Vec<_> = chunk.iter().map(|t| s.spawn(move || run_one(py, port, source, t, dir, timeout))).collect();
+                let hs: Vec<_> =
+                    chunk.iter().map(|t| s.spawn(move || run_one(py, port, source, t, dir, timeout))).collect();
                 hs.into_iter().map(|h| h.join().expect("dieharder runner panicked")).collect()
             });
             for r in results {

@@ -13,9 +13,9 @@
 //!   `rtl_trng_words_per_kcycle` (and per-block detail).
 
 use crate::bench::parse_flat_json;
-use crate::steps::{step, BenchProvider, BenchResults, TestStep};
-use crate::ctx::Ctx;
 use crate::build::gateware;
+use crate::ctx::Ctx;
+use crate::steps::{step, BenchProvider, BenchResults, TestStep};
 use crate::supervisor;
 use crate::util;
 use anyhow::{Context, Result};
@@ -35,7 +35,9 @@ fn vectors() -> Result<PathBuf> {
     let path = util::target_dir().join("trng-vectors").join("trng.vec");
     std::fs::create_dir_all(path.parent().unwrap())?;
     let mut cmd = util::cargo();
-    cmd.args(["run", "-q", "--release", "-p", "trng-core", "--example", "trng_vectors", "--"]).arg(&path).current_dir(util::root());
+    cmd.args(["run", "-q", "--release", "-p", "trng-core", "--example", "trng_vectors", "--"])
+        .arg(&path)
+        .current_dir(util::root());
     supervisor::run(&mut cmd, Duration::from_secs(600), "trng_vectors")?;
     Ok(path)
 }

@@ -1,9 +1,9 @@
 //! The report of a `trng-test` run: dieharder.txt (every process's output), summary.json and the
 //! one-line verdict.
 
-use super::types::{Level, Source};
 use super::dieharder::{count, DhLine, DhRun};
 use super::stats::{judge_stat, stat_json, Stat};
+use super::types::{Level, Source};
 use crate::util;
 use anyhow::Result;
 use serde_json::{json, Value};
@@ -18,7 +18,8 @@ fn summarize(source: Source, level: Option<Level>, runs: &[DhRun], stat: Option<
     let all: Vec<DhLine> = runs.iter().flat_map(|r| r.lines.clone()).collect();
     let c = count(&all);
     let bytes: u64 = runs.iter().map(|r| r.bytes).sum::<u64>() + stat.map(|s| s.bytes).unwrap_or(0);
-    let errors: Vec<String> = runs.iter().filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.test.label))).collect();
+    let errors: Vec<String> =
+        runs.iter().filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.test.label))).collect();
     let stat_verdict = stat.and_then(judge_stat);
     let ok = c.failed == 0 && errors.is_empty() && stat_verdict.is_none();
     let v = json!({
@@ -45,7 +46,14 @@ fn summarize(source: Source, level: Option<Level>, runs: &[DhRun], stat: Option<
 }
 
 /// dieharder.txt (all processes' output) + summary.json; prints the one-line verdict.
-pub fn write_report(dir: &Path, source: Source, level: Option<Level>, runs: &[DhRun], stat: Option<&Stat>, seconds: f64) -> Result<bool> {
+pub fn write_report(
+    dir: &Path,
+    source: Source,
+    level: Option<Level>,
+    runs: &[DhRun],
+    stat: Option<&Stat>,
+    seconds: f64,
+) -> Result<bool> {
     let (summary, ok) = summarize(source, level, runs, stat, seconds);
     if !runs.is_empty() {
         let text: String = runs

@@ -12,14 +12,14 @@
 //! frame of zeros, of the poison word or of a repeated word fails). Timeouts: the boot (the
 //! runner's wall limit), each tool run (`supervisor::wait_timeout`), the whole step.
 
-use super::types::Source;
 use super::tester::tool_path;
-use crate::setup;
-use crate::harness::precursor as sim;
+use super::types::Source;
 use crate::build::sim_layout;
 use crate::harness::driver::{Echo, Options, Sim, Stop};
-use crate::supervisor;
+use crate::harness::precursor as sim;
+use crate::setup;
 use crate::steps::{step, TestStep};
+use crate::supervisor;
 use anyhow::{anyhow, bail, Context, Result};
 use serde_json::Value;
 use std::path::Path;
@@ -59,11 +59,13 @@ struct Lines {
 impl Lines {
     /// Wait for a line matching `want`; fail on a failure line, the simulation's end, or `deadline`.
     fn wait(&mut self, want: impl Fn(&str) -> bool, deadline: Instant, what: &str) -> Result<(u64, String)> {
-        self.sim.wait_for(deadline, |l| sim::stamp(l).filter(|(_, t)| want(t)).map(|(c, t)| (c, t.to_string()))).map_err(|e| match e {
-            Stop::Failed(l) => anyhow!("the simulated device printed a failure line while waiting for {what}: {l}"),
-            Stop::Timeout => anyhow!("timed out waiting for {what}"),
-            Stop::Ended => anyhow!("the simulation ended while waiting for {what}"),
-        })
+        self.sim
+            .wait_for(deadline, |l| sim::stamp(l).filter(|(_, t)| want(t)).map(|(c, t)| (c, t.to_string())))
+            .map_err(|e| match e {
+                Stop::Failed(l) => anyhow!("the simulated device printed a failure line while waiting for {what}: {l}"),
+                Stop::Timeout => anyhow!("timed out waiting for {what}"),
+                Stop::Ended => anyhow!("the simulation ended while waiting for {what}"),
+            })
     }
     /// Take the lines printed meanwhile; fail if one is a failure line.
     fn drain(&mut self) -> Result<()> {
@@ -154,8 +156,12 @@ pub fn run(a: &SimTesterArgs, verbose: bool) -> Result<()> {
     let res = stream(a, &py, port, &dir, &mut lines, deadline);
     // stop the simulation (the runner kills the simulator on SIGTERM)
     lines.sim.stop(Duration::from_secs(30));
-    let (boot, results, abandoned) = res.with_context(|| format!("trng-sim-tester (simulation log: {})", log_path.display()))?;
-    eprintln!("trng-sim-tester: mailbox up at cycle {boot} ({:.1} ms of device time at 100 MHz)", boot as f64 / sim::SIM_CLK_HZ * 1e3);
+    let (boot, results, abandoned) =
+        res.with_context(|| format!("trng-sim-tester (simulation log: {})", log_path.display()))?;
+    eprintln!(
+        "trng-sim-tester: mailbox up at cycle {boot} ({:.1} ms of device time at 100 MHz)",
+        boot as f64 / sim::SIM_CLK_HZ * 1e3
+    );
     for r in &results {
         let c = &r.fill_cycles;
         let avg = if c.is_empty() { 0 } else { c.iter().sum::<u64>() / c.len() as u64 };
@@ -177,7 +183,14 @@ pub fn run(a: &SimTesterArgs, verbose: bool) -> Result<()> {
     Ok(())
 }
 
-fn stream(a: &SimTesterArgs, py: &Path, port: u16, dir: &Path, lines: &mut Lines, deadline: Instant) -> Result<(u64, Vec<SourceResult>, usize)> {
+fn stream(
+    a: &SimTesterArgs,
+    py: &Path,
+    port: u16,
+    dir: &Path,
+    lines: &mut Lines,
+    deadline: Instant,
+) -> Result<(u64, Vec<SourceResult>, usize)> {
     let marker = format!("{} at ", T::DEVICE_MARKER);
     let (boot, _) = lines.wait(|t| t.contains(&marker), deadline, "the TRNG server's tester mailbox line")?;
     let mut results = Vec::new();
@@ -265,7 +278,8 @@ mod tests {
     #[test]
     fn entropy_gate() {
         // uniform bytes pass; zeros, the poison word, one repeated word do not
-        let uniform: Vec<u8> = (0..T::BUFFER_BYTES).map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_right(13) as u8).collect();
+        let uniform: Vec<u8> =
+            (0..T::BUFFER_BYTES).map(|i| (i as u32).wrapping_mul(2_654_435_761).rotate_right(13) as u8).collect();
         assert!(bits_per_byte(&uniform) > MIN_BITS_PER_BYTE, "{}", bits_per_byte(&uniform));
         assert_eq!(bits_per_byte(&vec![0u8; 4096]), 0.0);
         let poison: Vec<u8> = std::iter::repeat(0xDEAD_BEEFu32.to_le_bytes()).take(1024).flatten().collect();

@@ -12,10 +12,10 @@
 //!   cycles, both ports read in turn, continuously) and `soc_trng_first_word_cycles` (enable to
 //!   the first conditioned word: start-up test, seeding, one block).
 
+use crate::build::gateware;
 use crate::ctx::Ctx;
 use crate::harness::soc::{build_firmware, build_soc, run_firmware_as, RUN_TIMEOUT};
 use crate::steps::{step, BenchProvider, BenchResults, TestStep};
-use crate::build::gateware;
 use anyhow::{anyhow, bail, Result};
 use std::time::Duration;
 use verdict::Verdict;
@@ -47,11 +47,22 @@ fn figures(v: &Verdict) -> Result<Figures> {
         .ok_or_else(|| anyhow!("soc-trng verdict has no words_per_kcycle: {v}"))?
         .parse()
         .map_err(|_| anyhow!("soc-trng verdict: words_per_kcycle is not a number: {v}"))?;
-    let f = Figures { words: n("words")?, cycles: n("cycles")?, words_per_kcycle: wpk, first_word_cycles: n("first_word_cycles")?, empty_reads: n("empty_reads")? };
+    let f = Figures {
+        words: n("words")?,
+        cycles: n("cycles")?,
+        words_per_kcycle: wpk,
+        first_word_cycles: n("first_word_cycles")?,
+        empty_reads: n("empty_reads")?,
+    };
     // the firmware's own ratio must agree with its counts (two decimals, truncated)
     let expect = (f.words * 100_000 / f.cycles.max(1)) as f64 / 100.0;
     if (expect - f.words_per_kcycle).abs() > 0.005 {
-        bail!("soc-trng verdict: words_per_kcycle {} does not match words {} / cycles {}", f.words_per_kcycle, f.words, f.cycles);
+        bail!(
+            "soc-trng verdict: words_per_kcycle {} does not match words {} / cycles {}",
+            f.words_per_kcycle,
+            f.words,
+            f.cycles
+        );
     }
     if n("kernel_words")? == 0 || n("server_words")? == 0 {
         bail!("soc-trng: one port delivered nothing: {v}");
@@ -81,7 +92,13 @@ fn bench(verbose: bool) -> Result<BenchResults> {
 
 fn test(ctx: &Ctx) -> Result<()> {
     let soc = build_soc(ctx.verbose)?;
-    gateware::pytest(ctx.verbose, &["trng/tests/test_trng_soc.py"], &[], &[("SOC_BUILD_DIR", &soc.dir)], Duration::from_secs(10 * 60))?;
+    gateware::pytest(
+        ctx.verbose,
+        &["trng/tests/test_trng_soc.py"],
+        &[],
+        &[("SOC_BUILD_DIR", &soc.dir)],
+        Duration::from_secs(10 * 60),
+    )?;
     run(ctx.verbose)?;
     // bad input: a firmware that takes port words without their valid bit must fail
     let bad = build_firmware(&soc, &[FEATURE, "fault-trng-ignore-valid"], ctx.verbose)?;

@@ -1,7 +1,7 @@
 //! rngtest (FIPS 140-2 blocks) and ent over one stream at once, their parsers and the gates.
 
-use super::types::Source;
 use super::tester::{spawn_tool, Tester};
+use super::types::Source;
 use crate::supervisor;
 use anyhow::{bail, Context, Result};
 use serde_json::{json, Value};
@@ -28,7 +28,11 @@ pub struct Stat {
 impl Stat {
     pub fn fips_failure_ratio(&self) -> f64 {
         let n = self.fips_successes + self.fips_failures;
-        if n == 0 { 1.0 } else { self.fips_failures as f64 / n as f64 }
+        if n == 0 {
+            1.0
+        } else {
+            self.fips_failures as f64 / n as f64
+        }
     }
 }
 
@@ -48,14 +52,26 @@ pub fn run_stats(tester: &Tester, source: Source, bytes: u64, dir: &Path, timeou
     let t0 = Instant::now();
     let tag = source.name();
     let stats_path = dir.join(format!("tool-stats-{tag}.json"));
-    let mut tool = spawn_tool(&tester.py, tester.port, source, Some(bytes), &stats_path, File::create(dir.join(format!("tool-stats-{tag}.log")))?)?;
+    let mut tool = spawn_tool(
+        &tester.py,
+        tester.port,
+        source,
+        Some(bytes),
+        &stats_path,
+        File::create(dir.join(format!("tool-stats-{tag}.log")))?,
+    )?;
     let mut src = tool.stdout.take().unwrap();
     let rng_out = dir.join(format!("rngtest-{tag}.txt"));
     let ent_out = dir.join(format!("ent-{tag}.txt"));
     let mut rng = supervisor::spawn_grouped(
-        Command::new("rngtest").stdin(Stdio::piped()).stdout(File::create(&rng_out)?).stderr(File::create(&rng_out.with_extension("log"))?),
+        Command::new("rngtest")
+            .stdin(Stdio::piped())
+            .stdout(File::create(&rng_out)?)
+            .stderr(File::create(&rng_out.with_extension("log"))?),
     )?;
-    let mut ent = supervisor::spawn_grouped(Command::new("ent").arg("-t").stdin(Stdio::piped()).stdout(File::create(&ent_out)?).stderr(Stdio::null()))?;
+    let mut ent = supervisor::spawn_grouped(
+        Command::new("ent").arg("-t").stdin(Stdio::piped()).stdout(File::create(&ent_out)?).stderr(Stdio::null()),
+    )?;
     let (mut a, mut b) = (rng.stdin.take().unwrap(), ent.stdin.take().unwrap());
     let deadline = Instant::now() + timeout;
     let mut buf = vec![0u8; 1 << 20];
@@ -80,7 +96,10 @@ pub fn run_stats(tester: &Tester, source: Source, bytes: u64, dir: &Path, timeou
     let est = supervisor::wait_timeout(&mut ent, Duration::from_secs(120), "ent")?;
     let n = copy?;
     if !tst.success() {
-        bail!("trng_test.py --source {tag} exited {tst}: {}", std::fs::read_to_string(dir.join(format!("tool-stats-{tag}.log"))).unwrap_or_default().trim());
+        bail!(
+            "trng_test.py --source {tag} exited {tst}: {}",
+            std::fs::read_to_string(dir.join(format!("tool-stats-{tag}.log"))).unwrap_or_default().trim()
+        );
     }
     if n != bytes {
         bail!("stream of {tag}: got {n} bytes, wanted {bytes}");
@@ -112,7 +131,11 @@ pub const MIN_ENTROPY_BITS_PER_BYTE: f64 = 7.99;
 pub fn judge_stat(s: &Stat) -> Option<String> {
     let r = s.fips_failure_ratio();
     if r > MAX_FIPS_FAILURE_RATIO {
-        return Some(format!("rngtest: {:.3}% of FIPS 140-2 blocks failed (limit {:.1}%)", r * 100.0, MAX_FIPS_FAILURE_RATIO * 100.0));
+        return Some(format!(
+            "rngtest: {:.3}% of FIPS 140-2 blocks failed (limit {:.1}%)",
+            r * 100.0,
+            MAX_FIPS_FAILURE_RATIO * 100.0
+        ));
     }
     if s.entropy < MIN_ENTROPY_BITS_PER_BYTE {
         return Some(format!("ent: entropy {:.6} bits/byte < {MIN_ENTROPY_BITS_PER_BYTE}", s.entropy));

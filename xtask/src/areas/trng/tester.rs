@@ -3,20 +3,19 @@
 //! external statistics tools installed.
 
 use super::types::Source;
+use crate::build::xous::Flavor;
 use crate::ctx::Ctx;
 use crate::harness::hosted::{Hosted, Launch};
 use crate::setup;
 use crate::supervisor;
 use crate::util;
 use crate::util::shell_quote;
-use crate::build::xous::Flavor;
 use anyhow::{bail, Result};
 use serde_json::Value;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
 
 /// dieharder, rngtest (rng-tools5) and ent from Debian: installed when missing (as root),
 /// otherwise the exact apt-get command is printed and we fail.
@@ -27,7 +26,6 @@ pub fn ensure_tools() -> Result<()> {
 pub fn tool_path() -> PathBuf {
     util::root().join("tools").join("trng_test.py")
 }
-
 
 /// A running tester: the hosted system (kernel + base services + trng) or just a port.
 pub struct Tester {
@@ -95,7 +93,14 @@ impl Tester {
 }
 
 /// The tool as a child process (own process group), stdout piped, stats to `stats`.
-pub fn spawn_tool(py: &Path, port: u16, source: Source, limit: Option<u64>, stats: &Path, stderr: File) -> Result<std::process::Child> {
+pub fn spawn_tool(
+    py: &Path,
+    port: u16,
+    source: Source,
+    limit: Option<u64>,
+    stats: &Path,
+    stderr: File,
+) -> Result<std::process::Child> {
     let mut cmd = Command::new(py);
     cmd.arg(tool_path())
         .args(["--quiet", "--timeout", "30", "--retries", "5", "--source", source.name()])

@@ -8,8 +8,8 @@
 //!    with Quit: a request afterwards is answered `Stopped` at once, it does not hang.
 
 use crate::ctx::Ctx;
-use crate::steps::{step, TestStep};
 use crate::harness::hosted::Report;
+use crate::steps::{step, TestStep};
 use crate::system::{sysctl_checks, system};
 use crate::util::shell_quote;
 use anyhow::{bail, Result};
@@ -24,7 +24,9 @@ pub fn privilege(ctx: &Ctx) -> Result<()> {
     let mut sys = system(ctx, &[shell_quote(&ctx.program("trng-privilege")?)])?;
     let r = (|| -> Result<()> {
         let v = loop {
-            match sys.next_report(Duration::from_secs(60), "the trng-privilege verdict", |l| l.contains("SYSCTL ERROR"))? {
+            match sys
+                .next_report(Duration::from_secs(60), "the trng-privilege verdict", |l| l.contains("SYSCTL ERROR"))?
+            {
                 Report::Verdict(v) if v.subject == "trng-privilege" => break v,
                 Report::Verdict(_) => {}
                 Report::Panic(l) | Report::Line(l) => bail!("{l}"),

@@ -7,6 +7,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui::style::{Color, Style};
 use ratchet_demo::config::EngineMode;
 use ratchet_demo::dh::DhRunner;
 use ratchet_demo::entropy::PoolRng;
@@ -14,9 +16,6 @@ use ratchet_demo::party::{DhInfo, Event, Party, Reject};
 use ratchet_demo::relay_api::{Faults, RelayStats};
 use ratchet_demo::relay_client::{DrainEnd, Relay};
 use ratchet_demo::{ALICE, BOB};
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
-use ratatui::style::{Color, Style};
-
 
 pub enum NetCmd {
     Send(u32, Vec<u8>),
@@ -106,7 +105,6 @@ pub fn start_engine_stats(engine: engine25519::Engine25519) -> Arc<Mutex<Option<
 
 // ------------------------------------------------------------------------------ commands
 
-
 #[derive(Debug, PartialEq)]
 pub enum Command {
     Faults(Faults),
@@ -155,7 +153,6 @@ pub fn parse_command(cmd: &str, mut f: Faults) -> Result<Command, String> {
 }
 
 // ------------------------------------------------------------------------------ the app
-
 
 pub struct Activity {
     pub at: Instant,
@@ -253,7 +250,12 @@ impl App {
                             self.dh_lat.pop_front();
                         }
                         self.note(
-                            format!("Bob #{seq}: new ratchet key -> DH ratchet step, {} X25519: device {} / host {}", d.jobs, ms(d.device_us), ms(d.host_us)),
+                            format!(
+                                "Bob #{seq}: new ratchet key -> DH ratchet step, {} X25519: device {} / host {}",
+                                d.jobs,
+                                ms(d.device_us),
+                                ms(d.host_us)
+                            ),
                             Color::Green,
                         );
                     } else {
@@ -268,7 +270,9 @@ impl App {
                     };
                     self.note(format!("{what}: {why}; state unchanged"), Color::Yellow);
                 }
-                Event::Retransmit { seq, .. } => self.note(format!("no ack for #{seq}: resending the same ciphertext"), Color::Magenta),
+                Event::Retransmit { seq, .. } => {
+                    self.note(format!("no ack for #{seq}: resending the same ciphertext"), Color::Magenta)
+                }
                 Event::Acked { .. } | Event::Sent { .. } => {}
                 Event::SessionReady { .. } => self.note("PQXDH done: Double Ratchet session with Bob", Color::Cyan),
                 Event::Info(i) => self.note(i, Color::Cyan),
@@ -280,7 +284,8 @@ impl App {
             let _ = self.net_tx.send(NetCmd::Send(to, f));
         }
         if let Some(s) = *self.engine_stats.lock().unwrap() {
-            self.backend_name = engine25519::BackendId::from_u32(s.backend).map(|b| b.name()).unwrap_or("?").to_string();
+            self.backend_name =
+                engine25519::BackendId::from_u32(s.backend).map(|b| b.name()).unwrap_or("?").to_string();
         }
     }
 
@@ -302,11 +307,19 @@ impl App {
     pub fn command(&mut self, cmd: &str) {
         match parse_command(cmd, self.faults) {
             Ok(Command::Quit) => self.quit = true,
-            Ok(Command::Help) => self.note("/drop N  /reorder N  /dup N  /corrupt N  (percent)  /chaos  /clean  /quit", Color::Cyan),
+            Ok(Command::Help) => {
+                self.note("/drop N  /reorder N  /dup N  /corrupt N  (percent)  /chaos  /clean  /quit", Color::Cyan)
+            }
             Ok(Command::Faults(f)) => {
                 self.faults = f;
                 let _ = self.net_tx.send(NetCmd::SetFaults(f));
-                self.note(format!("relay faults: drop {}% reorder {}% duplicate {}% corrupt {}%", f.drop, f.reorder, f.duplicate, f.corrupt), Color::Cyan);
+                self.note(
+                    format!(
+                        "relay faults: drop {}% reorder {}% duplicate {}% corrupt {}%",
+                        f.drop, f.reorder, f.duplicate, f.corrupt
+                    ),
+                    Color::Cyan,
+                );
             }
             Err(e) => self.note(e, Color::Red),
         }
@@ -330,8 +343,12 @@ impl App {
                 self.input.pop();
             }
             KeyCode::Enter => self.submit(),
-            KeyCode::PageUp | KeyCode::Up => self.scroll = self.scroll.saturating_add(if k.code == KeyCode::Up { 1 } else { 10 }),
-            KeyCode::PageDown | KeyCode::Down => self.scroll = self.scroll.saturating_sub(if k.code == KeyCode::Down { 1 } else { 10 }),
+            KeyCode::PageUp | KeyCode::Up => {
+                self.scroll = self.scroll.saturating_add(if k.code == KeyCode::Up { 1 } else { 10 })
+            }
+            KeyCode::PageDown | KeyCode::Down => {
+                self.scroll = self.scroll.saturating_sub(if k.code == KeyCode::Down { 1 } else { 10 })
+            }
             _ => {}
         }
     }
@@ -365,14 +382,19 @@ pub fn clock(unix_ms: u64) -> String {
 mod tests {
     use super::*;
 
-
     #[test]
     fn commands_and_malformed_commands() {
         let z = Faults::default();
         assert_eq!(parse_command("drop 30", z), Ok(Command::Faults(Faults { drop: 30, ..z })));
-        assert_eq!(parse_command("corrupt 5%", Faults { drop: 30, ..z }), Ok(Command::Faults(Faults { drop: 30, corrupt: 5, ..z })));
+        assert_eq!(
+            parse_command("corrupt 5%", Faults { drop: 30, ..z }),
+            Ok(Command::Faults(Faults { drop: 30, corrupt: 5, ..z }))
+        );
         assert_eq!(parse_command("dup 100", z), Ok(Command::Faults(Faults { duplicate: 100, ..z })));
-        assert_eq!(parse_command("chaos", z), Ok(Command::Faults(Faults { drop: 20, reorder: 20, duplicate: 20, corrupt: 20 })));
+        assert_eq!(
+            parse_command("chaos", z),
+            Ok(Command::Faults(Faults { drop: 20, reorder: 20, duplicate: 20, corrupt: 20 }))
+        );
         assert_eq!(parse_command("clean", Faults { drop: 9, ..z }), Ok(Command::Faults(z)));
         assert_eq!(parse_command("quit", z), Ok(Command::Quit));
         assert_eq!(parse_command("help", z), Ok(Command::Help));
@@ -393,7 +415,6 @@ mod tests {
         }
     }
 
-
     #[test]
     fn percentile_is_nearest_rank() {
         assert_eq!(percentile(vec![], 0.99), 0.0);
@@ -402,4 +423,3 @@ mod tests {
         assert_eq!(percentile(v, 0.5), 50.0);
     }
 }
-

@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
+use ratatui::Terminal;
 use ratchet_demo::party::{DhInfo, Dir};
 use ratchet_demo::BOB;
-use ratatui::Terminal;
 use verdict::bench::BenchLine;
 use verdict::Verdict;
 
@@ -53,7 +53,8 @@ pub fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect
             }
         }
         last = Some(now);
-        let sent = app.party.history().iter().filter(|e| e.dir == Dir::Out).count() as u32 + app.party.queued_texts() as u32;
+        let sent =
+            app.party.history().iter().filter(|e| e.dir == Dir::Out).count() as u32 + app.party.queued_texts() as u32;
         let replies = app.party.history().iter().filter(|e| e.dir == Dir::In).count() as u32;
         let ready = app.party.session(BOB).is_some();
         if ready && measuring.is_none() {
@@ -80,8 +81,13 @@ pub fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect
     if bench {
         let elapsed = measuring.map(|m| m.elapsed().as_secs_f64()).unwrap_or(1.0);
         let dh: Vec<&DhInfo> = app.dh_lat.iter().collect();
-        let dev = if dh.is_empty() { 0.0 } else { dh.iter().map(|d| d.device_us as f64).sum::<f64>() / dh.len() as f64 / 1e3 };
-        let host = if dh.is_empty() { 0.0 } else { dh.iter().map(|d| d.host_us as f64).sum::<f64>() / dh.len() as f64 / 1e3 };
+        let dev = if dh.is_empty() {
+            0.0
+        } else {
+            dh.iter().map(|d| d.device_us as f64).sum::<f64>() / dh.len() as f64 / 1e3
+        };
+        let host =
+            if dh.is_empty() { 0.0 } else { dh.iter().map(|d| d.host_us as f64).sum::<f64>() / dh.len() as f64 / 1e3 };
         return Ok(BenchLine::new()
             .num("frame_p99_ms", percentile(intervals.clone(), 0.99), 2)
             .num("frame_p50_ms", percentile(intervals.clone(), 0.5), 2)
@@ -100,7 +106,11 @@ pub fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect
     let mut seen: BTreeMap<u32, u32> = BTreeMap::new();
     let mut wrong = 0;
     for e in app.party.history().iter().filter(|e| e.dir == Dir::In) {
-        let k = e.text.strip_prefix("re ").and_then(|t| t.split_once(':')).and_then(|(a, b)| a.parse::<u32>().ok().map(|k| (k, b.trim().to_string())));
+        let k = e
+            .text
+            .strip_prefix("re ")
+            .and_then(|t| t.split_once(':'))
+            .and_then(|(a, b)| a.parse::<u32>().ok().map(|k| (k, b.trim().to_string())));
         match k {
             Some((k, body)) if body == format!("message {k} from Alice") => *seen.entry(k).or_default() += 1,
             _ => wrong += 1,
@@ -114,7 +124,12 @@ pub fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect
         why.push(format!("{missing} replies missing, {dups} duplicated, {wrong} wrong"));
     }
     if expect.faults {
-        for (k, v) in [("dropped", s.dropped), ("reordered", s.reordered), ("duplicated", s.duplicated), ("corrupted", s.corrupted)] {
+        for (k, v) in [
+            ("dropped", s.dropped),
+            ("reordered", s.reordered),
+            ("duplicated", s.duplicated),
+            ("corrupted", s.corrupted),
+        ] {
             if v == 0 {
                 why.push(format!("the relay never {k} a frame"));
             }
@@ -147,4 +162,3 @@ pub fn run_headless(app: &mut App, fps: u32, n: u32, bench: bool, expect: Expect
         .detail(why.join("; "))
         .to_string())
 }
-

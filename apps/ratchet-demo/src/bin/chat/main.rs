@@ -33,6 +33,7 @@ use std::collections::VecDeque;
 use std::io::Write;
 use std::time::Instant;
 
+use ratatui::style::Color;
 use ratchet_demo::config::{Common, COMMON};
 use ratchet_demo::dh::{engine_fn, AsyncRunner, Device, DhRunner, SyncRunner};
 use ratchet_demo::entropy::PoolRng;
@@ -40,7 +41,6 @@ use ratchet_demo::party::Party;
 use ratchet_demo::relay_api::{Faults, RelayStats};
 use ratchet_demo::relay_client::Relay;
 use ratchet_demo::{ALICE, BOB};
-use ratatui::style::Color;
 use service_ipc::options::{Opt, Takes};
 use verdict::Verdict;
 
@@ -58,7 +58,6 @@ const MINE: &[Opt] = &[
     Opt { flag: "--expect-faults", env: None, takes: Takes::Nothing },
     Opt { flag: "--expect-resume", env: None, takes: Takes::Nothing },
 ];
-
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mode {
@@ -103,7 +102,15 @@ fn parse_args(args: &[String], getenv: &dyn Fn(&str) -> Option<String>) -> Resul
     if expect != Expect::default() && !matches!(mode, Mode::Script(_)) {
         return Err("--expect-faults and --expect-resume need --script N".into());
     }
-    Ok(Args { common, sync_dh: p.is_set("--sync-dh"), fps: fps as u32, mode, shutdown: p.is_set("--shutdown"), faults, expect })
+    Ok(Args {
+        common,
+        sync_dh: p.is_set("--sync-dh"),
+        fps: fps as u32,
+        mode,
+        shutdown: p.is_set("--shutdown"),
+        faults,
+        expect,
+    })
 }
 
 // ------------------------------------------------------------------------------ network thread
@@ -185,7 +192,11 @@ fn main() {
     let resumed = app.party.history().len();
     let desc = app.args_desc.clone();
     app.note(
-        format!("{resumed} messages restored; {desc}; DH {}; store {}", if args.sync_dh { "on the UI thread (--sync-dh)" } else { "asynchronous" }, path.display()),
+        format!(
+            "{resumed} messages restored; {desc}; DH {}; store {}",
+            if args.sync_dh { "on the UI thread (--sync-dh)" } else { "asynchronous" },
+            path.display()
+        ),
         Color::Cyan,
     );
     log::info!("chat: started ({desc}), mode {:?}", args.mode);
@@ -226,7 +237,6 @@ fn main() {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -238,13 +248,16 @@ mod tests {
 
     #[test]
     fn flags_and_malformed_flags() {
-        let a = p(&["--store", "/s", "--engine", "software", "--sync-dh", "--script", "200", "--faults", "10,10,10,10"]).unwrap();
+        let a =
+            p(&["--store", "/s", "--engine", "software", "--sync-dh", "--script", "200", "--faults", "10,10,10,10"])
+                .unwrap();
         assert!(a.sync_dh);
         assert_eq!(a.mode, Mode::Script(200));
         assert_eq!(a.faults, Some(Faults { drop: 10, reorder: 10, duplicate: 10, corrupt: 10 }));
         assert_eq!(p(&["--store", "/s", "--engine", "software"]).unwrap().mode, Mode::Interactive);
         assert_eq!(a.expect, Expect::default());
-        let a = p(&["--store", "/s", "--engine", "software", "--script", "9", "--expect-faults", "--expect-resume"]).unwrap();
+        let a = p(&["--store", "/s", "--engine", "software", "--script", "9", "--expect-faults", "--expect-resume"])
+            .unwrap();
         assert_eq!(a.expect, Expect { faults: true, resume: true });
         for (args, want) in [
             (&["--store", "/s", "--engine", "software", "--fps", "0"][..], "1..=240"),

@@ -5,14 +5,14 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use ratchet_demo::config::EngineMode;
-use ratchet_demo::party::Dir;
 use crossterm::event::{self, Event as TermEvent};
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 use ratatui::{Frame, Terminal};
+use ratchet_demo::config::EngineMode;
+use ratchet_demo::party::Dir;
 
 use crate::app::*;
 
@@ -21,15 +21,25 @@ impl App {
         let area = f.area();
         let rows = Layout::default()
             .direction(Direction::Vertical)
-            .constraints([Constraint::Min(6), Constraint::Length(9), Constraint::Length(1), Constraint::Length(1), Constraint::Length(1)])
+            .constraints([
+                Constraint::Min(6),
+                Constraint::Length(9),
+                Constraint::Length(1),
+                Constraint::Length(1),
+                Constraint::Length(1),
+            ])
             .split(area);
         self.draw_conversation(f, rows[0]);
-        let mid = Layout::default().direction(Direction::Horizontal).constraints([Constraint::Percentage(58), Constraint::Percentage(42)]).split(rows[1]);
+        let mid = Layout::default()
+            .direction(Direction::Horizontal)
+            .constraints([Constraint::Percentage(58), Constraint::Percentage(42)])
+            .split(rows[1]);
         self.draw_activity(f, mid[0]);
         self.draw_engine(f, mid[1]);
         self.draw_relay(f, rows[2]);
         self.draw_ticker(f, rows[3]);
-        let input = Line::from(vec![Span::styled("> ", Style::default().fg(Color::Yellow)), Span::raw(self.input.as_str())]);
+        let input =
+            Line::from(vec![Span::styled("> ", Style::default().fg(Color::Yellow)), Span::raw(self.input.as_str())]);
         f.render_widget(Paragraph::new(input), rows[4]);
         let x = rows[4].x + 2 + self.input.chars().count() as u16;
         f.set_cursor_position((x.min(rows[4].right().saturating_sub(1)), rows[4].y));
@@ -42,7 +52,10 @@ impl App {
         let start = end.saturating_sub(inner_h);
         let mut lines: Vec<Line> = Vec::new();
         if hist.is_empty() {
-            lines.push(Line::styled("Type a message and press Enter. /help for the relay's fault commands, Ctrl-C to quit.", Style::default().fg(Color::DarkGray)));
+            lines.push(Line::styled(
+                "Type a message and press Enter. /help for the relay's fault commands, Ctrl-C to quit.",
+                Style::default().fg(Color::DarkGray),
+            ));
         }
         for e in &hist[start..end] {
             let (who, color) = match e.dir {
@@ -51,11 +64,16 @@ impl App {
             };
             let mut spans = vec![
                 Span::styled(clock(e.unix_ms), Style::default().fg(Color::DarkGray)),
-                Span::styled(format!(" {who:>3} #{:<4} ", e.seq), Style::default().fg(color).add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    format!(" {who:>3} #{:<4} ", e.seq),
+                    Style::default().fg(color).add_modifier(Modifier::BOLD),
+                ),
                 Span::raw(e.text.clone()),
             ];
             match (e.dir, e.dh) {
-                (Dir::Out, _) => spans.push(Span::styled(if e.acked { "  ✓" } else { "  …" }, Style::default().fg(Color::DarkGray))),
+                (Dir::Out, _) => {
+                    spans.push(Span::styled(if e.acked { "  ✓" } else { "  …" }, Style::default().fg(Color::DarkGray)))
+                }
                 (Dir::In, Some(d)) => spans.push(Span::styled(
                     format!("  [DH x{} device {} host {}]", d.jobs, ms(d.device_us), ms(d.host_us)),
                     Style::default().fg(Color::DarkGray),
@@ -77,8 +95,14 @@ impl App {
         let c = self.party.counters();
         let mut lines = vec![
             Line::from(vec![
-                Span::styled(format!("rejected {}", c.rejected()), Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD)),
-                Span::raw(format!(" (replay {}, tampered {}, malformed {})", c.rej_replay, c.rej_tampered, c.rej_malformed)),
+                Span::styled(
+                    format!("rejected {}", c.rejected()),
+                    Style::default().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(format!(
+                    " (replay {}, tampered {}, malformed {})",
+                    c.rej_replay, c.rej_tampered, c.rej_malformed
+                )),
             ]),
             Line::from(format!(
                 "accepted {} · DH steps {} · resent {} · unacked {}",
@@ -91,28 +115,50 @@ impl App {
         let n = r.height.saturating_sub(4) as usize;
         for a in self.activity.iter().rev().take(n).collect::<Vec<_>>().into_iter().rev() {
             let age = a.at.elapsed().as_secs();
-            lines.push(Line::from(vec![Span::styled(format!("{age:>3}s "), Style::default().fg(Color::DarkGray)), Span::styled(a.text.clone(), a.style)]));
+            lines.push(Line::from(vec![
+                Span::styled(format!("{age:>3}s "), Style::default().fg(Color::DarkGray)),
+                Span::styled(a.text.clone(), a.style),
+            ]));
         }
-        f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" What the ratchet did ")), r);
+        f.render_widget(
+            Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" What the ratchet did ")),
+            r,
+        );
     }
 
     fn draw_engine(&self, f: &mut Frame, r: Rect) {
         let mut lines = Vec::new();
         let device = match self.engine_mode {
-            EngineMode::Software => format!("software X25519 ({:.1} ms/DH, device)", ratchet_demo::dh::SOFTWARE_DH.as_secs_f64() * 1e3),
+            EngineMode::Software => {
+                format!("software X25519 ({:.1} ms/DH, device)", ratchet_demo::dh::SOFTWARE_DH.as_secs_f64() * 1e3)
+            }
             m => format!("engine {} @ {:.0} MHz", m.name(), self.clock_hz as f64 / 1e6),
         };
-        lines.push(Line::from(format!("{device} · DH {}", if self.sync_dh { "SYNC on the UI thread" } else { "async" })));
+        lines.push(Line::from(format!(
+            "{device} · DH {}",
+            if self.sync_dh { "SYNC on the UI thread" } else { "async" }
+        )));
         match *self.engine_stats.lock().unwrap() {
             Some(s) => {
-                lines.push(Line::from(format!("service backend {} · jobs {} · fallbacks {}", self.backend_name, s.jobs, s.fallbacks)));
-                lines.push(Line::from(format!("cycles {} · queue {} (max {}) · errors {} · clients {}", s.cycles, s.queue_depth, s.queue_max, s.errors, s.clients)));
+                lines.push(Line::from(format!(
+                    "service backend {} · jobs {} · fallbacks {}",
+                    self.backend_name, s.jobs, s.fallbacks
+                )));
+                lines.push(Line::from(format!(
+                    "cycles {} · queue {} (max {}) · errors {} · clients {}",
+                    s.cycles, s.queue_depth, s.queue_max, s.errors, s.clients
+                )));
             }
             None => lines.push(Line::from("engine stats: waiting")),
         }
         match self.party.last_dh {
             Some(d) => lines.push(Line::from(match self.party.last_kem {
-                Some((k, t)) => format!("last batch: {} X25519, {} cycles + {k} ML-KEM ({} on the worker)", d.jobs, d.cycles, ms(t.as_micros() as u64)),
+                Some((k, t)) => format!(
+                    "last batch: {} X25519, {} cycles + {k} ML-KEM ({} on the worker)",
+                    d.jobs,
+                    d.cycles,
+                    ms(t.as_micros() as u64)
+                ),
                 None => format!("last batch: {} X25519, {} cycles", d.jobs, d.cycles),
             })),
             None => lines.push(Line::from("last batch: none yet")),
@@ -127,7 +173,11 @@ impl App {
             lines.push(Line::from(format!("mean per message ({n}): device {} host {}", ms(dev), ms(host))));
         }
         let (errs, _) = self.rng.errors();
-        lines.push(Line::from(format!("TRNG pool {} B ready{}", self.rng.available(), if errs > 0 { format!(" · {errs} TRNG errors") } else { String::new() })));
+        lines.push(Line::from(format!(
+            "TRNG pool {} B ready{}",
+            self.rng.available(),
+            if errs > 0 { format!(" · {errs} TRNG errors") } else { String::new() }
+        )));
         f.render_widget(Paragraph::new(lines).block(Block::default().borders(Borders::ALL).title(" Engine ")), r);
     }
 
@@ -155,12 +205,11 @@ impl App {
             self.worst_recent,
             self.t0.elapsed().as_secs()
         );
-        let style = if self.worst_recent > 50.0 { Style::default().fg(Color::Red) } else { Style::default().fg(Color::Green) };
+        let style =
+            if self.worst_recent > 50.0 { Style::default().fg(Color::Red) } else { Style::default().fg(Color::Green) };
         f.render_widget(Paragraph::new(t).style(style), r);
     }
 }
-
-
 
 // ------------------------------------------------------------------------------ terminal
 
