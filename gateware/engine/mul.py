@@ -66,6 +66,46 @@ def FieldMul(domain: str = "mul", target: str = "generic"):
     return GenericFieldMul(domain) if target == "generic" else Ecp5FieldMul(domain)
 
 
+def _geometry():
+    """The multiplier's sizes, both forms: (n_bits 255, c19 19, nl 15 limbs, bw 22 the rotating B
+    limb's width, lmax a limb's largest value, col_bits a column sum's width, car_max each limb's
+    largest value after the carry pass, low 8 the normalize decision's low part), with the bounds
+    that make them safe checked."""
+    n_bits = spec.field_bits()          # 255
+    c19 = spec.wrap_factor()            # 19
+    nl = -(-n_bits // LIMB)             # 15 limbs
+    assert nl * LIMB == n_bits, "limb size must divide the field size"
+    bw = LIMB + c19.bit_length()        # rotating B limb width (17 + 5 = 22)
+    # bounds: a column sum is nl products of (2^17 - 1) * c19 * (2^17 - 1) at most; after the
+    # carry pass a limb is its low 17 bits plus the carry from below (x19 for limb 0)
+    lmax = (1 << LIMB) - 1
+    col_max = nl * lmax * c19 * lmax
+    col_bits = col_max.bit_length()
+    car_max = [lmax + (col_max >> LIMB) * (c19 if k == 0 else 1) for k in range(nl)]
+    assert max(car_max) >> LIMB <= lmax and c19 * (car_max[nl - 1] >> LIMB) <= lmax, "a carry must fit a limb"
+    low = 8                             # the normalize decision's low part (19 * 2 + 255 < 2^9)
+    assert c19 * 2 + (1 << low) - 1 < 1 << (low + 1)
+    return n_bits, c19, nl, bw, lmax, col_bits, car_max, low
+
+
+def _ports(m, domain: str):
+    """Both forms' ports on `m` and the start edge's detection: returns (the domain's sync,
+    start_d the start level one edge late, go the start edge)."""
+    m.a = Signal(256)
+    m.b = Signal(256)
+    m.start = Signal()   # level from the issuing domain; a rising edge starts a multiply
+    m.q = Signal(256)
+    m.done = Signal()    # high from the result until the next start
+    m.busy = Signal()
+
+    sync = getattr(m.sync, domain)
+    start_d = Signal()
+    go = Signal()
+    sync += start_d.eq(m.start)
+    m.comb += go.eq(m.start & ~start_d)
+    return sync, start_d, go
+
+
 class GenericFieldMul(Module):
     def __init__(self, domain: str = "mul"):
         """The generic form (Verilator, xc7): 22 mul_clk, the operands loaded from `a` and `b`
@@ -73,33 +113,8 @@ class GenericFieldMul(Module):
         decoded from a step counter. Its Verilog is what it was before the ECP5 form's timing
         work (the xc7 figures and netlist runs are of it); the ECP5 form adds a capture stage
         and takes 23 (docs/gateware.md, "Timing")."""
-        n_bits = spec.field_bits()          # 255
-        c19 = spec.wrap_factor()            # 19
-        nl = -(-n_bits // LIMB)             # 15 limbs
-        assert nl * LIMB == n_bits, "limb size must divide the field size"
-        bw = LIMB + c19.bit_length()        # rotating B limb width (17 + 5 = 22)
-        # bounds: a column sum is nl products of (2^17 - 1) * c19 * (2^17 - 1) at most; after the
-        # carry pass a limb is its low 17 bits plus the carry from below (x19 for limb 0)
-        lmax = (1 << LIMB) - 1
-        col_max = nl * lmax * c19 * lmax
-        col_bits = col_max.bit_length()
-        car_max = [lmax + (col_max >> LIMB) * (c19 if k == 0 else 1) for k in range(nl)]
-        assert max(car_max) >> LIMB <= lmax and c19 * (car_max[nl - 1] >> LIMB) <= lmax, "a carry must fit a limb"
-        low = 8                             # the normalize decision's low part (19 * 2 + 255 < 2^9)
-        assert c19 * 2 + (1 << low) - 1 < 1 << (low + 1)
-
-        self.a = Signal(256)
-        self.b = Signal(256)
-        self.start = Signal()   # level from the issuing domain; a rising edge starts a multiply
-        self.q = Signal(256)
-        self.done = Signal()    # high from the result until the next start
-        self.busy = Signal()
-
-        sync = getattr(self.sync, domain)
-        start_d = Signal()
-        go = Signal()
-        sync += start_d.eq(self.start)
-        self.comb += go.eq(self.start & ~start_d)
+        n_bits, c19, nl, bw, lmax, col_bits, car_max, low = _geometry()
+        sync, start_d, go = _ports(self, domain)
 
         step = Signal(5)
         row = Signal(max=nl)
@@ -201,33 +216,8 @@ class GenericFieldMul(Module):
 class Ecp5FieldMul(Module):
     def __init__(self, domain: str = "mul"):
         """The ECP5 form (FieldMul's docstring; the module docstring for the schedule)."""
-        n_bits = spec.field_bits()          # 255
-        c19 = spec.wrap_factor()            # 19
-        nl = -(-n_bits // LIMB)             # 15 limbs
-        assert nl * LIMB == n_bits, "limb size must divide the field size"
-        bw = LIMB + c19.bit_length()        # rotating B limb width (17 + 5 = 22)
-        # bounds: a column sum is nl products of (2^17 - 1) * c19 * (2^17 - 1) at most; after the
-        # carry pass a limb is its low 17 bits plus the carry from below (x19 for limb 0)
-        lmax = (1 << LIMB) - 1
-        col_max = nl * lmax * c19 * lmax
-        col_bits = col_max.bit_length()
-        car_max = [lmax + (col_max >> LIMB) * (c19 if k == 0 else 1) for k in range(nl)]
-        assert max(car_max) >> LIMB <= lmax and c19 * (car_max[nl - 1] >> LIMB) <= lmax, "a carry must fit a limb"
-        low = 8                             # the normalize decision's low part (19 * 2 + 255 < 2^9)
-        assert c19 * 2 + (1 << low) - 1 < 1 << (low + 1)
-
-        self.a = Signal(256)
-        self.b = Signal(256)
-        self.start = Signal()   # level from the issuing domain; a rising edge starts a multiply
-        self.q = Signal(256)
-        self.done = Signal()    # high from the result until the next start
-        self.busy = Signal()
-
-        sync = getattr(self.sync, domain)
-        start_d = Signal()
-        go = Signal()
-        sync += start_d.eq(self.start)
-        self.comb += go.eq(self.start & ~start_d)
+        n_bits, c19, nl, bw, lmax, col_bits, car_max, low = _geometry()
+        sync, start_d, go = _ports(self, domain)
         # the capture (module docstring): every edge, so the start edge's is the operands
         a_cap = Signal(256, reset_less=True)
         b_cap = Signal(256, reset_less=True)
