@@ -106,6 +106,24 @@ def _ports(m, domain: str):
     return sync, start_d, go
 
 
+def _carry_pass(m, acc, car, nl: int, c19: int, col_bits: int):
+    """Both forms' carry pass and L + H operands: returns (carry_pass, the statements that
+    register it; lo_cat, L: the 17-bit parts; hi_cat, H: the carries one limb up)."""
+    # the carry pass: low 17 bits of each column plus the carry of the column below; the top
+    # column's carry wraps into limb 0 times 19
+    car_nx = [Signal(len(car[k]), name=f"car_nx{k}") for k in range(nl)]
+    m.comb += [car_nx[k].eq(acc[k][:LIMB] + (acc[k - 1][LIMB:col_bits] if k else times(acc[nl - 1][LIMB:col_bits], c19)))
+               for k in range(nl)]
+    # the top carry times 19 (it re-enters limb 0 of H) is registered with the carry pass,
+    # not computed in front of the 128-bit add that takes it
+    hi0 = Signal(LIMB)
+    carry_pass = [car[k].eq(car_nx[k]) for k in range(nl)] + [hi0.eq(times(car_nx[nl - 1][LIMB:], c19))]
+    # L + H: the 17-bit parts, and the carries one limb up (the top one wrapped x19)
+    hi = [Signal(LIMB, name=f"hi{k}") for k in range(nl)]
+    m.comb += [hi[0].eq(hi0)] + [hi[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
+    return carry_pass, Cat(*[car[k][:LIMB] for k in range(nl)]), Cat(*hi)
+
+
 class GenericFieldMul(Module):
     def __init__(self, domain: str = "mul"):
         """The generic form (Verilator, xc7): 22 mul_clk, the operands loaded from `a` and `b`
@@ -143,20 +161,7 @@ class GenericFieldMul(Module):
         prod_first = Signal()                      # prod holds row 0's products: the accumulate starts from zero
         self.comb += a_next.eq(Array([a_hold[k * LIMB:(k + 1) * LIMB] for k in range(1, nl)] + [0])[row])
 
-        # the carry pass: low 17 bits of each column plus the carry of the column below; the top
-        # column's carry wraps into limb 0 times 19
-        car_nx = [Signal(len(car[k]), name=f"car_nx{k}") for k in range(nl)]
-        self.comb += [car_nx[k].eq(acc[k][:LIMB] + (acc[k - 1][LIMB:col_bits] if k else times(acc[nl - 1][LIMB:col_bits], c19)))
-                      for k in range(nl)]
-        # the top carry times 19 (it re-enters limb 0 of H) is registered with the carry pass,
-        # not computed in front of the 128-bit add that takes it
-        hi0 = Signal(LIMB)
-        carry_pass = [car[k].eq(car_nx[k]) for k in range(nl)] + [hi0.eq(times(car_nx[nl - 1][LIMB:], c19))]
-        # L + H: the 17-bit parts, and the carries one limb up (the top one wrapped x19)
-        hi = [Signal(LIMB, name=f"hi{k}") for k in range(nl)]
-        self.comb += [hi[0].eq(hi0)] + [hi[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
-        lo_cat = Cat(*[car[k][:LIMB] for k in range(nl)])
-        hi_cat = Cat(*hi)
+        carry_pass, lo_cat, hi_cat = _carry_pass(self, acc, car, nl, c19, col_bits)
         # normalize: f = s mod 2^255 + 19 s[255]; f >= p iff f + 19 >= 2^255 (the flag c)
         dec_low = Signal(low + 1)
         half = 128
@@ -263,20 +268,7 @@ class Ecp5FieldMul(Module):
         self.comb += a_next.eq(a_hold[LIMB:2 * LIMB])
         a_shift = [a_hold.eq(a_hold[LIMB:])]
 
-        # the carry pass: low 17 bits of each column plus the carry of the column below; the top
-        # column's carry wraps into limb 0 times 19
-        car_nx = [Signal(len(car[k]), name=f"car_nx{k}") for k in range(nl)]
-        self.comb += [car_nx[k].eq(acc[k][:LIMB] + (acc[k - 1][LIMB:col_bits] if k else times(acc[nl - 1][LIMB:col_bits], c19)))
-                      for k in range(nl)]
-        # the top carry times 19 (it re-enters limb 0 of H) is registered with the carry pass,
-        # not computed in front of the 128-bit add that takes it
-        hi0 = Signal(LIMB)
-        carry_pass = [car[k].eq(car_nx[k]) for k in range(nl)] + [hi0.eq(times(car_nx[nl - 1][LIMB:], c19))]
-        # L + H: the 17-bit parts, and the carries one limb up (the top one wrapped x19)
-        hi = [Signal(LIMB, name=f"hi{k}") for k in range(nl)]
-        self.comb += [hi[0].eq(hi0)] + [hi[k + 1].eq(car[k][LIMB:]) for k in range(nl - 1)]
-        lo_cat = Cat(*[car[k][:LIMB] for k in range(nl)])
-        hi_cat = Cat(*hi)
+        carry_pass, lo_cat, hi_cat = _carry_pass(self, acc, car, nl, c19, col_bits)
         # normalize: f = s mod 2^255 + 19 s[255]; f >= p iff f + 19 >= 2^255 (the flag c)
         dec_low = Signal(low + 1)
         # its parts known from the low half: the low byte plus 19 and plus 38 (s[255] picks one
