@@ -121,6 +121,7 @@ pub fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> 
         .filter(|s| (only.is_empty() || only.iter().any(|o| o == s.name)) && !skip.iter().any(|o| o == s.name))
         .collect();
     let mut results = Vec::new();
+    let mut errors: Vec<(&str, String)> = Vec::new();
     let t_all = Instant::now();
     for s in selected {
         eprintln!("\n=== xtask test: {} (timeout {} s)", s.name, s.timeout.as_secs());
@@ -130,6 +131,9 @@ pub fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> 
         match &r {
             Ok(()) => eprintln!("=== {}: PASS ({secs:.1} s)", s.name),
             Err(e) => eprintln!("=== {}: FAIL ({secs:.1} s): {e:#}", s.name),
+        }
+        if let Err(e) = &r {
+            errors.push((s.name, format!("{e:#}")));
         }
         results.push((s.name, r.is_ok(), secs));
         // after every step, so that a run cut short still leaves its times
@@ -149,10 +153,26 @@ pub fn cmd_test(ctx: &Ctx, only: Vec<String>, skip: Vec<String>, list: bool) -> 
         failed,
         times_path().display()
     );
+    // the failures again, last: a log read from its end (a CI page) shows why, not only which
+    for (n, e) in &errors {
+        eprintln!("\n=== why {n} failed:\n{}", tail_lines(e, FAILURE_TAIL_LINES));
+    }
     if failed > 0 {
         bail!("{failed} test step(s) failed");
     }
     Ok(())
+}
+
+/// How many lines of each failed step's error the summary repeats.
+const FAILURE_TAIL_LINES: usize = 40;
+
+/// The last `n` lines of `s` (all of it when shorter), with a note of how many were left out.
+fn tail_lines(s: &str, n: usize) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    if lines.len() <= n {
+        return s.to_string();
+    }
+    format!("[{} earlier lines left out]\n{}", lines.len() - n, lines[lines.len() - n..].join("\n"))
 }
 
 /// Where `cargo xtask test` records each step's result and wall time.
@@ -262,6 +282,15 @@ mod tests {
         for pid in pids {
             assert!(!running(pid), "process {pid} of the timed-out step still runs");
         }
+    }
+
+    #[test]
+    fn a_failure_summary_keeps_the_last_lines() {
+        assert_eq!(tail_lines("a\nb", 3), "a\nb");
+        let long: String = (1..=50).map(|i| format!("line {i}\n")).collect();
+        let t = tail_lines(&long, 40);
+        assert!(t.starts_with("[10 earlier lines left out]\nline 11\n"), "{t}");
+        assert!(t.ends_with("line 50"), "{t}");
     }
 
     #[test]
