@@ -468,10 +468,22 @@ fn pids_of(sys: &Hosted, bin: &str) -> Vec<i32> {
     v
 }
 
+/// The number of Bob's reply in Alice's log line for it (`chat: Bob #k: ...`), if `l` is one.
+fn reply_number(l: &str) -> Option<u64> {
+    let rest = &l[l.find("chat: Bob #")? + "chat: Bob #".len()..];
+    let (k, _) = rest.split_once(':')?;
+    k.parse().ok()
+}
+
 /// kill -9 of each chat process in turn, in the middle of a conversation through a faulty
 /// relay; after each, the whole system is killed too and restarted from the stores. At the end
 /// every message has arrived exactly once with its text (a reused message key would make a
 /// message undecryptable: it would be missing).
+///
+/// Each round kills after a reply numbered at least its planned point and at least a few past
+/// the furthest reply of the round before: the harness reads the output while the chat runs on,
+/// so a round may end well past its point (seen: a kill planned after reply 25 came after 40,
+/// and the next round then waited for a reply 40 that its conversation had already passed).
 fn crash(ctx: &Ctx) -> Result<()> {
     let n = 60u64;
     let store = fresh_store("crash")?;
@@ -484,11 +496,17 @@ fn crash(ctx: &Ctx) -> Result<()> {
         alice_redirect: String::new(),
         relay_args: vec!["--faults".into(), "10,10,10,10".into()],
     };
-    for (round, (victim, after)) in [("chat", 10u64), ("chat-bob", 25), ("chat-relay", 40)].iter().enumerate() {
+    // the furthest reply Alice logged so far
+    let mut furthest = 0u64;
+    for (round, (victim, planned)) in [("chat", 10u64), ("chat-bob", 25), ("chat-relay", 40)].iter().enumerate() {
+        let after = (*planned).max(furthest + 3);
+        if after >= n {
+            bail!("round {round}: the conversation already reached reply {furthest} of {n}: no kill left to do in it");
+        }
         let mut sys = launch(ctx, &base, Flavor::Patched, &[], ctx.verbose)?;
-        // Alice logs "chat: Bob #k: ..." for every reply she accepts
-        let marker = format!("Bob #{after}:");
-        if let Err(e) = sys.wait_marker(&marker, Duration::from_secs(120)) {
+        let what = format!("a reply numbered {after} or more (\"chat: Bob #k:\")");
+        if let Err(e) = sys.wait_line(Duration::from_secs(120), &what, |l| reply_number(l).is_some_and(|k| k >= after))
+        {
             let tail = sys.tail(40);
             bail!("round {round}: {e}\n--- last output ---\n{tail}");
         }
@@ -499,11 +517,13 @@ fn crash(ctx: &Ctx) -> Result<()> {
         for p in &pids {
             unsafe { libc::kill(*p, libc::SIGKILL) };
         }
-        eprintln!("chat:crash: round {round}: kill -9 {victim} (pid {pids:?}) after reply {after}");
+        eprintln!("chat:crash: round {round}: kill -9 {victim} (pid {pids:?}) after a reply numbered {after} or more");
         std::thread::sleep(Duration::from_millis(300));
         // then the rest of the system dies the same way
         supervisor::signal_group(sys.pgid(), libc::SIGKILL);
         sys.stop();
+        furthest = furthest.max(sys.lines().iter().filter_map(|l| reply_number(l)).max().unwrap_or(0));
+        eprintln!("chat:crash: round {round}: the furthest reply logged was {furthest}");
     }
     // the final run must resume the stored conversation and complete it
     let mut last = base.clone();
@@ -789,5 +809,20 @@ fn check_terminal_and_processes(store: &Path, tag: &str) -> Result<()> {
             bail!("processes left after {tag} (killed now): {left:?}");
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::reply_number;
+
+    #[test]
+    fn reply_numbers_are_read_from_alices_log_lines_only() {
+        let l = "INFO:chat::app: chat: Bob #40: new ratchet key -> DH ratchet step (apps/ratchet-demo/src/bin/chat/app.rs:197)";
+        assert_eq!(reply_number(l), Some(40));
+        assert_eq!(reply_number("KERNEL(INFO:chat::app: chat: Bob #7: same chain"), Some(7));
+        assert_eq!(reply_number("INFO:chat_bob: chat-bob: from 1 #41: \"message 41 from Alice\""), None);
+        assert_eq!(reply_number("INFO:chat::app: chat: no ack for #56: resending"), None);
+        assert_eq!(reply_number("chat: Bob #x: junk"), None);
     }
 }
