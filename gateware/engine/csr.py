@@ -92,7 +92,16 @@ class EngineBus(Module):
                 elif kind[0] == "pending":
                     writes.append(If(wr & wv[0], kind[1].eq(0)))
                 elif kind[0] == "go":
-                    self.comb += e.go.eq(wr & wv[0])
+                    # GO reaches the sequencer one eng_clk after its write, from a register:
+                    # the bus adapter's request and the CSR decode are not in front of the
+                    # enables of the sequencer's state (a sys_clk -> eng_clk path of 10.13 ns
+                    # against 10 placed on an ECP5-6, v1). The job's own cycle count is
+                    # unchanged (it counts from the GO the sequencer sees); the write's
+                    # acknowledge is where it was, and the next bus access starts after it,
+                    # when the job already runs (STATUS, the window's stall)
+                    go_q = Signal(name="go_q")
+                    self.sync += go_q.eq(wr & wv[0])
+                    self.comb += e.go.eq(go_q)
                 elif kind[0] == "resume" and not stock:
                     self.comb += [e.mpresume_we.eq(wr), e.mpresume_dat.eq(wv)]
             cases_r.append(If(hit, csr_rd.eq(val)))
