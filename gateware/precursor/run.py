@@ -10,8 +10,12 @@
   0xF000_7000, xous-log) is printed as `[<cycle> uart] text` / `[<cycle> console] text` while
   the simulation runs (the cycle at which the line's first byte was written).
 * End: the program writes simctl FINISH (code), the watchdog bites, the software powers the
-  SoC off (susres POWERDOWN: end reason `powerdown`), a line matches `--until`, or the
-  wall-clock `--timeout` expires (the simulator is killed; its process group only).
+  SoC off (susres POWERDOWN: end reason `powerdown`), a line matches `--until`, the kernel
+  reports a crash on its UART (a line starting `PROGRAM HALT` or `PANIC in PID`: end reason
+  `crash`, CRASH_GRACE_CYCLES simulated cycles later, so that the register dump, memory map
+  and whatever follows are in the log; no run passes after one, and a crashed system would
+  otherwise spin until `--timeout`), or the wall-clock `--timeout` expires (the simulator is
+  killed; its process group only).
 * Verdict (exit status): 0 only if the run ended by FINISH with code 0 or by `--until` (with
   `--end powerdown`: only if it ended by a power-down), every
   `--expect` pattern matched some line, and no line matched `--fail` (default: `VERDICT \\S+ FAIL`).
@@ -59,6 +63,11 @@ from .peripherals import POWERDOWN_CODE
 from . import tester
 
 DEFAULT_FAIL = r"VERDICT \S+ FAIL"
+# Kernel UART lines after which nothing can pass (a process halted on a CPU exception, a kernel
+# panic): the run ends CRASH_GRACE_CYCLES later. Narrow on purpose: other failure lines (a FAIL
+# verdict, an ERROR) do not end a run, whose program may still finish with its own code.
+CRASH_STOP = re.compile(r"^(PROGRAM HALT|PANIC in PID)")
+CRASH_GRACE_CYCLES = 8_000_000
 
 
 def words_hex(data: bytes, limit: int, what: str) -> str:
@@ -80,7 +89,7 @@ class Line:
 
 @dataclass
 class Result:
-    reason: str = "timeout"          # finish | powerdown | until | timeout | exited
+    reason: str = "timeout"          # finish | powerdown | until | crash | timeout | exited
     code: int | None = None
     cycles: int | None = None
     wall_s: float = 0.0
@@ -211,6 +220,7 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
     until_re = re.compile(until) if until else None
     tails = [_Tail(runs / soc.UART_LOG, "uart"), _Tail(runs / soc.CONSOLE_LOG, "console")]
     res = Result()
+    crash_at = None                  # the cycle of the first crash line
     t0 = time.monotonic()
     with open(runs / "sim.out", "wb") as simout:
         # restore_signals=False: the simulator inherits Python's SIGPIPE = ignore, so the bridge
@@ -226,6 +236,7 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
                                 restore_signals=False)
 
         def handle(entries) -> bool:
+            nonlocal crash_at
             for source, cyc, text in entries:
                 line = Line(source, cyc, text, time.monotonic() - t0)
                 res.lines.append(line)
@@ -244,13 +255,30 @@ def _run(runs, gw, rom_hex, ram_hex, timeout, expect, until, fail, echo, on_line
                 if until_re and until_re.search(text):
                     res.reason = "until"
                     return True
+                if crash_at is None and source == "uart" and CRASH_STOP.search(text):
+                    crash_at = max(cyc, 0)
             return False
+
+        def crash_over() -> bool:
+            """A crash line was seen and the simulation has run CRASH_GRACE_CYCLES past it
+            (the last line's cycle, or the progress record the simulator rewrites)."""
+            if crash_at is None:
+                return False
+            now = max((l.cycle for l in res.lines[-1:]), default=0)
+            try:
+                now = max(now, int((runs / soc.PROGRESS).read_text().split(" ")[0]))
+            except (OSError, ValueError, IndexError):
+                pass
+            return now >= crash_at + CRASH_GRACE_CYCLES
 
         try:
             stop = False
             while not stop:
                 stop = any(handle(t.poll()) for t in tails)
                 if stop:
+                    break
+                if crash_over():
+                    res.reason = "crash"
                     break
                 if proc.poll() is not None:
                     res.reason = "exited"

@@ -7,7 +7,8 @@
 * test_soc_selftest: firmware/soc_test.S on the Verilated SoC: UARTs, the TRNG kernel port,
   ticktimer rate,
   a ticktimer interrupt in supervisor mode, sv32 paging, a user-mode ecall.
-* test_run_*: the runner fails a program that never finishes, and refuses oversized images.
+* test_run_*: the runner fails a program that never finishes, ends a run soon after a kernel
+  crash line, and refuses oversized images.
 """
 
 from __future__ import annotations
@@ -244,6 +245,28 @@ def test_run_reports_a_failing_program(built, tmp_path):
     res = prun.run(assemble(src, tmp_path), timeout=60, echo=False, gw=built, keep=tmp_path / "run")
     assert res.reason == "finish" and res.code == 0
     assert res.failed and not res.ok([])
+
+
+def _print_then_spin(text: str, tmp_path: Path) -> bytes:
+    """A ROM that writes `text` and a newline to the kernel UART, then spins forever."""
+    src = tmp_path / "s.S"
+    src.write_text(
+        ".option norvc\n_start:\n la a0, msg\n li a1, 0xF0005000\n1: lbu t0, 0(a0)\n beqz t0, 2f\n sw t0, 0(a1)\n"
+        f" addi a0, a0, 1\n j 1b\n2: j 2b\nmsg: .asciz \"{text}\\n\"\n")
+    return assemble(src, tmp_path)
+
+
+def test_run_ends_soon_after_a_kernel_crash_line(built, tmp_path):
+    """A kernel line `PROGRAM HALT...` or `PANIC in PID...` ends the run (reason `crash`) a few
+    million cycles later, instead of at the time limit (a crashed Xous spins in its panic
+    handler); other failure lines (a FAIL verdict) do not end it."""
+    for line in ("PROGRAM HALT: CPU Exception on PID 2: Store page fault", "PANIC in PID 1: panicked at x"):
+        res = prun.run(_print_then_spin(line, tmp_path), timeout=240, echo=False, gw=built, keep=tmp_path / "run")
+        assert res.reason == "crash" and not res.ok([]), (line, res.reason)
+        assert res.wall_s < 200 and res.cycles >= prun.CRASH_GRACE_CYCLES, (res.wall_s, res.cycles)
+        assert [l.text for l in res.lines] == [line]
+    res = prun.run(_print_then_spin("VERDICT x FAIL", tmp_path), timeout=5, echo=False, gw=built, keep=tmp_path / "run2")
+    assert res.reason == "timeout" and res.failed, res.reason
 
 
 def test_run_profiles_the_cpu(built, tmp_path):
