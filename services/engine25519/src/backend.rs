@@ -86,6 +86,35 @@ pub struct DetachedReply {
     pub batch: Option<DetachedBatch>,
 }
 
+impl DetachedReply {
+    /// A reply written over the request in the lent page `page` (`page_len` bytes, the archive
+    /// at `offset`): the whole page is valid, its 32 result bytes at `result_at`; the fields the
+    /// executor fills in (`out_reg`, `wipe`, `max_cycles`) start empty.
+    pub fn over_page(
+        sender: usize,
+        page: usize,
+        page_len: usize,
+        offset: usize,
+        result_at: usize,
+        wake_cid: u32,
+        batch: Option<DetachedBatch>,
+    ) -> Self {
+        DetachedReply {
+            sender,
+            page,
+            page_len,
+            offset,
+            valid: page_len,
+            result_at,
+            out_reg: 0,
+            wipe: None,
+            max_cycles: 0,
+            wake_cid,
+            batch,
+        }
+    }
+}
+
 /// The jobs of a detached batch after the first (whose operands the executor loaded): the
 /// backend takes job i + 1's scalar and u from the lent page (and wipes them there) when job i
 /// ends, and puts job i's result at `result_at + 32 * i`; the page is returned after the last.

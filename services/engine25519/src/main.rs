@@ -234,19 +234,7 @@ fn detach_target(env: &MessageEnvelope, backend: BackendId) -> Option<impl FnOnc
         a.window = window;
         a.cycles = 0;
         let result_at = a.result.as_ptr() as usize - page as usize;
-        Some(DetachedReply {
-            sender,
-            page: page as usize,
-            page_len: len,
-            offset: pos,
-            valid: len,
-            result_at,
-            out_reg: 0,
-            wipe: None,
-            max_cycles: 0,
-            wake_cid,
-            batch: None,
-        })
+        Some(DetachedReply::over_page(sender, page as usize, len, pos, result_at, wake_cid, None))
     })
 }
 
@@ -298,19 +286,7 @@ fn batch_detach_target(
             u_reg: 0,
         };
         let result_at = at(a.results.as_ptr() as *const u8);
-        Some(DetachedReply {
-            sender,
-            page: page as usize,
-            page_len: len,
-            offset: pos,
-            valid: len,
-            result_at,
-            out_reg: 0,
-            wipe: None,
-            max_cycles: 0,
-            wake_cid,
-            batch: Some(batch),
-        })
+        Some(DetachedReply::over_page(sender, page as usize, len, pos, result_at, wake_cid, Some(batch)))
     })
 }
 

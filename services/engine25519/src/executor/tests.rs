@@ -970,22 +970,8 @@ fn detached_x25519_is_answered_by_the_backend_and_settled_by_the_next_thread() {
         x25519_program(Isa::V1),
         Config { driver: Driver::Callers, ..Config::default() },
     );
-    let target = |w: u32| {
-        Some(crate::backend::DetachedReply {
-            sender: 1,
-            page: 0x1000,
-            page_len: 4096,
-            offset: 0,
-            valid: 4096,
-            result_at: 64,
-            out_reg: 0,
-            wipe: None,
-            max_cycles: 0,
-            wake_cid: 1,
-            batch: None,
-        })
-        .filter(|_| w < 16)
-    };
+    let target =
+        |w: u32| Some(crate::backend::DetachedReply::over_page(1, 0x1000, 4096, 0, 64, 1, None)).filter(|_| w < 16);
     let (k1, k2, u) = ([5u8; 32], [6u8; 32], [9u8; 32]);
     ex.drive(); // the programs go into the microcode RAM (until then a job takes the queue)
     let (tx, rx) = mpsc::channel();
@@ -1129,21 +1115,7 @@ fn back_to_back_detached_jobs_hand_the_engine_over() {
         x25519_program(Isa::V1),
         Config { driver: Driver::Callers, ..Config::default() },
     );
-    let target = |_w: u32| {
-        Some(crate::backend::DetachedReply {
-            sender: 1,
-            page: 0x1000,
-            page_len: 4096,
-            offset: 0,
-            valid: 4096,
-            result_at: 64,
-            out_reg: 0,
-            wipe: None,
-            max_cycles: 0,
-            wake_cid: 1,
-            batch: None,
-        })
-    };
+    let target = |_w: u32| Some(crate::backend::DetachedReply::over_page(1, 0x1000, 4096, 0, 64, 1, None));
     ex.drive();
     let (tx, rx) = mpsc::channel();
     let mut rng = Rng(0x4a4d_0001);
@@ -1211,19 +1183,7 @@ fn detached_batch_runs_back_to_back_and_answers_once() {
     let target = move |n: usize| {
         move |_w: u32| {
             let b = crate::backend::DetachedBatch { count: n, scalars_at, us_at, scalar_reg: 0, u_reg: 0 };
-            Some(crate::backend::DetachedReply {
-                sender: 1,
-                page: at,
-                page_len: 4096,
-                offset: 0,
-                valid: 4096,
-                result_at,
-                out_reg: 0,
-                wipe: None,
-                max_cycles: 0,
-                wake_cid: 1,
-                batch: Some(b),
-            })
+            Some(crate::backend::DetachedReply::over_page(1, at, 4096, 0, result_at, 1, Some(b)))
         }
     };
     let mut rng = Rng(0xba7c_de7a);
@@ -1264,21 +1224,7 @@ fn detached_batch_runs_back_to_back_and_answers_once() {
     assert_eq!((s, outs.len()), (Status::EngineFault, 0));
     d.lock().unwrap().lost = false;
     // the engine held by a detached X25519: the batch queues, runs once that is settled
-    let t = |_w: u32| {
-        Some(crate::backend::DetachedReply {
-            sender: 1,
-            page: 0x1000,
-            page_len: 4096,
-            offset: 0,
-            valid: 4096,
-            result_at: 64,
-            out_reg: 0,
-            wipe: None,
-            max_cycles: 0,
-            wake_cid: 1,
-            batch: None,
-        })
-    };
+    let t = |_w: u32| Some(crate::backend::DetachedReply::over_page(1, 0x1000, 4096, 0, 64, 1, None));
     let (tx, one) = mpsc::channel();
     assert!(ex.x25519_now(5, &[7; 32], &[9; 32], &|| {}, move |o: Outcome| tx.send(o).unwrap(), Some(t)));
     let jobs = vec![(Zeroizing::new([4u8; 32]), [9u8; 32]); 2];
