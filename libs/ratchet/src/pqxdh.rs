@@ -29,10 +29,9 @@
 //! the first phase.
 
 use rand_core::CryptoRngCore;
-use x25519_dalek::PublicKey;
 use zeroize::Zeroizing;
 
-use crate::dh::{generate_secret, Dh, DhJob, DhPurpose, KeyPair};
+use crate::dh::{generate_secret, Dh, KeyPair};
 use crate::kem::{
     check_kem_results, encode_kem_public_key, Kem, KemJob, KemOutput, KemPublicKey, ENCAPS_RANDOMNESS_LEN,
     PUBLIC_KEY_LEN, SEED_LEN,
@@ -200,21 +199,8 @@ pub fn initiate(
     let ratchet_secret = generate_secret(rng)?;
     let mut m = Zeroizing::new([0u8; ENCAPS_RANDOMNESS_LEN]);
     rng.try_fill_bytes(&mut m[..]).map_err(|e| Error::Rng(e.to_string()))?;
-    let ik_b = PublicKey::from(classic.identity_key);
-    let spk = PublicKey::from(classic.signed_prekey);
-    let mut jobs = vec![
-        DhJob::public_key(&ek),
-        DhJob::agree(&identity.secret, &spk, DhPurpose::X3dh(1)),
-        DhJob::agree(&ek, &ik_b, DhPurpose::X3dh(2)),
-        DhJob::agree(&ek, &spk, DhPurpose::X3dh(3)),
-    ];
-    if let Some(opk) = &classic.one_time_prekey {
-        jobs.push(DhJob::agree(&ek, &PublicKey::from(*opk), DhPurpose::X3dh(4)));
-    }
-    jobs.push(DhJob::public_key(&ratchet_secret));
-    jobs.push(DhJob::agree(&ratchet_secret, &spk, DhPurpose::RatchetSend));
     Ok(PendingInitiate {
-        jobs,
+        jobs: crate::x3dh::initiator_jobs(identity, &classic, &ek, &ratchet_secret),
         identity_key: *identity.public.as_bytes(),
         bundle: classic,
         ratchet_secret,

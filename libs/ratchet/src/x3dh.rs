@@ -139,6 +139,31 @@ impl PendingInitiate {
     }
 }
 
+/// The initiator's X25519 jobs, in order: the ephemeral's public key, DH1-DH3 (and DH4 with a
+/// one-time prekey), the first ratchet key's public key and its DH with the signed prekey. PQXDH
+/// runs the same jobs beside its encapsulation.
+pub(crate) fn initiator_jobs(
+    identity: &KeyPair,
+    bundle: &PreKeyBundle,
+    ek: &StaticSecret,
+    ratchet_secret: &StaticSecret,
+) -> Vec<DhJob> {
+    let ik_b = PublicKey::from(bundle.identity_key);
+    let spk = PublicKey::from(bundle.signed_prekey);
+    let mut jobs = vec![
+        DhJob::public_key(ek),
+        DhJob::agree(&identity.secret, &spk, DhPurpose::X3dh(1)),
+        DhJob::agree(ek, &ik_b, DhPurpose::X3dh(2)),
+        DhJob::agree(ek, &spk, DhPurpose::X3dh(3)),
+    ];
+    if let Some(opk) = &bundle.one_time_prekey {
+        jobs.push(DhJob::agree(ek, &PublicKey::from(*opk), DhPurpose::X3dh(4)));
+    }
+    jobs.push(DhJob::public_key(ratchet_secret));
+    jobs.push(DhJob::agree(ratchet_secret, &spk, DhPurpose::RatchetSend));
+    jobs
+}
+
 /// Starts a session with the owner of `bundle` (verifies the signature first). `identity` is
 /// our identity key pair. Draws the ephemeral and the first ratchet secret from `rng`.
 pub fn initiate(
@@ -149,21 +174,8 @@ pub fn initiate(
     bundle.verify()?;
     let ek = generate_secret(rng)?;
     let ratchet_secret = generate_secret(rng)?;
-    let ik_b = PublicKey::from(bundle.identity_key);
-    let spk = PublicKey::from(bundle.signed_prekey);
-    let mut jobs = vec![
-        DhJob::public_key(&ek),
-        DhJob::agree(&identity.secret, &spk, DhPurpose::X3dh(1)),
-        DhJob::agree(&ek, &ik_b, DhPurpose::X3dh(2)),
-        DhJob::agree(&ek, &spk, DhPurpose::X3dh(3)),
-    ];
-    if let Some(opk) = &bundle.one_time_prekey {
-        jobs.push(DhJob::agree(&ek, &PublicKey::from(*opk), DhPurpose::X3dh(4)));
-    }
-    jobs.push(DhJob::public_key(&ratchet_secret));
-    jobs.push(DhJob::agree(&ratchet_secret, &spk, DhPurpose::RatchetSend));
     Ok(PendingInitiate {
-        jobs,
+        jobs: initiator_jobs(identity, bundle, &ek, &ratchet_secret),
         identity_key: *identity.public.as_bytes(),
         bundle: bundle.clone(),
         ratchet_secret,
