@@ -66,6 +66,7 @@ pub const TIMING_END_MARKER: &str = "SELFTEST-TIMING-END";
 /// the timed calls: `<MARKER> jobs=<BATCH_ROUNDS x BATCH_SIZE>` (stamped like the timing lines).
 pub const BATCH_START_MARKER: &str = "SELFTEST-BATCH-START";
 pub const BATCH_END_MARKER: &str = "SELFTEST-BATCH-END";
+/// engine25519's `MAX_BATCH` (src/main.rs asserts it at compile time)
 pub const BATCH_SIZE: usize = 4;
 pub const BATCH_ROUNDS: u64 = 5;
 /// Printed with the spinner's count around a window where the client sleeps (the spinner's
