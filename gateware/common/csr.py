@@ -28,7 +28,7 @@ cycle later with `dat_r`. Undecoded offsets read `undecoded` and ignore writes.
 
 from __future__ import annotations
 
-from migen import Case, If, Module, Signal
+from migen import Case, If, Module, Mux, Signal
 
 KINDS = {"rw": 2, "ro": 2, "pending": 2, "pulse": 2, "wstrobe": 3, "rstrobe": 3, "rwstrobe": 3}
 
@@ -54,8 +54,13 @@ def check_bindings(registers: dict, bindings: dict) -> None:
 
 
 class CsrPage(Module):
-    def __init__(self, registers: dict, bindings: dict, undecoded: int = 0):
+    def __init__(self, registers: dict, bindings: dict, undecoded: int = 0, late: tuple = ()):
+        """`late`: registers whose read value arrives late in the cycle (a block RAM's output,
+        5.8 ns after the clock on an ECP5): taken into a register of their own at the access,
+        beside the offset case's, and `dat_r` is a 2-way mux of the two registers (the same
+        reads in the same cycles, with no mux tree behind the late value)."""
         check_bindings(registers, bindings)
+        assert set(late) <= set(registers), f"late registers not in the page: {sorted(set(late) - set(registers))}"
         self.sel = Signal()
         self.adr = Signal(16)
         self.we = Signal()
@@ -70,7 +75,8 @@ class CsrPage(Module):
         take = Signal()
         self.comb += take.eq(self.stb & self.sel & ~self.ack)
         rd = Signal(32)
-        reads, sets_first, writes = {}, [], []
+        tree = Signal(32)   # the offset case's read value
+        reads, lates, sets_first, writes = {}, {}, [], []
         for name, reg in registers.items():
             hit = Signal(name=f"hit_{name.lower()}")
             self.comb += hit.eq(take & (self.adr == reg.offset))
@@ -97,16 +103,30 @@ class CsrPage(Module):
                     self.comb += [b[1].eq(wr), b[2].eq(wv)]
                 elif kind == "rstrobe":
                     self.comb += [val[bits].eq(b[1]), b[2].eq(rde)]
-            assert reg.offset not in reads, f"two registers at offset {reg.offset:#x}"
-            reads[reg.offset] = rd.eq(val)
+            assert reg.offset not in reads and reg.offset not in lates, f"two registers at offset {reg.offset:#x}"
+            if name in late:
+                lates[reg.offset] = val
+            else:
+                reads[reg.offset] = tree.eq(val)
         # one case on the offset (a mux tree; a chain of Ifs was a priority chain of LUTs as
-        # long as the page, the worst path of the TRNG on the ECP5)
-        reads["default"] = rd.eq(undecoded)
+        # long as the page, the worst path of the TRNG on the ECP5), then the late registers
+        reads["default"] = tree.eq(undecoded)
         self.comb += Case(self.adr, reads)
         # pending bits: the block's `sync` sets run before these writes in the same cycle, so a
         # clear would win; blocks call `pending_set` instead, which puts the set after the clear
         self.sync += writes
-        self.sync += [self.ack.eq(take), If(take, self.dat_r.eq(rd))]
+        self.sync += self.ack.eq(take)
+        if not lates:
+            self.comb += rd.eq(tree)
+            self.sync += If(take, self.dat_r.eq(rd))
+        else:
+            late_hit, late_val = Signal(), Signal(32)
+            self.comb += late_val.eq(0)
+            for off, val in lates.items():
+                self.comb += If(self.adr == off, late_hit.eq(1), late_val.eq(val))
+            tree_q, late_q, late_sel = Signal(32), Signal(32), Signal()
+            self.sync += If(take, tree_q.eq(tree), late_q.eq(late_val), late_sel.eq(late_hit))
+            self.comb += self.dat_r.eq(Mux(late_sel, late_q, tree_q))
 
     def pending_set(self, sig, cond):
         """Set the pending bit `sig` when `cond` (wins over a write-1-to-clear in the same cycle)."""

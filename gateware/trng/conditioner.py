@@ -143,11 +143,19 @@ class Conditioner(Module):
         # --- work RAM --------------------------------------------------------------------------
         mem = Memory(32, 16)
         wr = mem.get_port(write_capable=True)
-        rd = mem.get_port(async_read=True)
-        self.specials += mem, wr, rd
+        rd = mem.get_port(async_read=True)    # SWAP's reads
+        # FINAL's reads (word k) from a copy of the work RAM written with it (LUT RAM, 16 x 32
+        # bits), so FINAL's add does not wait for SWAP's address table and a mux on the state
+        # (a second read port of the same memory would be merged with SWAP's by yosys, which
+        # sees that the two states never read at once)
+        memf = Memory(32, 16)
+        wrf = memf.get_port(write_capable=True)
+        rdf = memf.get_port(async_read=True)
+        self.specials += mem, wr, rd, memf, wrf, rdf
+        self.comb += [wrf.adr.eq(wr.adr), wrf.dat_w.eq(wr.dat_w), wrf.we.eq(wr.we)]
         rdata = Signal(32)  # read data with write bypass in SWAP (a word written and read in one cycle)
-        bypass = Signal()
-        self.comb += rdata.eq(Mux(bypass & wr.we & (wr.adr == rd.adr), wr.dat_w, rd.dat_r))
+        bypass = Signal()   # SWAP writes back the word it reads this cycle (set below)
+        self.comb += rdata.eq(Mux(bypass, wr.dat_w, rd.dat_r))
 
         # --- seed ring -------------------------------------------------------------------------
         seed_shift = Signal()
@@ -204,7 +212,7 @@ class Conditioner(Module):
         o = Signal(32)
         self.comb += [
             init_word.eq(Mux(k < 4, Array(C(c, 32) for c in CHACHA_CONSTANTS)[k[:2]], seed[0])),
-            o.eq(rdata + init_word),
+            o.eq(rdf.dat_r + init_word),
         ]
 
         fsm = ResetInserter()(FSM(reset_state="WIPE"))
@@ -224,27 +232,45 @@ class Conditioner(Module):
         ]
         self.comb += self.busy.eq(~fsm.ongoing("IDLE") & ~fsm.ongoing("WIPE"))
 
+        # The rings' shifts and the absorb, flat (one gate behind `raw_valid`: it comes from the
+        # health tests' gating, and the shifts enable 28 x 32 flops; the whole TRNG's ECP5
+        # timing). The same conditions as the states below spell out:
+        #   IDLE, not seeded, a raw word: absorb it into the seed ring (12 words), then the blind
+        #   IDLE, seeded, a reseed due, a raw word: absorb it into the seed ring
+        #   LOAD, k >= 4: the seed ring turns (its words go to the work RAM)
+        #   FINAL, going on (self-mix, FIFO room or k != 0): the seed ring turns for k >= 4, the
+        #   blind ring for every output word (not for a self-mix block)
+        fifo_room = Signal()
+        self.comb += fifo_room.eq(fifo.level <= fifo_depth - 16)
+        idle, load, final = fsm.ongoing("IDLE"), fsm.ongoing("LOAD"), fsm.ongoing("FINAL")
+        due = Signal()
+        idle_seed, idle_blind, final_go, turn = Signal(), Signal(), Signal(), Signal()
+        self.comb += [
+            due.eq(interval_due(bsr, self.reseed_interval)),
+            idle_seed.eq(idle & Mux(self.seeded, due, loaded < SEED_WORDS)),
+            idle_blind.eq(idle & ~self.seeded & (loaded >= SEED_WORDS)),
+            final_go.eq(final & (selfmix | fifo_room | (k != 0))),
+            turn.eq((load | final_go) & (k >= 4)),
+            absorb.eq((idle_seed | idle_blind) & self.raw_valid),
+            seed_shift.eq((idle_seed & self.raw_valid) | turn),
+            blind_shift.eq((idle_blind & self.raw_valid) | (final_go & ~selfmix)),
+        ]
         fsm.act("WIPE",
             wr.adr.eq(k), wr.dat_w.eq(0), wr.we.eq(1),
             NextValue(k, k + 1),
             If(k == 15, NextState("IDLE")),
         )
         fsm.act("IDLE",
+            # the raw word is offered to both rings whether or not it is valid (only a shift
+            # takes it), so `raw_valid` decides the shifts and not the words shifted in
+            inject.eq(raw_word), blind_in.eq(raw_word),
             If(~self.seeded,
                 # seeding: 12 seed words folded, then 16 blind words
                 If(self.raw_valid,
-                    absorb.eq(1),
                     NextValue(loaded, loaded + 1),
-                    If(loaded < SEED_WORDS,
-                        seed_shift.eq(1), inject.eq(raw_word),
-                    ).Else(
-                        blind_shift.eq(1), blind_in.eq(raw_word),
-                    ),
                 ),
             ).Elif(interval_due(bsr, self.reseed_interval),
                 If(self.raw_valid,
-                    absorb.eq(1),
-                    seed_shift.eq(1), inject.eq(raw_word),
                     NextValue(bsr, 0),
                     stat_reseed.eq(1),
                 ),
@@ -260,15 +286,22 @@ class Conditioner(Module):
             If(k < 4,
                 wr.dat_w.eq(Array(C(c, 32) for c in CHACHA_CONSTANTS)[k[:2]]),
             ).Else(
-                wr.dat_w.eq(seed[0]), seed_shift.eq(1),
+                wr.dat_w.eq(seed[0]),
             ),
             NextValue(k, k + 1),
             If(k == 15, NextValue(g, 0), NextValue(j, 0), NextState("SWAP")),
         )
         # SWAP: write back quarter round g-1 (g > 0), read quarter round g (g < 80)
+        # the read addresses: SWAP's from its table, FINAL's word k (no other state reads)
+        self.comb += [rd.adr.eq(addr_in), rdf.adr.eq(k)]
+        # SWAP writes quarter round g-1's word j where it reads quarter round g's word j: when
+        # those are the same word (a function of j and g mod 8 alone, a table, so the bypass
+        # does not wait for the address muxes and their compare), the read takes the written word
+        same = Signal()
+        self.comb += Case(Cat(j, gq), {(q << 2) | jj: same.eq(qr_word(q, jj) == qr_word((q - 1) & 7, jj))
+                                       for q in range(8) for jj in range(4)})
         fsm.act("SWAP",
-            bypass.eq(1),
-            rd.adr.eq(addr_in),
+            bypass.eq(same & (g != 0)),
             wr.adr.eq(addr_out), wr.dat_w.eq(t[0]), wr.we.eq(g != 0),
             NextValue(t[0], t[1]), NextValue(t[1], t[2]), NextValue(t[2], t[3]), NextValue(t[3], rdata),
             NextValue(j, j + 1),
@@ -290,22 +323,18 @@ class Conditioner(Module):
         # The ring turns once (k = 4..15) with counter + 1 on words 8/9 and, for self-mix, the
         # block's word k-4 (delayed four cycles through the QR registers) XORed into key word k-4.
         # The work RAM is zeroed behind the read.
-        fifo_room = Signal()
-        self.comb += fifo_room.eq(fifo.level <= fifo_depth - 16)
         fsm.act("FINAL",
             If(selfmix | fifo_room | (k != 0),
-                rd.adr.eq(k),
                 wr.adr.eq(k), wr.dat_w.eq(0), wr.we.eq(1),
                 NextValue(t[0], t[1]), NextValue(t[1], t[2]), NextValue(t[2], t[3]), NextValue(t[3], o),
                 If(k >= 4,
-                    seed_shift.eq(1),
                     If(selfmix & (k < 12), inject.eq(t[0])),
                     inc.eq((k == 12) | ((k == 13) & carry)),
                 ),
                 If(k == 12, NextValue(carry, seed[0] == 0xFFFF_FFFF)),
                 If(~selfmix,
                     fifo.we.eq(1), fifo.din.eq(o ^ blind[0]),
-                    blind_shift.eq(1), blind_in.eq(blind[0]),
+                    blind_in.eq(blind[0]),
                 ),
                 NextValue(k, k + 1),
                 If(k == 15,

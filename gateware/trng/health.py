@@ -52,29 +52,80 @@ class HealthTests(Module):
         apt_i = Signal(count_bits)
         startup_left = Signal(count_bits)
         started = Signal()  # startup_left was loaded from `startup` (after reset or clear)
+        # started & startup_left == 0, kept as a register (set with startup_left's own updates
+        # below, so equal to it in every cycle): `startup_done` gates the block's output and
+        # reaches the conditioner's absorb decision, the whole TRNG's ECP5 timing
+        done_q = Signal()
 
         rct_next = Signal(count_bits)
         apt_next = Signal(count_bits)
         rct_same = Signal()
         apt_cont = Signal()
         apt_same = Signal()
+        # Timing (the whole TRNG at 100 MHz on the ECP5): the compares of the counts with the
+        # cutoffs and the window are registered flags, computed one cycle ahead from the
+        # counts' next values (a count stays, steps by one or restarts), so a sample's failure
+        # is its symbol compare and a few gates, in the same cycle as before:
+        #   rct_at   = rct_b + 1 >= rct_cutoff   (one more equal symbol fails the RCT)
+        #   apt_at   = apt_b + 1 == apt_cutoff   (one more of the window's symbol fails the APT)
+        #   cont_q   = ~fresh & apt_i < apt_window   (the sample continues the APT window)
+        #   wlast_q  = apt_i + 1 == apt_window   (... and completes it)
+        # The flags see the cutoffs and window of the cycle before: a cutoff write applies from
+        # the cycle after the register takes it (every test writes them before enabling).
+        rct_at, apt_at, cont_q, wlast_q = Signal(), Signal(), Signal(), Signal()
+        # the counts' next values, as wide as the counts (the same wrap as the registers)
+        rct_next2, apt_next2, apt_i1 = Signal(count_bits), Signal(count_bits), Signal(count_bits)
+        self.comb += [rct_next2.eq(rct_b + 2), apt_next2.eq(apt_b + 2), apt_i1.eq(apt_i + 1)]
         self.comb += [
             rct_same.eq(~fresh & (self.sample == rct_a)),
             rct_next.eq(rct_b + 1),
-            apt_cont.eq(~fresh & (apt_i < self.apt_window)),
+            apt_cont.eq(cont_q),
             apt_same.eq(apt_cont & (self.sample == apt_a)),
             apt_next.eq(apt_b + 1),
-            self.rct_fail.eq(self.valid & rct_same & (rct_next >= self.rct_cutoff)),
-            self.apt_fail.eq(self.valid & apt_same & (apt_next == self.apt_cutoff)),
-            self.startup_done.eq(started & (startup_left == 0)),
-            self.apt_window_done.eq(self.valid & ~self.clear & started & apt_cont & (apt_i + 1 == self.apt_window)),
+            self.rct_fail.eq(self.valid & rct_same & rct_at),
+            self.apt_fail.eq(self.valid & apt_same & apt_at),
+            self.startup_done.eq(done_q),
+            self.apt_window_done.eq(self.valid & ~self.clear & started & apt_cont & wlast_q),
             self.ok.eq(self.startup_done & ~self.rct_latched & ~self.apt_latched),
+        ]
+        restart = Signal()
+        self.comb += restart.eq(self.clear | ~started)
+        self.sync += [
+            # rct_b: 0 after a restart or a failure, rct_b + 1 on an equal symbol, 1 on a new one
+            If(restart | (self.valid & rct_same & rct_at),
+                rct_at.eq(self.rct_cutoff <= 1),
+            ).Elif(self.valid & rct_same,
+                rct_at.eq(rct_next2 >= self.rct_cutoff),
+            ).Elif(self.valid,
+                rct_at.eq(self.rct_cutoff <= 2),
+            ).Else(
+                rct_at.eq(rct_next >= self.rct_cutoff),
+            ),
+            # apt_b: 0 after a restart, 1 when a window starts, apt_b + 1 on the window's symbol
+            If(restart,
+                apt_at.eq(self.apt_cutoff == 1),
+                cont_q.eq(0),
+                wlast_q.eq(self.apt_window == 1),
+            ).Elif(self.valid & ~apt_cont,
+                apt_at.eq(self.apt_cutoff == 2),
+                cont_q.eq(self.apt_window > 1),
+                wlast_q.eq(self.apt_window == 2),
+            ).Elif(self.valid,
+                apt_at.eq(Mux(apt_same, apt_next2 == self.apt_cutoff, apt_next == self.apt_cutoff)),
+                cont_q.eq(apt_i1 < self.apt_window),
+                wlast_q.eq(apt_i1 + 1 == self.apt_window),
+            ).Else(
+                apt_at.eq(apt_next == self.apt_cutoff),
+                cont_q.eq(~fresh & (apt_i < self.apt_window)),
+                wlast_q.eq(apt_i + 1 == self.apt_window),
+            ),
         ]
         self.sync += [
             If(self.clear | ~started,
                 fresh.eq(1),
                 rct_b.eq(0), apt_b.eq(0), apt_i.eq(0),
                 startup_left.eq(self.startup),
+                done_q.eq(self.startup == 0),
                 started.eq(1),
                 If(self.clear,
                     self.rct_latched.eq(0), self.apt_latched.eq(0), self.apt_last_b.eq(0),
@@ -85,7 +136,7 @@ class HealthTests(Module):
                 # RCT
                 If(rct_same,
                     If(rct_next > self.rct_max_run, self.rct_max_run.eq(rct_next)),
-                    If(rct_next >= self.rct_cutoff,
+                    If(rct_at,
                         rct_b.eq(0),
                         self.rct_latched.eq(1),
                         self.rct_failures.eq(self.rct_failures + 1),
@@ -104,12 +155,12 @@ class HealthTests(Module):
                     If(apt_same,
                         apt_b.eq(apt_next),
                         If(apt_next > self.apt_max_count, self.apt_max_count.eq(apt_next)),
-                        If(apt_next == self.apt_cutoff,
+                        If(apt_at,
                             self.apt_latched.eq(1),
                             self.apt_failures.eq(self.apt_failures + 1),
                         ),
                     ),
                 ),
-                If(startup_left != 0, startup_left.eq(startup_left - 1)),
+                If(startup_left != 0, startup_left.eq(startup_left - 1), done_q.eq(startup_left == 1)),
             )
         ]
