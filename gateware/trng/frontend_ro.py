@@ -94,9 +94,13 @@ class RingOscillators(Module):
         lfsr = Signal(16, reset=0xACE1)
         was_run = Signal()
         sample = Signal()
+        # period = dwell + (lfsr[0:2] if fuzz), a register: computed a cycle ahead from the
+        # LFSR's next low bits (lfsr[1:3]), so the compare below starts at a register (the whole
+        # TRNG's ECP5 timing); a write to RO_CONFIG.dwell / fuzz applies from the cycle after the
+        # register takes it (and nothing samples before `run` rises: CONTROL.enable resets low)
         period = Signal(14)
-        self.comb += period.eq(self.dwell + Cat(lfsr[0] & self.fuzz, lfsr[1] & self.fuzz))
         self.sync += [
+            period.eq(self.dwell + Cat(lfsr[1] & self.fuzz, lfsr[2] & self.fuzz)),
             was_run.eq(run),
             lfsr.eq(Cat(lfsr[1:], lfsr[0] ^ lfsr[2] ^ lfsr[3] ^ lfsr[5])),
             If(run & ~was_run, wait.eq(self.delay), cnt.eq(0)).Elif(wait != 0, wait.eq(wait - 1)).Elif(run,

@@ -48,7 +48,6 @@ class HealthTests(Module):
         rct_a = Signal(symbol_bits)
         rct_b = Signal(count_bits)
         apt_a = Signal(symbol_bits)
-        apt_b = Signal(count_bits)
         apt_i = Signal(count_bits)
         startup_left = Signal(count_bits)
         started = Signal()  # startup_left was loaded from `startup` (after reset or clear)
@@ -58,41 +57,39 @@ class HealthTests(Module):
         done_q = Signal()
 
         rct_next = Signal(count_bits)
-        apt_next = Signal(count_bits)
+        apt_next = Signal(count_bits, reset=1)   # the APT count + 1, as wide as the count (its wrap)
         rct_same = Signal()
         apt_cont = Signal()
         apt_same = Signal()
-        # Timing (the whole TRNG at 100 MHz on the ECP5): the compares of the counts with the
-        # cutoffs and the window are registered flags, computed one cycle ahead from the
-        # counts' next values (a count stays, steps by one or restarts), so a sample's failure
-        # is its symbol compare and a few gates, in the same cycle as before:
-        #   rct_at   = rct_b + 1 >= rct_cutoff   (one more equal symbol fails the RCT)
-        #   apt_at   = apt_b + 1 == apt_cutoff   (one more of the window's symbol fails the APT)
-        #   cont_q   = ~fresh & apt_i < apt_window   (the sample continues the APT window)
-        #   wlast_q  = apt_i + 1 == apt_window   (... and completes it)
-        # The flags see the cutoffs and window of the cycle before: a cutoff write applies from
-        # the cycle after the register takes it (every test writes them before enabling).
-        rct_at, apt_at, cont_q, wlast_q = Signal(), Signal(), Signal(), Signal()
-        # the counts' next values, as wide as the counts (the same wrap as the registers)
-        rct_next2, apt_next2, apt_i1 = Signal(count_bits), Signal(count_bits), Signal(count_bits)
-        self.comb += [rct_next2.eq(rct_b + 2), apt_next2.eq(apt_b + 2), apt_i1.eq(apt_i + 1)]
+        # Timing (the whole TRNG at 100 MHz on the ECP5): the RCT's compare of the run count
+        # with the cutoff is a registered flag, computed one cycle ahead from the count's next
+        # value (it stays, steps by one or restarts at 0 or 1), so a sample's RCT failure is its
+        # symbol compare and a few gates, in the same cycle as before:
+        #   rct_at = rct_b + 1 >= rct_cutoff   (one more equal symbol fails the RCT)
+        # The flag sees the cutoff of the cycle before: a cutoff write applies from the cycle
+        # after the register takes it (the driver writes the cutoffs before enabling). The APT
+        # counts in `apt_next` = its count + 1 (the count itself, `apt_b` before, is never
+        # needed but for the window's statistic, `apt_next - 1`), so its equality compare with
+        # the cutoff starts at a register; its window compares are with the window, a constant
+        # in the block. (Flags for the APT as for the RCT would take the block over its LUT
+        # budget, gateware/trng/synth.py.)
+        rct_at = Signal()
+        rct_next2 = Signal(count_bits)   # rct_b + 2, as wide as the count (its wrap)
         self.comb += [
             rct_same.eq(~fresh & (self.sample == rct_a)),
             rct_next.eq(rct_b + 1),
-            apt_cont.eq(cont_q),
+            rct_next2.eq(rct_b + 2),
+            apt_cont.eq(~fresh & (apt_i < self.apt_window)),
             apt_same.eq(apt_cont & (self.sample == apt_a)),
-            apt_next.eq(apt_b + 1),
             self.rct_fail.eq(self.valid & rct_same & rct_at),
-            self.apt_fail.eq(self.valid & apt_same & apt_at),
+            self.apt_fail.eq(self.valid & apt_same & (apt_next == self.apt_cutoff)),
             self.startup_done.eq(done_q),
-            self.apt_window_done.eq(self.valid & ~self.clear & started & apt_cont & wlast_q),
+            self.apt_window_done.eq(self.valid & ~self.clear & started & apt_cont & (apt_i + 1 == self.apt_window)),
             self.ok.eq(self.startup_done & ~self.rct_latched & ~self.apt_latched),
         ]
-        restart = Signal()
-        self.comb += restart.eq(self.clear | ~started)
         self.sync += [
             # rct_b: 0 after a restart or a failure, rct_b + 1 on an equal symbol, 1 on a new one
-            If(restart | (self.valid & rct_same & rct_at),
+            If(self.clear | ~started | (self.valid & rct_same & rct_at),
                 rct_at.eq(self.rct_cutoff <= 1),
             ).Elif(self.valid & rct_same,
                 rct_at.eq(rct_next2 >= self.rct_cutoff),
@@ -101,29 +98,11 @@ class HealthTests(Module):
             ).Else(
                 rct_at.eq(rct_next >= self.rct_cutoff),
             ),
-            # apt_b: 0 after a restart, 1 when a window starts, apt_b + 1 on the window's symbol
-            If(restart,
-                apt_at.eq(self.apt_cutoff == 1),
-                cont_q.eq(0),
-                wlast_q.eq(self.apt_window == 1),
-            ).Elif(self.valid & ~apt_cont,
-                apt_at.eq(self.apt_cutoff == 2),
-                cont_q.eq(self.apt_window > 1),
-                wlast_q.eq(self.apt_window == 2),
-            ).Elif(self.valid,
-                apt_at.eq(Mux(apt_same, apt_next2 == self.apt_cutoff, apt_next == self.apt_cutoff)),
-                cont_q.eq(apt_i1 < self.apt_window),
-                wlast_q.eq(apt_i1 + 1 == self.apt_window),
-            ).Else(
-                apt_at.eq(apt_next == self.apt_cutoff),
-                cont_q.eq(~fresh & (apt_i < self.apt_window)),
-                wlast_q.eq(apt_i + 1 == self.apt_window),
-            ),
         ]
         self.sync += [
             If(self.clear | ~started,
                 fresh.eq(1),
-                rct_b.eq(0), apt_b.eq(0), apt_i.eq(0),
+                rct_b.eq(0), apt_next.eq(1), apt_i.eq(0),
                 startup_left.eq(self.startup),
                 done_q.eq(self.startup == 0),
                 started.eq(1),
@@ -148,14 +127,14 @@ class HealthTests(Module):
                 ),
                 # APT
                 If(~apt_cont,
-                    apt_a.eq(self.sample), apt_b.eq(1), apt_i.eq(1),
+                    apt_a.eq(self.sample), apt_next.eq(2), apt_i.eq(1),
                 ).Else(
                     apt_i.eq(apt_i + 1),
-                    If(self.apt_window_done, self.apt_last_b.eq(Mux(apt_same, apt_next, apt_b))),
+                    If(self.apt_window_done, self.apt_last_b.eq(Mux(apt_same, apt_next, apt_next - 1))),
                     If(apt_same,
-                        apt_b.eq(apt_next),
+                        apt_next.eq(apt_next + 1),
                         If(apt_next > self.apt_max_count, self.apt_max_count.eq(apt_next)),
-                        If(apt_at,
+                        If(apt_next == self.apt_cutoff,
                             self.apt_latched.eq(1),
                             self.apt_failures.eq(self.apt_failures + 1),
                         ),
