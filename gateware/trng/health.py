@@ -11,8 +11,10 @@ vector files, docs/trng-gateware.md).
   and the start-up count, like `SourceHealth::clear`. Failure counters survive clears.
 
 Cutoffs, window and start-up length are inputs (CSR-programmable); the reset values come from
-spec/trng.toml through trng.spec. `rct_fail` / `apt_fail` are combinational pulses in the cycle of
-the failing sample (`valid` high), so a test bench can name the exact sample.
+spec/trng.toml through trng.spec. The RCT's cutoff compare is a flag computed a cycle ahead, so
+an RCT cutoff write applies from the cycle after it (see below). `rct_fail` / `apt_fail` are
+combinational pulses in the cycle of the failing sample (`valid` high), so a test bench can name
+the exact sample.
 """
 
 from migen import *
