@@ -11,7 +11,8 @@ State (reset and `invalidate` zero all of it):
     * self-mix (`seed[0..8] ^= block[0..8]`) injects the block's words during the same pass;
 - blind ring: 16 x 32-bit words loaded from raw entropy after the seed, XORed onto every output
   word, rotating once per output block;
-- work RAM: 16 x 32 LUT RAM holding the ChaCha working state during the rounds;
+- work RAM: 16 x 32 LUT RAM holding the ChaCha working state during the rounds (and a copy,
+  written with it and so wiped with it, that FINAL reads: its own read port for the timing);
 - QR unit: four 32-bit registers and one adder/XOR/rotator. One step is `X += Y; Z = (Z ^ X) <<< r`
   and renames the registers so the next step finds its operands in the same places; four steps
   are a quarter round. Between quarter rounds the registers swap with the work RAM, one word per
