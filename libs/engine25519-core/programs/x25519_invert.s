@@ -1,10 +1,11 @@
-; Shared tail of the X25519 programs (x25519_v1.s, x25519_v2.s): the inversion z2^(p-2) and the
-; affine result. Included with `.include "x25519_invert.s"` right after the ladder's final swap;
-; not a program on its own. Uses only instructions common to ISA v1 and v2 (mul, psa, sub, brz,
-; fin), so it assembles for either ISA.
+; Shared tail of the X25519 programs (x25519_v1.s, x25519_v2.s, x25519_batch_v2.s): the inversion
+; z2^(p-2) and the affine result. Included with `.include "x25519_invert.s"` right after the
+; ladder's final swap; not a program on its own. Uses only instructions common to ISA v1 and v2
+; (mul, psa, sub, brz), so it assembles for either ISA. It ends without `fin`: the including
+; program ends with one (x25519_v1.s, x25519_v2.s) or goes on (x25519_batch_v2.s: its next job).
 ;
 ;   in:  %25 = x2, %26 = z2 (projective result of the ladder)
-;   out: %31 = x2 / z2 = x2 * z2^(p-2), then fin
+;   out: %31 = x2 / z2 = x2 * z2^(p-2)
 ;   clobbers %0..%15 and %19 (loop counter of the squaring runs).
 ;   defines the labels sq5, sq10a, sq10b, sq20, sq50a, sq50b, sq100, sq5b (and *_done): the
 ;   including program must not use these names.
@@ -93,4 +94,3 @@ sq5b:
 sq5b_done:
     mul %6, %5, %3          ; z^(2^255-21) = 1/z
     mul %31, %25, %6        ; u = x2 / z2
-    fin

@@ -115,4 +115,5 @@ ladder_done:
     msk %29, %16, %29
     xor %26, %29, %26
 
-    .include "x25519_invert.s"  ; z2^(p-2) by the pow22501 chain, %31 = x2 / z2, fin
+    .include "x25519_invert.s"  ; z2^(p-2) by the pow22501 chain, %31 = x2 / z2
+    fin

@@ -3,13 +3,18 @@
 //!
 //! Code shared by several programs lives once, in an include fragment under the same directory
 //! ([`FRAGMENTS`]), pulled in with `.include "name.s"`: `x25519_invert.s` (the inversion
-//! z2^(p-2) and the affine result) is the common tail of `x25519_v1.s` and `x25519_v2.s`.
-//! Fragments are not programs themselves.
+//! z2^(p-2) and the affine result) is the common tail of `x25519_v1.s`, `x25519_v2.s` and
+//! `x25519_batch_v2.s`; `x25519_v2_ladder.s` (clamping, ladder, final swap) is the ladder of the
+//! last two. Fragments are not programs themselves.
 //!
 //! # Register conventions
 //! * X25519 (`x25519_v1.s`, `x25519_v2.s`): in `%31` = scalar (raw 32 bytes, clamped by the
 //!   microcode), `%24` = u-coordinate (raw 32 bytes: bit 255 ignored, non-canonical values
 //!   reduced); out `%31` = X25519(scalar, u). Every other register of the window is clobbered.
+//! * X25519 batch (`x25519_batch_v2.s`, ISA v2 only, name `x25519_batch`): up to
+//!   [`X25519_BATCH_MAX`] X25519 in one run. Job j's scalar in `X25519_BATCH_SLOTS[2 j]`, its u
+//!   in `X25519_BATCH_SLOTS[2 j + 1]`, N - 1 in [`X25519_BATCH_COUNT_REG`] (public); job j's
+//!   result in [`x25519_batch_result_reg`]`(N, j)`. Its `inputs` are the six slots and the counter.
 //! * Field operations (`field_*.s`): in `%0` = a, `%1` = b, out `%31`; add/sub expect a, b in
 //!   [0, p) and may clobber `%30`; mul accepts any 256-bit operands (bit 255 ignored).
 
@@ -24,6 +29,59 @@ pub const X25519_SCALAR_REG: usize = 31;
 pub const X25519_U_REG: usize = 24;
 /// Register holding the result (all programs).
 pub const RESULT_REG: usize = 31;
+/// The batch program's ring of operand slots (`x25519_batch_v2.s`): job j's scalar in slot 2 j,
+/// its u in slot 2 j + 1. Slots 0 and 1 are the X25519 program's scalar and u registers.
+pub const X25519_BATCH_SLOTS: [usize; 6] = [X25519_SCALAR_REG, X25519_U_REG, 21, 22, 23, 29];
+/// The batch program's job counter: N - 1 for a run of N jobs (public: the program branches on
+/// it).
+pub const X25519_BATCH_COUNT_REG: usize = 30;
+/// Jobs one run of the batch program can take (three scalar / u pairs fit the ring).
+pub const X25519_BATCH_MAX: usize = X25519_BATCH_SLOTS.len() / 2;
+
+/// Why a batch program run cannot be set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchError {
+    /// N outside 1..=[`X25519_BATCH_MAX`]
+    BadCount(usize),
+    /// job index j >= N
+    BadJob { n: usize, job: usize },
+}
+
+impl std::fmt::Display for BatchError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BatchError::BadCount(n) => {
+                write!(f, "the X25519 batch program runs 1..={X25519_BATCH_MAX} jobs, not {n}")
+            }
+            BatchError::BadJob { n, job } => write!(f, "job {job} of a batch of {n} does not exist"),
+        }
+    }
+}
+
+impl std::error::Error for BatchError {}
+
+/// The value of [`X25519_BATCH_COUNT_REG`] for a run of `n` jobs (N - 1, little-endian).
+pub fn x25519_batch_count_value(n: usize) -> Result<[u8; 32], BatchError> {
+    if !(1..=X25519_BATCH_MAX).contains(&n) {
+        return Err(BatchError::BadCount(n));
+    }
+    let mut v = [0u8; 32];
+    v[0] = (n - 1) as u8;
+    Ok(v)
+}
+
+/// Where job `job` of a run of `n` jobs leaves its result: the ring turns by two slots after
+/// each job but the last, so job j's result (made in slot 0) ends in slot 4 (N - 1 - j) mod 6.
+pub fn x25519_batch_result_reg(n: usize, job: usize) -> Result<usize, BatchError> {
+    if !(1..=X25519_BATCH_MAX).contains(&n) {
+        return Err(BatchError::BadCount(n));
+    }
+    if job >= n {
+        return Err(BatchError::BadJob { n, job });
+    }
+    Ok(X25519_BATCH_SLOTS[4 * (n - 1 - job) % X25519_BATCH_SLOTS.len()])
+}
+
 /// Input registers of the field-operation programs (a, b).
 pub const FIELD_A_REG: usize = 0;
 pub const FIELD_B_REG: usize = 1;
@@ -74,6 +132,15 @@ struct Src {
 
 const X25519_IN: &[usize] = &[X25519_SCALAR_REG, X25519_U_REG];
 const FIELD_IN: &[usize] = &[FIELD_A_REG, FIELD_B_REG];
+const X25519_BATCH_IN: &[usize] = &[
+    X25519_BATCH_SLOTS[0],
+    X25519_BATCH_SLOTS[1],
+    X25519_BATCH_SLOTS[2],
+    X25519_BATCH_SLOTS[3],
+    X25519_BATCH_SLOTS[4],
+    X25519_BATCH_SLOTS[5],
+    X25519_BATCH_COUNT_REG,
+];
 
 const SOURCES: &[Src] = &[
     Src {
@@ -89,6 +156,13 @@ const SOURCES: &[Src] = &[
         isa: Isa::V2,
         source: include_str!("../programs/x25519_v2.s"),
         inputs: X25519_IN,
+    },
+    Src {
+        name: "x25519_batch",
+        file: "x25519_batch_v2.s",
+        isa: Isa::V2,
+        source: include_str!("../programs/x25519_batch_v2.s"),
+        inputs: X25519_BATCH_IN,
     },
     Src {
         name: "field_mul",
@@ -136,7 +210,10 @@ const SOURCES: &[Src] = &[
 
 /// Include fragments (`.include "name"` in the programs above): name -> text, each file under
 /// `libs/engine25519-core/programs/`.
-pub const FRAGMENTS: &[(&str, &str)] = &[("x25519_invert.s", include_str!("../programs/x25519_invert.s"))];
+pub const FRAGMENTS: &[(&str, &str)] = &[
+    ("x25519_invert.s", include_str!("../programs/x25519_invert.s")),
+    ("x25519_v2_ladder.s", include_str!("../programs/x25519_v2_ladder.s")),
+];
 
 /// The include resolver of the built-in programs: a lookup in [`FRAGMENTS`].
 pub fn resolve_fragment(name: &str) -> Option<String> {
@@ -265,4 +342,64 @@ pub fn x25519(isa: Isa, scalar: &[u8; 32], u: &[u8; 32]) -> ([u8; 32], u64) {
         let _ = runner.engine.clear_window(runner.window);
         (out, o.cycles)
     })
+}
+
+/// The X25519 batch program of `isa` (`x25519_batch_v2.s`): ISA v2 only (v1's ladder uses %29
+/// as a temporary, which leaves too few registers for the ring).
+pub fn x25519_batch_program(isa: Isa) -> Option<&'static MicroProgram> {
+    get("x25519_batch", isa)
+}
+
+/// The inputs of one batch program run over `jobs` (scalar, u), in the program's `inputs` order
+/// (the six ring slots, zero where no job is, then the counter).
+pub fn x25519_batch_inputs(jobs: &[([u8; 32], [u8; 32])]) -> Result<Vec<[u8; 32]>, BatchError> {
+    let count = x25519_batch_count_value(jobs.len())?;
+    let mut v = vec![[0u8; 32]; X25519_BATCH_SLOTS.len()];
+    for (j, (k, u)) in jobs.iter().enumerate() {
+        v[2 * j] = *k;
+        v[2 * j + 1] = *u;
+    }
+    v.push(count);
+    Ok(v)
+}
+
+/// Runs `jobs` (1..=[`X25519_BATCH_MAX`] pairs of scalar and u) as ONE run of the batch program
+/// of `isa` on `runner`'s engine (its program must be that program): the results in job order
+/// and the run's outcome. The window is left as the run left it.
+pub fn run_x25519_batch(
+    runner: &mut Runner,
+    jobs: &[([u8; 32], [u8; 32])],
+) -> Result<(Vec<[u8; 32]>, RunOutcome), Box<dyn std::error::Error>> {
+    let inputs = x25519_batch_inputs(jobs)?;
+    let n = jobs.len();
+    let (_, out) = runner.run(&inputs)?;
+    let mut results = Vec::with_capacity(n);
+    for j in 0..n {
+        results.push(runner.engine.reg(runner.window, x25519_batch_result_reg(n, j)?)?);
+    }
+    Ok((results, out))
+}
+
+/// The engine cycles of one run of the batch program of `isa` with `n` jobs, checked: runs of
+/// `n` consecutive RFC 7748 5.2/6.1 vectors (every start, wrapping around) must give the RFC's
+/// results, and every run the same count. For build scripts, as [`x25519_cycles_checked`].
+pub fn x25519_batch_cycles_checked(isa: Isa, n: usize) -> u64 {
+    use crate::vectors::{bytes32, RFC7748};
+    let prog = x25519_batch_program(isa).unwrap_or_else(|| panic!("no X25519 batch program for {isa}"));
+    let mut runner = Runner::new(prog);
+    let mut cycles = None;
+    for start in 0..RFC7748.len() {
+        let pick: Vec<_> = (0..n).map(|j| RFC7748[(start + j) % RFC7748.len()]).collect();
+        let jobs: Vec<_> = pick.iter().map(|(k, u, _)| (bytes32(k), bytes32(u))).collect();
+        let (got, o) = run_x25519_batch(&mut runner, &jobs).unwrap_or_else(|e| panic!("batch of {n} ({isa}): {e}"));
+        for (j, (_, _, want)) in pick.iter().enumerate() {
+            assert_eq!(got[j], bytes32(want), "model X25519 batch ({isa}, {n} jobs, job {j}) disagrees with RFC 7748");
+        }
+        let _ = runner.engine.clear_window(runner.window);
+        match cycles {
+            None => cycles = Some(o.cycles),
+            Some(prev) => assert_eq!(prev, o.cycles, "X25519 batch cycles depend on the input ({isa}, {n} jobs)"),
+        }
+    }
+    cycles.expect("RFC 7748 has vectors")
 }

@@ -181,14 +181,19 @@ fn duplicate_labels_across_files() {
     assert_eq!(e.message, "label \"y\" already defined on line 1");
 }
 
-/// The source with every `.include "NAME"` line replaced by the fragment's text.
+/// The source with every `.include "NAME"` line replaced by the fragment's text (less its `.isa`
+/// line: a fragment's own `.isa` is a check, and one file declares its ISA once).
 fn inline_fragments(src: &str) -> String {
     let mut out = String::new();
     for line in src.lines() {
         let code = line.split(';').next().unwrap().trim();
         if let Some(rest) = code.strip_prefix(".include") {
             let name = rest.trim().trim_matches('"');
-            out.push_str(&programs::resolve_fragment(name).unwrap_or_else(|| panic!("no fragment {name}")));
+            let text = programs::resolve_fragment(name).unwrap_or_else(|| panic!("no fragment {name}"));
+            for l in text.lines().filter(|l| !l.trim_start().starts_with(".isa")) {
+                out.push_str(l);
+                out.push('\n');
+            }
         } else {
             out.push_str(line);
             out.push('\n');
@@ -199,8 +204,9 @@ fn inline_fragments(src: &str) -> String {
 
 #[test]
 fn x25519_programs_share_the_inversion_fragment() {
-    for isa in [Isa::V1, Isa::V2] {
-        let p = programs::x25519_program(isa);
+    let batch = programs::x25519_batch_program(Isa::V2).unwrap();
+    for p in [programs::x25519_program(Isa::V1), programs::x25519_program(Isa::V2), batch] {
+        let isa = p.isa;
         assert!(p.source.contains(".include \"x25519_invert.s\""), "{isa}");
         // the fragment's code is not repeated in the program source
         assert!(!p.source.contains("sq5:"), "{isa}: inversion written out again");
@@ -210,8 +216,21 @@ fn x25519_programs_share_the_inversion_fragment() {
         assert_eq!(inline.labels, p.program.labels, "{isa}");
         let inv = p.label("sq5").unwrap();
         assert_eq!(p.program.source_files[inv].as_deref(), Some("x25519_invert.s"));
-        assert_eq!(p.program.source_files.last().unwrap().as_deref(), Some("x25519_invert.s"));
+        // the inversion ends without fin: the program's own last word is its fin
+        let n = p.len();
+        assert_eq!(p.program.source_files[n - 1], None, "{isa} {}", p.file);
+        assert!(engine25519_core::disasm::disassemble(&p.words()[n - 1..], isa).trim().ends_with("\n    fin"), "{isa}");
     }
+    // the v2 programs share the ladder fragment, written once
+    for p in [programs::x25519_program(Isa::V2), batch] {
+        assert!(p.source.contains(".include \"x25519_v2_ladder.s\"") && !p.source.contains("ladder_done:"));
+        let top = p.label("top").unwrap();
+        assert_eq!(p.program.source_files[top].as_deref(), Some("x25519_v2_ladder.s"), "{}", p.file);
+        assert_eq!(p.program.source_files[0].as_deref(), Some("x25519_v2_ladder.s"), "{}", p.file);
+    }
+    // the batch program is the single one's code, then its own turn of the ring
+    let single = programs::x25519_program(Isa::V2).words();
+    assert_eq!(batch.words()[..single.len() - 1], single[..single.len() - 1]);
 }
 
 #[test]
