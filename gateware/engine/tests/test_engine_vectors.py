@@ -1,7 +1,7 @@
 """Every vector file the model exports (`cargo xtask engine-vectors`, directory in
-$ENGINE_VECTORS) runs on the RTL: bit-exact output and exactly the model's cycle count, v1 and
-v2. The cycle count is the engine's own counter and, independently, the clock ticks from GO to
-the end of `running`."""
+$ENGINE_VECTORS) runs on the RTL: bit-exact output (a batch program's vectors: every job's
+result, `outputs`) and exactly the model's cycle count, v1 and v2. The cycle count is the
+engine's own counter and, independently, the clock ticks from GO to the end of `running`."""
 
 import json
 import os
@@ -46,6 +46,9 @@ def test_vectors(isa):
             ctx = f"{p['name']} {isa} {v['kind']}"
             assert ev == "finished", ctx
             assert e.reg(p["window"], p["output"]) == le_int(v["expected"]), ctx
+            # a batch program's vector: every job's result in its register
+            for r, x in v.get("outputs", []):
+                assert e.reg(p["window"], r) == le_int(x), f"{ctx}: %{r}"
             assert cyc == v["cycles"], f"{ctx}: RTL {cyc} cycles, model {v['cycles']}"
             assert ticks == cyc, f"{ctx}: {ticks} clock ticks to the end, counter says {cyc}"
             assert ins == v["instructions"], ctx

@@ -75,15 +75,18 @@ program). Reassembling the disassembly of any word sequence reproduces it bit fo
 const VECTORS: &str = r#"`cargo xtask engine-vectors --out DIR [--count N] [--seed S]` writes, for every program in
 `libs/engine25519-core/programs/` and every ISA it is written for, the program image, inputs,
 expected outputs and cycle counts. Include fragments in that directory (`x25519_invert.s`: the
-inversion and affine result shared by `x25519_v1.s` and `x25519_v2.s`) are assembled into the
-programs that `.include` them and are not programs of their own. Expected outputs and cycles come
-from the cycle-exact model; the RFC 7748 X25519 vectors are checked against the RFC's outputs
-before anything is written, and the command re-reads every file and re-runs every vector before
+inversion and affine result shared by `x25519_v1.s`, `x25519_v2.s` and `x25519_batch_v2.s`;
+`x25519_v2_ladder.s`: the v2 ladder shared by the last two) are assembled into the programs that
+`.include` them and are not programs of their own. `x25519_batch_v2.s` (v2 only) runs 1 to 3
+X25519 in one run: operands in a ring of six registers, N - 1 in `%30`, job j's result in
+`engine25519_core::programs::x25519_batch_result_reg(N, j)`; its vectors are runs of each length.
+Expected outputs and cycles come from the cycle-exact model; the RFC 7748 X25519 vectors (every
+job of a batch run) are checked against the RFC's outputs before anything is written, and the command re-reads every file and re-runs every vector before
 it reports success.
 
 | file | content |
 |---|---|
-| `manifest.json` | `format` = `"engine25519-vectors/1"`, `spec_version`, `seed`, `programs`: per program `name`, `isa`, `source`, `words`, `hex`, `bin`, `vect` (file names), `window`, `mpstart`, `mplen`, `inputs` (register numbers in argument order), `output` (register), `constant_cycles`, `vectors`: `[{kind, inputs: [hex], expected: hex, cycles, instructions, stop_reason}]` |
+| `manifest.json` | `format` = `"engine25519-vectors/1"`, `spec_version`, `seed`, `programs`: per program `name`, `isa`, `source`, `words`, `hex`, `bin`, `vect` (file names), `window`, `mpstart`, `mplen`, `inputs` (register numbers in argument order), `output` (register), `constant_cycles`, `vectors`: `[{kind, inputs: [hex], expected: hex, cycles, instructions, stop_reason}]` (the X25519 batch program's vectors also `outputs`: `[[register, hex]]`, every job's result in job order) |
 | `NAME_ISA.hex` | program image, one word per line, 8 hex digits (`$readmemh`) |
 | `NAME_ISA.bin` | program image, little-endian u32 words (the microcode RAM window's bytes) |
 | `NAME_ISA.vect` | upstream VECT layout, little-endian u32 words: `0x56454354` ("VECT"); `load_addr << 16 \| code_len`; `nargs << 27 \| window << 23 \| nvectors`; the microcode; zero words up to a multiple of 8 words; then per vector `nargs` x 8 words of arguments (argument i goes to register `inputs[i]` of the manifest) followed by 8 words of the expected output register |

@@ -174,6 +174,21 @@ pub mod export {
                     v.push(("random", vec![rng.bytes32(), rng.bytes32()]));
                 }
             }
+            "x25519_batch" => {
+                // runs of N = 1..=3 jobs: RFC 7748 vectors (N consecutive ones), then random
+                // runs of N = 1, 2, 3, 1, ...
+                let rfc: Vec<([u8; 32], [u8; 32])> =
+                    RFC7748.iter().map(|(k, u, _)| Ok((parse32(k)?, parse32(u)?))).collect::<Res<_>>()?;
+                let batch = |jobs: &[([u8; 32], [u8; 32])]| programs::x25519_batch_inputs(jobs).map_err(|e| e.to_string());
+                for n in 1..=programs::X25519_BATCH_MAX {
+                    let jobs: Vec<_> = (0..n).map(|j| rfc[(n - 1 + j) % rfc.len()]).collect();
+                    v.push(("rfc7748", batch(&jobs)?));
+                }
+                for i in 0..count {
+                    let jobs: Vec<_> = (0..1 + i % programs::X25519_BATCH_MAX).map(|_| (rng.bytes32(), rng.bytes32())).collect();
+                    v.push(("random", batch(&jobs)?));
+                }
+            }
             "field_add" | "field_sub" => {
                 for (a, b) in
                     [(small(0), small(0)), (p_minus(1), small(1)), (small(0), small(1)), (p_minus(1), p_minus(1))]
@@ -262,6 +277,57 @@ pub mod export {
         format!("{}_{}", p.name, p.isa)
     }
 
+    /// The X25519 jobs of a vector and their results: (scalar, u) -> output for `x25519`, each
+    /// job of a run of `x25519_batch` (read from the result registers of its ring), none for
+    /// other programs.
+    #[allow(clippy::type_complexity)]
+    fn job_results(
+        p: &MicroProgram,
+        runner: &Runner,
+        inputs: &[[u8; 32]],
+        result: [u8; 32],
+    ) -> Res<(Vec<([u8; 32], [u8; 32])>, Vec<[u8; 32]>)> {
+        match p.name {
+            "x25519" => Ok((vec![(inputs[0], inputs[1])], vec![result])),
+            "x25519_batch" => {
+                let n = batch_jobs(inputs)?;
+                let mut jobs = Vec::new();
+                let mut results = Vec::new();
+                for j in 0..n {
+                    jobs.push((inputs[2 * j], inputs[2 * j + 1]));
+                    let reg = programs::x25519_batch_result_reg(n, j).map_err(|e| e.to_string())?;
+                    results.push(runner.engine.reg(runner.window, reg).map_err(|e| format!("{e}"))?);
+                }
+                Ok((jobs, results))
+            }
+            _ => Ok((Vec::new(), Vec::new())),
+        }
+    }
+
+    /// Jobs in a batch program vector (its counter input + 1).
+    fn batch_jobs(inputs: &[[u8; 32]]) -> Res<usize> {
+        let c = inputs.last().ok_or("batch vector without inputs")?;
+        if c[1..].iter().any(|&b| b != 0) || c[0] as usize >= programs::X25519_BATCH_MAX {
+            return Err(format!("batch vector counter {} is not 0..{}", hex::encode(c), programs::X25519_BATCH_MAX));
+        }
+        Ok(c[0] as usize + 1)
+    }
+
+    /// A batch program vector's `outputs`: `[[register, hex]]`, every job's result in job order
+    /// (the VECT file's single output is `output`, the last job's). None for other programs.
+    fn batch_outputs(p: &MicroProgram, runner: &Runner, inputs: &[[u8; 32]]) -> Res<Option<Value>> {
+        if p.name != "x25519_batch" {
+            return Ok(None);
+        }
+        let n = batch_jobs(inputs)?;
+        let mut outs = Vec::new();
+        for j in 0..n {
+            let reg = programs::x25519_batch_result_reg(n, j).map_err(|e| e.to_string())?;
+            outs.push(json!([reg, hex::encode(runner.engine.reg(runner.window, reg).map_err(|e| format!("{e}"))?)]));
+        }
+        Ok(Some(Value::Array(outs)))
+    }
+
     /// Generate everything and write it to `out`. Returns the manifest.
     pub fn export(out: &Path, count: usize, seed: u64) -> Res<Value> {
         std::fs::create_dir_all(out).with_ctx(|| format!("creating {}", out.display()))?;
@@ -275,20 +341,25 @@ pub mod export {
             for (kind, inputs) in inputs_for(p, &mut rng, count)? {
                 let (result, o) =
                     runner.run(&inputs).map_err(|e| format!("model failed on {} ({}): {e}", p.name, p.isa))?;
+                // every job's (scalar, u) and result: the batch program's results sit in its ring
+                let (jobs, results) = job_results(p, &runner, &inputs, result)?;
                 if kind == "rfc7748" {
-                    let (_, _, want) = RFC7748
-                        .iter()
-                        .find(|(k, u, _)| parse32(k).ok() == Some(inputs[0]) && parse32(u).ok() == Some(inputs[1]))
-                        .unwrap();
-                    if hex::encode(&result) != *want {
-                        return Err(format!(
-                            "{} ({}): model result {} != RFC 7748 {want}",
-                            p.name,
-                            p.isa,
-                            hex::encode(&result)
-                        ));
+                    for ((k, u), got) in jobs.iter().zip(&results) {
+                        let (_, _, want) = RFC7748
+                            .iter()
+                            .find(|(rk, ru, _)| parse32(rk).ok() == Some(*k) && parse32(ru).ok() == Some(*u))
+                            .ok_or_else(|| format!("{} ({}): not an RFC 7748 vector", p.name, p.isa))?;
+                        if hex::encode(got) != *want {
+                            return Err(format!(
+                                "{} ({}): model result {} != RFC 7748 {want}",
+                                p.name,
+                                p.isa,
+                                hex::encode(got)
+                            ));
+                        }
                     }
                 }
+                let outputs = batch_outputs(p, &runner, &inputs)?;
                 runner.engine.clear_window(job.window).map_err(|e| format!("{e}"))?;
                 vecs.push(json!({
                     "kind": kind,
@@ -298,6 +369,9 @@ pub mod export {
                     "instructions": o.instructions,
                     "stop_reason": format!("{:?}", o.stop_reason),
                 }));
+                if let Some(outs) = outputs {
+                    vecs.last_mut().unwrap()["outputs"] = outs;
+                }
                 raw.push((inputs, result));
             }
             let stem = file_stem(p);
@@ -378,6 +452,10 @@ pub mod export {
                     return Err(format!("{name} ({isa}): VECT vector disagrees with the manifest"));
                 }
                 let (got, o) = runner.run(&inputs).map_err(|e| format!("{name} ({isa}): {e}"))?;
+                if batch_outputs(p, &runner, &inputs)? != v.get("outputs").cloned() {
+                    return Err(format!("{name} ({isa}): the model's job results disagree with the manifest's outputs"));
+                }
+                runner.engine.clear_window(runner.window).map_err(|e| format!("{e}"))?;
                 if got != expected || Some(o.cycles) != v["cycles"].as_u64() {
                     return Err(format!(
                         "{name} ({isa}): model gives {} in {} cycles, manifest says {} in {}",
