@@ -179,13 +179,15 @@ pub mod export {
                 // runs of N = 1, 2, 3, 1, ...
                 let rfc: Vec<([u8; 32], [u8; 32])> =
                     RFC7748.iter().map(|(k, u, _)| Ok((parse32(k)?, parse32(u)?))).collect::<Res<_>>()?;
-                let batch = |jobs: &[([u8; 32], [u8; 32])]| programs::x25519_batch_inputs(jobs).map_err(|e| e.to_string());
+                let batch =
+                    |jobs: &[([u8; 32], [u8; 32])]| programs::x25519_batch_inputs(jobs).map_err(|e| e.to_string());
                 for n in 1..=programs::X25519_BATCH_MAX {
                     let jobs: Vec<_> = (0..n).map(|j| rfc[(n - 1 + j) % rfc.len()]).collect();
                     v.push(("rfc7748", batch(&jobs)?));
                 }
                 for i in 0..count {
-                    let jobs: Vec<_> = (0..1 + i % programs::X25519_BATCH_MAX).map(|_| (rng.bytes32(), rng.bytes32())).collect();
+                    let jobs: Vec<_> =
+                        (0..1 + i % programs::X25519_BATCH_MAX).map(|_| (rng.bytes32(), rng.bytes32())).collect();
                     v.push(("random", batch(&jobs)?));
                 }
             }
@@ -453,7 +455,9 @@ pub mod export {
                 }
                 let (got, o) = runner.run(&inputs).map_err(|e| format!("{name} ({isa}): {e}"))?;
                 if batch_outputs(p, &runner, &inputs)? != v.get("outputs").cloned() {
-                    return Err(format!("{name} ({isa}): the model's job results disagree with the manifest's outputs"));
+                    return Err(format!(
+                        "{name} ({isa}): the model's job results disagree with the manifest's outputs"
+                    ));
                 }
                 runner.engine.clear_window(runner.window).map_err(|e| format!("{e}"))?;
                 if got != expected || Some(o.cycles) != v["cycles"].as_u64() {

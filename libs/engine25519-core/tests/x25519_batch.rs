@@ -94,7 +94,10 @@ fn random_jobs_match_dalek_with_constant_cycles_per_n() {
         assert_eq!(c, programs::x25519_batch_cycles_checked(Isa::V2, n), "{n} jobs");
         // N single runs' cycles, give or take a few, plus a few dozen per turn of the ring
         let n = n as u64;
-        assert!(c + 10 >= n * single && c <= n * single + 40 * (n - 1) + 10, "{n} jobs: {c} cycles, one X25519 {single}");
+        assert!(
+            c + 10 >= n * single && c <= n * single + 40 * (n - 1) + 10,
+            "{n} jobs: {c} cycles, one X25519 {single}"
+        );
         eprintln!("{n} jobs: {c} cycles (one X25519: {single})");
     }
 }
@@ -107,7 +110,8 @@ fn unused_slots_are_not_read() {
     let (k0, u0, want0) = RFC7748[0];
     let (k1, u1, want1) = RFC7748[1];
     for n in 1..=2 {
-        let mut inputs = programs::x25519_batch_inputs(&[(bytes32(k0), bytes32(u0)), (bytes32(k1), bytes32(u1))][..n]).unwrap();
+        let mut inputs =
+            programs::x25519_batch_inputs(&[(bytes32(k0), bytes32(u0)), (bytes32(k1), bytes32(u1))][..n]).unwrap();
         for slot in inputs.iter_mut().take(programs::X25519_BATCH_SLOTS.len()).skip(2 * n) {
             *slot = [0xa5; 32];
         }

@@ -116,8 +116,10 @@ impl DetachedReply {
 }
 
 /// The jobs of a detached batch after the first (whose operands the executor loaded): the
-/// backend takes job i + 1's scalar and u from the lent page (and wipes them there) when job i
-/// ends, and puts job i's result at `result_at + 32 * i`; the page is returned after the last.
+/// backend takes the later jobs' scalar and u from the lent page (and wipes them there) as it
+/// starts them, and puts job i's result at `result_at + 32 * i`; the page is returned after the
+/// last. The jobs go to the engine in runs ([`Self::run_len`]): with the batch program pinned
+/// (`program`, ISA v2) up to three jobs in one run of it, otherwise one X25519 per run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DetachedBatch {
     /// jobs in the batch (2..=`api::MAX_BATCH`)
@@ -128,6 +130,65 @@ pub struct DetachedBatch {
     /// the program's input registers (the executor fills them in)
     pub scalar_reg: usize,
     pub u_reg: usize,
+    /// the batch program where it is pinned (the executor fills it in); None: one job per run
+    pub program: Option<BatchRun>,
+}
+
+/// The pinned X25519 batch program as a detached batch runs it (`programs::X25519BatchProgram`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchRun {
+    /// where it sits in microcode RAM
+    pub mpstart: usize,
+    pub mplen: usize,
+    /// its ring: job j's scalar in `slots[2 j]`, u in `slots[2 j + 1]`
+    pub slots: [usize; 6],
+    /// register receiving N - 1
+    pub count_reg: usize,
+    /// jobs one run takes
+    pub max_jobs: usize,
+    /// `result_regs[n - 1][j]`: job j's result after a run of n jobs
+    pub result_regs: [[usize; 3]; 3],
+}
+
+impl DetachedBatch {
+    /// Jobs in the run that starts at job `first`: as many as the batch program takes (a batch
+    /// of 4 runs as 3 + 1) while two or more are left; otherwise 1 (an X25519 program run).
+    pub fn run_len(&self, first: usize) -> usize {
+        let left = self.count.saturating_sub(first);
+        match self.program {
+            Some(p) if left >= 2 => left.min(p.max_jobs),
+            _ => 1,
+        }
+    }
+    /// (scalar register, u register) of job `j` of a run of `n` jobs.
+    pub fn operand_regs(&self, n: usize, j: usize) -> (usize, usize) {
+        match self.program {
+            Some(p) if n > 1 => (p.slots[2 * j], p.slots[2 * j + 1]),
+            _ => (self.scalar_reg, self.u_reg),
+        }
+    }
+    /// Where job `j` of a run of `n` jobs leaves its result (`out_reg`: the X25519 program's).
+    pub fn result_reg(&self, n: usize, j: usize, out_reg: usize) -> usize {
+        match self.program {
+            Some(p) if n > 1 => p.result_regs[n - 1][j],
+            _ => out_reg,
+        }
+    }
+    /// The launch of a run of `n` jobs: the batch program's in the window of `x25519` (the
+    /// X25519 program's launch), or `x25519` itself for one job.
+    pub fn launch(&self, n: usize, x25519: Launch) -> Launch {
+        match self.program {
+            Some(p) if n > 1 => Launch { window: x25519.window, mpstart: p.mpstart, mplen: p.mplen },
+            _ => x25519,
+        }
+    }
+    /// The job counter of a run of `n` jobs: its register and value (N - 1); None for one job.
+    pub fn counter(&self, n: usize) -> Option<(usize, Reg)> {
+        let p = self.program.filter(|_| n > 1)?;
+        let mut v = [0u8; 32];
+        v[0] = (n - 1) as u8;
+        Some((p.count_reg, v))
+    }
 }
 
 /// Id of the scalar message with which a backend wakes a server thread about a detached job

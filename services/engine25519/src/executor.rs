@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 use zeroize::{Zeroize, Zeroizing};
 
 use crate::api::{BackendId, StatsMsg, Status, API_VERSION, MAGIC, NUM_REGS};
-use crate::backend::{software_x25519, Detached, DetachedReply, EngineBackend, Launch, Reg, RunEnd, Snapshot};
+use crate::backend::{
+    software_x25519, BatchRun, Detached, DetachedReply, EngineBackend, Launch, Reg, RunEnd, Snapshot,
+};
 use crate::programs::X25519Program;
 use crate::scheduler::{Entry, Refused, Scheduler, WindowReq};
 use crate::ucode::{LoadError, Ucode};
@@ -235,6 +237,9 @@ pub struct Executor {
     x25519: X25519Program,
     /// where the pinned wipe program (`X25519Program::wipe`) sits in microcode RAM
     wipe_at: Option<(usize, usize)>,
+    /// where the pinned batch program (`X25519Program::batch`, ISA v2) sits: a detached batch
+    /// runs up to three jobs in one run of it
+    batch_at: Option<(usize, usize)>,
     /// a suspend is pending (shared with the backend, `EngineBackend::suspend_flag`)
     suspend_pending: Arc<std::sync::atomic::AtomicBool>,
     /// the backend can resume a paused job (`EngineBackend::can_resume`)
@@ -271,6 +276,7 @@ impl Executor {
         let mut pending = Vec::new();
         let mut x25519_handle = 0;
         let mut wipe_at = None;
+        let mut batch_at = None;
         if unavailable.is_none() {
             let l = ucode.load(&x25519.words, true).expect("X25519 program fits the microcode RAM");
             x25519_handle = l.handle;
@@ -278,6 +284,12 @@ impl Executor {
             if let Ok(w) = ucode.load(&x25519.wipe, true) {
                 pending.push((w.start, x25519.wipe.clone()));
                 wipe_at = Some((w.start, x25519.wipe.len()));
+            }
+            if let Some(b) = &x25519.batch {
+                if let Ok(l) = ucode.load(&b.words, true) {
+                    pending.push((l.start, b.words.clone()));
+                    batch_at = Some((l.start, b.words.len()));
+                }
             }
         }
         let ex = Arc::new(Executor {
@@ -307,6 +319,7 @@ impl Executor {
             unavailable,
             x25519,
             wipe_at,
+            batch_at,
             suspend_pending,
             can_resume,
             want_wake,
@@ -931,6 +944,20 @@ impl Executor {
         self.start_detached_on(&mut **engine, dirty, e, before_job, detach)
     }
 
+    /// The pinned batch program as a detached batch runs it (None: not pinned, or no batch
+    /// program for this ISA: one job per run).
+    fn batch_run(&self) -> Option<BatchRun> {
+        let (b, (mpstart, mplen)) = (self.x25519.batch.as_ref()?, self.batch_at?);
+        Some(BatchRun {
+            mpstart,
+            mplen,
+            slots: b.slots,
+            count_reg: b.count_reg,
+            max_jobs: b.max_jobs,
+            result_regs: b.result_regs,
+        })
+    }
+
     /// [`Self::start_detached`] on the parts of the engine context.
     fn start_detached_on<D>(
         &self,
@@ -949,6 +976,7 @@ impl Executor {
         target.max_cycles = e.job.max_cycles;
         if let Some(b) = target.batch.as_mut() {
             (b.scalar_reg, b.u_reg) = (self.x25519.scalar_reg, self.x25519.u_reg);
+            b.program = self.batch_run();
         }
         target.wipe = self.wipe_at.map(|(start, len)| Launch { window, mpstart: start, mplen: len });
         e.job.launch.window = window;

@@ -115,8 +115,10 @@ struct Bell {
     /// the connection on which a detached job wakes a server thread (its `wake_cid`; 0: none
     /// yet), an atomic because the ticker reads it too
     wake: AtomicUsize,
-    /// the job of a detached batch now on the engine (0 for a single X25519)
+    /// the first job of a detached batch's run now on the engine (0 for a single X25519)
     dnext: AtomicUsize,
+    /// the jobs in that run (1, or 2..=3 in one run of the batch program)
+    drun: AtomicUsize,
 }
 
 // The CSR pointer is used only by the interrupt handler (interrupts off, nothing else runs) to
@@ -183,31 +185,36 @@ fn engine_irq(_irq: usize, arg: *mut usize) {
     );
 }
 
-/// In the handler: answer a finished detached X25519. Read its result from the window, start the
-/// pinned wipe program on that window (the engine clears the registers on its own; the line is
-/// masked, so it raises no interrupt), put the result into the reply archive the server wrote
-/// in the client's page, and return the page to the client (ReturnMemory may be called from an
-/// interrupt handler: the client becomes ready, nothing switches here).
+/// In the handler: answer a finished detached X25519 (or run of a batch's X25519s). Read its
+/// results from the window, start the pinned wipe program on that window (the engine clears the
+/// registers on its own; the line is masked, so it raises no interrupt), put the results into the
+/// reply archive the server wrote in the client's page, and return the page to the client
+/// (ReturnMemory may be called from an interrupt handler: the client becomes ready, nothing
+/// switches here), or start the batch's next run.
 fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &DetachedReply) -> Answer {
     use zeroize::Zeroize;
     // Safety: both pointers are this process's mappings of the engine (they stay mapped)
     let mut drv = Driver::new(unsafe { MmioBus::new(bell.csr, bell.mem) });
-    let mut words = drv.read_reg_words(launch.window, reply.out_reg).unwrap_or([0; isa::REG_WORDS]);
+    let first = bell.dnext.load(Ordering::SeqCst);
+    let n = bell.drun.load(Ordering::SeqCst);
+    for j in 0..n {
+        let reg = reply.batch.map_or(reply.out_reg, |b| b.result_reg(n, j, reply.out_reg));
+        let mut words = drv.read_reg_words(launch.window, reg).unwrap_or([0; isa::REG_WORDS]);
+        let dst = (reply.page + reply.result_at + 32 * (first + j)) as *mut u8;
+        for (i, w) in words.iter().enumerate() {
+            for (k, b) in w.to_le_bytes().iter().enumerate() {
+                // Safety: result_at + 32 * count <= page_len (start_detached); the page is lent to us
+                unsafe { dst.add(4 * i + k).write_volatile(*b) };
+            }
+        }
+        words.zeroize();
+    }
     if let Some(w) = reply.wipe {
         let _ = drv.start(engine25519_driver::Launch { window: w.window, mpstart: w.mpstart, mplen: w.mplen });
     }
-    let i = bell.dnext.load(Ordering::SeqCst);
-    let dst = (reply.page + reply.result_at + 32 * i) as *mut u8;
-    for (i, w) in words.iter().enumerate() {
-        for (j, b) in w.to_le_bytes().iter().enumerate() {
-            // Safety: result_at + 32 <= page_len (start_detached); the page is lent to us
-            unsafe { dst.add(4 * i + j).write_volatile(*b) };
-        }
-    }
-    words.zeroize();
     if let Some(b) = reply.batch {
-        if i + 1 < b.count {
-            return start_next(bell, &mut drv, launch, reply, &b, i + 1);
+        if first + n < b.count {
+            return start_next(bell, &mut drv, launch, reply, &b, first + n);
         }
     }
     let sender = xous::MessageSender::from_usize(reply.sender);
@@ -230,18 +237,57 @@ fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &Det
 enum Answer {
     /// the client's page went back (the last or only job)
     Returned,
-    /// the batch's next job was started
+    /// the batch's next run was started
     Next,
-    /// the batch's next job could not be started (the window's wipe did not end): the job is
+    /// the batch's next run could not be started (the window's wipe did not end): the job is
     /// left to the server's thread, which fails it
     Failed,
 }
 
-/// In the handler: start job `i` of a detached batch in the same window. The wipe program
-/// started on it after job i - 1 must end first (a few dozen engine cycles: polled; the window's
-/// registers are zero again before new operands go in); then job i's scalar and u go from the
-/// lent page into the window, are wiped in the page, and the X25519 program starts with the
-/// line unmasked again.
+/// Jobs `first + from .. first + n` of a detached batch's run of `n` jobs from `first` into the
+/// window: each scalar and u goes from the lent page into its register (`DetachedBatch::
+/// operand_regs`) and is wiped in the page; then the run's job counter, if it has one. False: a
+/// register write failed.
+fn load_run<B: engine25519_driver::Bus>(
+    drv: &mut Driver<B>,
+    window: usize,
+    reply: &DetachedReply,
+    b: &crate::backend::DetachedBatch,
+    first: usize,
+    from: usize,
+    n: usize,
+) -> bool {
+    use zeroize::Zeroize;
+    for j in from..n {
+        let (kr, ur) = b.operand_regs(n, j);
+        for (at, reg) in [(b.scalars_at, kr), (b.us_at, ur)] {
+            let src = (reply.page + at + 32 * (first + j)) as *mut u8;
+            let mut v = [0u8; 32];
+            for (k, byte) in v.iter_mut().enumerate() {
+                // Safety: the batch's slots lie inside the lent page (checked by start_detached)
+                *byte = unsafe { src.add(k).read_volatile() };
+            }
+            let ok = drv.write_reg(window, reg, &v).is_ok();
+            v.zeroize();
+            // Safety: as above
+            unsafe { service_ipc::wipe_raw(src, 32) };
+            if !ok {
+                return false;
+            }
+        }
+    }
+    match b.counter(n) {
+        Some((reg, v)) => drv.write_reg(window, reg, &v).is_ok(),
+        None => true,
+    }
+}
+
+/// In the handler: start the run of a detached batch from job `i` in the same window. The wipe
+/// program started after the previous run must end first (a few dozen engine cycles: polled;
+/// the window's registers are zero again before new operands go in); then the run's scalars
+/// and u go from the lent page into the window (wiped in the page), and its program starts
+/// with the line unmasked again: the batch program for two or more jobs, else the X25519
+/// program.
 fn start_next(
     bell: &Bell,
     drv: &mut Driver<MmioBus>,
@@ -250,31 +296,32 @@ fn start_next(
     b: &crate::backend::DetachedBatch,
     i: usize,
 ) -> Answer {
-    use zeroize::Zeroize;
     if reply.wipe.is_none() || !(0..WIPE_POLLS).any(|_| !drv.status().running) {
         return Answer::Failed;
     }
-    for (at, reg) in [(b.scalars_at, b.scalar_reg), (b.us_at, b.u_reg)] {
-        let src = (reply.page + at + 32 * i) as *mut u8;
-        let mut v = [0u8; 32];
-        for (j, byte) in v.iter_mut().enumerate() {
-            // Safety: the batch's slots lie inside the lent page (checked by the server)
-            *byte = unsafe { src.add(j).read_volatile() };
-        }
-        let ok = drv.write_reg(launch.window, reg, &v).is_ok();
-        v.zeroize();
-        // Safety: as above
-        unsafe { service_ipc::wipe_raw(src, 32) };
-        if !ok {
-            return Answer::Failed;
-        }
+    let n = b.run_len(i);
+    if !load_run(drv, launch.window, reply, b, i, 0, n) {
+        return Answer::Failed;
     }
     bell.dnext.store(i, Ordering::SeqCst);
+    bell.drun.store(n, Ordering::SeqCst);
     drv.bus().csr_write(csr::ev_enable::OFFSET, EVENTS as u32);
-    if drv.start(*launch).is_err() {
+    let run = run_launch(b, n, launch);
+    if drv.start(run).is_err() {
         return Answer::Failed;
     }
     Answer::Next
+}
+
+/// The driver's launch of a run of `n` jobs (`DetachedBatch::launch`) in `launch`'s window.
+fn run_launch(
+    b: &crate::backend::DetachedBatch,
+    n: usize,
+    launch: &engine25519_driver::Launch,
+) -> engine25519_driver::Launch {
+    let x = Launch { window: launch.window, mpstart: launch.mpstart, mplen: launch.mplen };
+    let l = b.launch(n, x);
+    engine25519_driver::Launch { window: l.window, mpstart: l.mpstart, mplen: l.mplen }
 }
 
 /// STATUS polls the handler waits for the window wipe between two jobs of a batch (it takes a
@@ -531,6 +578,7 @@ impl HwEngine {
             detached: UnsafeCell::new(None),
             wake: AtomicUsize::new(0),
             dnext: AtomicUsize::new(0),
+            drun: AtomicUsize::new(1),
         }));
         // events latched before (the start-up jobs ran with the interrupt masked)
         self.drv.bus().csr_write(csr::ev_pending::OFFSET, EVENTS as u32);
@@ -817,6 +865,15 @@ impl EngineBackend for HwEngine {
             return false;
         }
         bell.dnext.store(0, Ordering::SeqCst);
+        // a batch's first run: one job (the executor loaded it), or up to three in one run of
+        // the batch program (the others' operands and the counter go in here)
+        let n = reply.batch.map_or(1, |b| b.run_len(0));
+        if let Some(b) = reply.batch.filter(|_| n > 1) {
+            if !load_run(&mut self.drv, l.window, &reply, &b, 0, 1, n) {
+                return false;
+            }
+        }
+        bell.drun.store(n, Ordering::SeqCst);
         if let Some(f) = &self.wake_flag {
             let _ = bell.want_wake.set(f.clone());
         }
@@ -838,7 +895,8 @@ impl EngineBackend for HwEngine {
         if bell.ticker.swap(TICKER_ACTIVE, Ordering::SeqCst) == TICKER_IDLE {
             let _ = xous::try_send_message(bell.ticker_cid, xous::Message::new_scalar(0, 0, 0, 0, 0));
         }
-        if self.drv.start(launch).is_err() {
+        let run = reply.batch.map_or(launch, |b| run_launch(&b, n, &launch));
+        if self.drv.start(run).is_err() {
             self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
             bell.waiting.store(false, Ordering::SeqCst);
             bell.dstate.store(D_IDLE, Ordering::SeqCst);
