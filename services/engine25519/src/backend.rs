@@ -156,7 +156,9 @@ impl DetachedBatch {
     pub fn run_len(&self, first: usize) -> usize {
         let left = self.count.saturating_sub(first);
         match self.program {
-            Some(p) if left >= 2 => left.min(p.max_jobs),
+            // (never more than the ring's three, whatever max_jobs says: the registers below
+            // are indexed by it)
+            Some(p) if left >= 2 && p.max_jobs >= 2 => left.min(p.max_jobs).min(3),
             _ => 1,
         }
     }
@@ -357,4 +359,70 @@ impl EngineBackend for Unavailable {
 /// Software X25519 (x25519-dalek), the labelled fallback.
 pub fn software_x25519(scalar: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
     x25519_dalek::x25519(*scalar, *u)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(count: usize, program: Option<BatchRun>) -> DetachedBatch {
+        DetachedBatch { count, scalars_at: 0, us_at: 128, scalar_reg: 31, u_reg: 24, program }
+    }
+
+    /// The run plan of a detached batch: with the batch program 2 -> [2], 3 -> [3], 4 -> [3, 1];
+    /// without it one job per run; the registers, launch and counter of each run are the
+    /// program's (engine25519_core's convention, as the server's program table carries it).
+    #[test]
+    fn detached_batch_run_plan() {
+        let prog = crate::programs::x25519_program(engine25519_core::isa::Isa::V2);
+        let b = prog.batch.as_ref().unwrap();
+        let run = BatchRun {
+            mpstart: 500,
+            mplen: b.words.len(),
+            slots: b.slots,
+            count_reg: b.count_reg,
+            max_jobs: b.max_jobs,
+            result_regs: b.result_regs,
+        };
+        let plan = |d: &DetachedBatch| {
+            let mut v = Vec::new();
+            let mut first = 0;
+            while first < d.count {
+                let n = d.run_len(first);
+                v.push(n);
+                first += n;
+            }
+            v
+        };
+        for (count, want) in [(2, vec![2]), (3, vec![3]), (4, vec![3, 1])] {
+            assert_eq!(plan(&batch(count, Some(run))), want, "{count} jobs");
+            assert_eq!(plan(&batch(count, None)), vec![1; count], "{count} jobs without the program");
+        }
+        // a program that took fewer jobs per run (never more than three)
+        assert_eq!(plan(&batch(4, Some(BatchRun { max_jobs: 2, ..run }))), vec![2, 2]);
+        assert_eq!(plan(&batch(4, Some(BatchRun { max_jobs: 9, ..run }))), vec![3, 1]);
+        let d = batch(3, Some(run));
+        let x = Launch { window: 5, mpstart: 0, mplen: 111 };
+        assert_eq!(d.launch(1, x), x);
+        assert_eq!(d.launch(3, x), Launch { window: 5, mpstart: 500, mplen: b.words.len() });
+        assert_eq!(d.operand_regs(1, 0), (31, 24));
+        let p = engine25519_core::programs::X25519_BATCH_SLOTS;
+        assert_eq!((d.operand_regs(3, 1), d.operand_regs(3, 2)), ((p[2], p[3]), (p[4], p[5])));
+        assert_eq!(d.counter(1), None);
+        let (reg, v) = d.counter(3).unwrap();
+        assert_eq!(
+            (reg, v),
+            (
+                engine25519_core::programs::X25519_BATCH_COUNT_REG,
+                engine25519_core::programs::x25519_batch_count_value(3).unwrap()
+            )
+        );
+        for n in 1..=3 {
+            for j in 0..n {
+                let want = engine25519_core::programs::x25519_batch_result_reg(n, j).unwrap();
+                assert_eq!(d.result_reg(n, j, 31), want, "job {j} of {n}");
+            }
+        }
+        assert_eq!(batch(2, None).result_reg(1, 0, 31), 31);
+    }
 }

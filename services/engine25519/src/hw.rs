@@ -159,8 +159,9 @@ fn engine_irq(_irq: usize, arg: *mut usize) {
         let mut answered = csr::ev_pending::ILLEGAL_OPCODE.get(pending as u32) == 0;
         if answered {
             // Safety: written before the job started, not touched while it is armed
-            if let Some((launch, reply)) = unsafe { *bell.detached.get() } {
-                match answer_detached(bell, &launch, &reply) {
+            // (by reference: the handler copies nothing it does not need)
+            if let Some((launch, reply)) = unsafe { (*bell.detached.get()).as_ref() } {
+                match answer_detached(bell, launch, reply) {
                     Answer::Returned => {}
                     Answer::Next => return, // the batch's next job runs: its end comes the same way
                     Answer::Failed => answered = false,
@@ -198,7 +199,7 @@ fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &Det
     let first = bell.dnext.load(Ordering::SeqCst);
     let n = bell.drun.load(Ordering::SeqCst);
     for j in 0..n {
-        let reg = reply.batch.map_or(reply.out_reg, |b| b.result_reg(n, j, reply.out_reg));
+        let reg = reply.batch.as_ref().map_or(reply.out_reg, |b| b.result_reg(n, j, reply.out_reg));
         let mut words = drv.read_reg_words(launch.window, reg).unwrap_or([0; isa::REG_WORDS]);
         let dst = (reply.page + reply.result_at + 32 * (first + j)) as *mut u8;
         for (i, w) in words.iter().enumerate() {
@@ -212,9 +213,9 @@ fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &Det
     if let Some(w) = reply.wipe {
         let _ = drv.start(engine25519_driver::Launch { window: w.window, mpstart: w.mpstart, mplen: w.mplen });
     }
-    if let Some(b) = reply.batch {
+    if let Some(b) = &reply.batch {
         if first + n < b.count {
-            return start_next(bell, &mut drv, launch, reply, &b, first + n);
+            return start_next(bell, &mut drv, launch, reply, b, first + n);
         }
     }
     let sender = xous::MessageSender::from_usize(reply.sender);
@@ -855,11 +856,11 @@ impl EngineBackend for HwEngine {
     fn start_detached(&mut self, l: Launch, reply: DetachedReply) -> bool {
         let Some(w) = self.irq.as_ref() else { return false };
         let (bell, tick) = (w.bell, w.tick_cycles);
-        let jobs = reply.batch.map_or(1, |b| b.count);
+        let jobs = reply.batch.as_ref().map_or(1, |b| b.count);
         let fits = |at: usize| at.checked_add(32 * jobs).is_some_and(|end| end <= reply.page_len);
         if reply.page == 0
             || !fits(reply.result_at)
-            || reply.batch.is_some_and(|b| b.count < 2 || !fits(b.scalars_at) || !fits(b.us_at))
+            || reply.batch.as_ref().is_some_and(|b| b.count < 2 || !fits(b.scalars_at) || !fits(b.us_at))
             || bell.dstate.load(Ordering::SeqCst) != D_IDLE
         {
             return false;
@@ -867,9 +868,9 @@ impl EngineBackend for HwEngine {
         bell.dnext.store(0, Ordering::SeqCst);
         // a batch's first run: one job (the executor loaded it), or up to three in one run of
         // the batch program (the others' operands and the counter go in here)
-        let n = reply.batch.map_or(1, |b| b.run_len(0));
-        if let Some(b) = reply.batch.filter(|_| n > 1) {
-            if !load_run(&mut self.drv, l.window, &reply, &b, 0, 1, n) {
+        let n = reply.batch.as_ref().map_or(1, |b| b.run_len(0));
+        if let Some(b) = reply.batch.as_ref().filter(|_| n > 1) {
+            if !load_run(&mut self.drv, l.window, &reply, b, 0, 1, n) {
                 return false;
             }
         }
@@ -895,7 +896,7 @@ impl EngineBackend for HwEngine {
         if bell.ticker.swap(TICKER_ACTIVE, Ordering::SeqCst) == TICKER_IDLE {
             let _ = xous::try_send_message(bell.ticker_cid, xous::Message::new_scalar(0, 0, 0, 0, 0));
         }
-        let run = reply.batch.map_or(launch, |b| run_launch(&b, n, &launch));
+        let run = reply.batch.as_ref().map_or(launch, |b| run_launch(b, n, &launch));
         if self.drv.start(run).is_err() {
             self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
             bell.waiting.store(false, Ordering::SeqCst);
