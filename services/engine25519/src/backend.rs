@@ -119,7 +119,9 @@ impl DetachedReply {
 /// backend takes the later jobs' scalar and u from the lent page (and wipes them there) as it
 /// starts them, and puts job i's result at `result_at + 32 * i`; the page is returned after the
 /// last. The jobs go to the engine in runs ([`Self::run_len`]): with the batch program pinned
-/// (`program`, ISA v2) up to three jobs in one run of it, otherwise one X25519 per run.
+/// (ISA v2; the backend was handed it once, [`EngineBackend::batch_program`]) up to three jobs
+/// in one run of it, otherwise one X25519 per run. The plan's methods take that program (None:
+/// one job per run).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DetachedBatch {
     /// jobs in the batch (2..=`api::MAX_BATCH`)
@@ -130,8 +132,6 @@ pub struct DetachedBatch {
     /// the program's input registers (the executor fills them in)
     pub scalar_reg: usize,
     pub u_reg: usize,
-    /// the batch program where it is pinned (the executor fills it in); None: one job per run
-    pub program: Option<BatchRun>,
 }
 
 /// The pinned X25519 batch program as a detached batch runs it (`programs::X25519BatchProgram`).
@@ -153,9 +153,9 @@ pub struct BatchRun {
 impl DetachedBatch {
     /// Jobs in the run that starts at job `first`: as many as the batch program takes (a batch
     /// of 4 runs as 3 + 1) while two or more are left; otherwise 1 (an X25519 program run).
-    pub fn run_len(&self, first: usize) -> usize {
+    pub fn run_len(&self, program: Option<&BatchRun>, first: usize) -> usize {
         let left = self.count.saturating_sub(first);
-        match self.program {
+        match program {
             // (never more than the ring's three, whatever max_jobs says: the registers below
             // are indexed by it)
             Some(p) if left >= 2 && p.max_jobs >= 2 => left.min(p.max_jobs).min(3),
@@ -163,30 +163,30 @@ impl DetachedBatch {
         }
     }
     /// (scalar register, u register) of job `j` of a run of `n` jobs.
-    pub fn operand_regs(&self, n: usize, j: usize) -> (usize, usize) {
-        match self.program {
+    pub fn operand_regs(&self, program: Option<&BatchRun>, n: usize, j: usize) -> (usize, usize) {
+        match program {
             Some(p) if n > 1 => (p.slots[2 * j], p.slots[2 * j + 1]),
             _ => (self.scalar_reg, self.u_reg),
         }
     }
     /// Where job `j` of a run of `n` jobs leaves its result (`out_reg`: the X25519 program's).
-    pub fn result_reg(&self, n: usize, j: usize, out_reg: usize) -> usize {
-        match self.program {
+    pub fn result_reg(&self, program: Option<&BatchRun>, n: usize, j: usize, out_reg: usize) -> usize {
+        match program {
             Some(p) if n > 1 => p.result_regs[n - 1][j],
             _ => out_reg,
         }
     }
     /// The launch of a run of `n` jobs: the batch program's in the window of `x25519` (the
     /// X25519 program's launch), or `x25519` itself for one job.
-    pub fn launch(&self, n: usize, x25519: Launch) -> Launch {
-        match self.program {
+    pub fn launch(&self, program: Option<&BatchRun>, n: usize, x25519: Launch) -> Launch {
+        match program {
             Some(p) if n > 1 => Launch { window: x25519.window, mpstart: p.mpstart, mplen: p.mplen },
             _ => x25519,
         }
     }
     /// The job counter of a run of `n` jobs: its register and value (N - 1); None for one job.
-    pub fn counter(&self, n: usize) -> Option<(usize, Reg)> {
-        let p = self.program.filter(|_| n > 1)?;
+    pub fn counter(&self, program: Option<&BatchRun>, n: usize) -> Option<(usize, Reg)> {
+        let p = program.filter(|_| n > 1)?;
         let mut v = [0u8; 32];
         v[0] = (n - 1) as u8;
         Some((p.count_reg, v))
@@ -268,6 +268,10 @@ pub trait EngineBackend: Send {
     fn start_detached(&mut self, _launch: Launch, _reply: DetachedReply) -> bool {
         false
     }
+    /// The pinned X25519 batch program, handed over once at start by the executor (ISA v2): a
+    /// detached batch then runs up to `max_jobs` jobs per run of it (`DetachedBatch::run_len`).
+    /// A backend that ignores it runs one job per run.
+    fn batch_program(&mut self, _program: BatchRun) {}
     /// The executor's "work waits for the engine" flag, handed over once at start: set while a
     /// detached job runs, the backend wakes a server thread at that job's end.
     fn wake_flag(&mut self, _flag: std::sync::Arc<std::sync::atomic::AtomicBool>) {}
@@ -365,8 +369,8 @@ pub fn software_x25519(scalar: &[u8; 32], u: &[u8; 32]) -> [u8; 32] {
 mod tests {
     use super::*;
 
-    fn batch(count: usize, program: Option<BatchRun>) -> DetachedBatch {
-        DetachedBatch { count, scalars_at: 0, us_at: 128, scalar_reg: 31, u_reg: 24, program }
+    fn batch(count: usize) -> DetachedBatch {
+        DetachedBatch { count, scalars_at: 0, us_at: 128, scalar_reg: 31, u_reg: 24 }
     }
 
     /// The run plan of a detached batch: with the batch program 2 -> [2], 3 -> [3], 4 -> [3, 1];
@@ -384,32 +388,33 @@ mod tests {
             max_jobs: b.max_jobs,
             result_regs: b.result_regs,
         };
-        let plan = |d: &DetachedBatch| {
+        let plan = |d: &DetachedBatch, p: Option<&BatchRun>| {
             let mut v = Vec::new();
             let mut first = 0;
             while first < d.count {
-                let n = d.run_len(first);
+                let n = d.run_len(p, first);
                 v.push(n);
                 first += n;
             }
             v
         };
         for (count, want) in [(2, vec![2]), (3, vec![3]), (4, vec![3, 1])] {
-            assert_eq!(plan(&batch(count, Some(run))), want, "{count} jobs");
-            assert_eq!(plan(&batch(count, None)), vec![1; count], "{count} jobs without the program");
+            assert_eq!(plan(&batch(count), Some(&run)), want, "{count} jobs");
+            assert_eq!(plan(&batch(count), None), vec![1; count], "{count} jobs without the program");
         }
         // a program that took fewer jobs per run (never more than three)
-        assert_eq!(plan(&batch(4, Some(BatchRun { max_jobs: 2, ..run }))), vec![2, 2]);
-        assert_eq!(plan(&batch(4, Some(BatchRun { max_jobs: 9, ..run }))), vec![3, 1]);
-        let d = batch(3, Some(run));
+        assert_eq!(plan(&batch(4), Some(&BatchRun { max_jobs: 2, ..run })), vec![2, 2]);
+        assert_eq!(plan(&batch(4), Some(&BatchRun { max_jobs: 9, ..run })), vec![3, 1]);
+        let d = batch(3);
+        let p = Some(&run);
         let x = Launch { window: 5, mpstart: 0, mplen: 111 };
-        assert_eq!(d.launch(1, x), x);
-        assert_eq!(d.launch(3, x), Launch { window: 5, mpstart: 500, mplen: b.words.len() });
-        assert_eq!(d.operand_regs(1, 0), (31, 24));
-        let p = engine25519_core::programs::X25519_BATCH_SLOTS;
-        assert_eq!((d.operand_regs(3, 1), d.operand_regs(3, 2)), ((p[2], p[3]), (p[4], p[5])));
-        assert_eq!(d.counter(1), None);
-        let (reg, v) = d.counter(3).unwrap();
+        assert_eq!(d.launch(p, 1, x), x);
+        assert_eq!(d.launch(p, 3, x), Launch { window: 5, mpstart: 500, mplen: b.words.len() });
+        assert_eq!(d.operand_regs(p, 1, 0), (31, 24));
+        let s = engine25519_core::programs::X25519_BATCH_SLOTS;
+        assert_eq!((d.operand_regs(p, 3, 1), d.operand_regs(p, 3, 2)), ((s[2], s[3]), (s[4], s[5])));
+        assert_eq!(d.counter(p, 1), None);
+        let (reg, v) = d.counter(p, 3).unwrap();
         assert_eq!(
             (reg, v),
             (
@@ -420,9 +425,9 @@ mod tests {
         for n in 1..=3 {
             for j in 0..n {
                 let want = engine25519_core::programs::x25519_batch_result_reg(n, j).unwrap();
-                assert_eq!(d.result_reg(n, j, 31), want, "job {j} of {n}");
+                assert_eq!(d.result_reg(p, n, j, 31), want, "job {j} of {n}");
             }
         }
-        assert_eq!(batch(2, None).result_reg(1, 0, 31), 31);
+        assert_eq!(batch(2).result_reg(None, 1, 0, 31), 31);
     }
 }

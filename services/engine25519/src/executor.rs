@@ -237,9 +237,6 @@ pub struct Executor {
     x25519: X25519Program,
     /// where the pinned wipe program (`X25519Program::wipe`) sits in microcode RAM
     wipe_at: Option<(usize, usize)>,
-    /// where the pinned batch program (`X25519Program::batch`, ISA v2) sits: a detached batch
-    /// runs up to three jobs in one run of it
-    batch_at: Option<(usize, usize)>,
     /// a suspend is pending (shared with the backend, `EngineBackend::suspend_flag`)
     suspend_pending: Arc<std::sync::atomic::AtomicBool>,
     /// the backend can resume a paused job (`EngineBackend::can_resume`)
@@ -276,7 +273,6 @@ impl Executor {
         let mut pending = Vec::new();
         let mut x25519_handle = 0;
         let mut wipe_at = None;
-        let mut batch_at = None;
         if unavailable.is_none() {
             let l = ucode.load(&x25519.words, true).expect("X25519 program fits the microcode RAM");
             x25519_handle = l.handle;
@@ -285,10 +281,14 @@ impl Executor {
                 pending.push((w.start, x25519.wipe.clone()));
                 wipe_at = Some((w.start, x25519.wipe.len()));
             }
+            // the batch program (v2), pinned too; the backend is told where (a detached batch
+            // then runs up to three jobs in one run of it)
             if let Some(b) = &x25519.batch {
                 if let Ok(l) = ucode.load(&b.words, true) {
                     pending.push((l.start, b.words.clone()));
-                    batch_at = Some((l.start, b.words.len()));
+                    if let Some(run) = Self::batch_run(&x25519, Some((l.start, b.words.len()))) {
+                        engine.batch_program(run);
+                    }
                 }
             }
         }
@@ -319,7 +319,6 @@ impl Executor {
             unavailable,
             x25519,
             wipe_at,
-            batch_at,
             suspend_pending,
             can_resume,
             want_wake,
@@ -946,8 +945,8 @@ impl Executor {
 
     /// The pinned batch program as a detached batch runs it (None: not pinned, or no batch
     /// program for this ISA: one job per run).
-    fn batch_run(&self) -> Option<BatchRun> {
-        let (b, (mpstart, mplen)) = (self.x25519.batch.as_ref()?, self.batch_at?);
+    fn batch_run(x25519: &X25519Program, batch_at: Option<(usize, usize)>) -> Option<BatchRun> {
+        let (b, (mpstart, mplen)) = (x25519.batch.as_ref()?, batch_at?);
         Some(BatchRun {
             mpstart,
             mplen,
@@ -976,7 +975,6 @@ impl Executor {
         target.max_cycles = e.job.max_cycles;
         if let Some(b) = target.batch.as_mut() {
             (b.scalar_reg, b.u_reg) = (self.x25519.scalar_reg, self.x25519.u_reg);
-            b.program = self.batch_run();
         }
         target.wipe = self.wipe_at.map(|(start, len)| Launch { window, mpstart: start, mplen: len });
         e.job.launch.window = window;

@@ -119,6 +119,8 @@ struct Bell {
     dnext: AtomicUsize,
     /// the jobs in that run (1, or 2..=3 in one run of the batch program)
     drun: AtomicUsize,
+    /// the pinned batch program (`EngineBackend::batch_program`), if any
+    batch: std::sync::OnceLock<crate::backend::BatchRun>,
 }
 
 // The CSR pointer is used only by the interrupt handler (interrupts off, nothing else runs) to
@@ -198,8 +200,9 @@ fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &Det
     let mut drv = Driver::new(unsafe { MmioBus::new(bell.csr, bell.mem) });
     let first = bell.dnext.load(Ordering::SeqCst);
     let n = bell.drun.load(Ordering::SeqCst);
+    let prog = bell.batch.get();
     for j in 0..n {
-        let reg = reply.batch.as_ref().map_or(reply.out_reg, |b| b.result_reg(n, j, reply.out_reg));
+        let reg = reply.batch.as_ref().map_or(reply.out_reg, |b| b.result_reg(prog, n, j, reply.out_reg));
         let mut words = drv.read_reg_words(launch.window, reg).unwrap_or([0; isa::REG_WORDS]);
         let dst = (reply.page + reply.result_at + 32 * (first + j)) as *mut u8;
         for (i, w) in words.iter().enumerate() {
@@ -249,8 +252,10 @@ enum Answer {
 /// window: each scalar and u goes from the lent page into its register (`DetachedBatch::
 /// operand_regs`) and is wiped in the page; then the run's job counter, if it has one. False: a
 /// register write failed.
+#[allow(clippy::too_many_arguments)]
 fn load_run<B: engine25519_driver::Bus>(
     drv: &mut Driver<B>,
+    prog: Option<&crate::backend::BatchRun>,
     window: usize,
     reply: &DetachedReply,
     b: &crate::backend::DetachedBatch,
@@ -260,7 +265,7 @@ fn load_run<B: engine25519_driver::Bus>(
 ) -> bool {
     use zeroize::Zeroize;
     for j in from..n {
-        let (kr, ur) = b.operand_regs(n, j);
+        let (kr, ur) = b.operand_regs(prog, n, j);
         for (at, reg) in [(b.scalars_at, kr), (b.us_at, ur)] {
             let src = (reply.page + at + 32 * (first + j)) as *mut u8;
             let mut v = [0u8; 32];
@@ -277,7 +282,7 @@ fn load_run<B: engine25519_driver::Bus>(
             }
         }
     }
-    match b.counter(n) {
+    match b.counter(prog, n) {
         Some((reg, v)) => drv.write_reg(window, reg, &v).is_ok(),
         None => true,
     }
@@ -300,14 +305,15 @@ fn start_next(
     if reply.wipe.is_none() || !(0..WIPE_POLLS).any(|_| !drv.status().running) {
         return Answer::Failed;
     }
-    let n = b.run_len(i);
-    if !load_run(drv, launch.window, reply, b, i, 0, n) {
+    let prog = bell.batch.get();
+    let n = b.run_len(prog, i);
+    if !load_run(drv, prog, launch.window, reply, b, i, 0, n) {
         return Answer::Failed;
     }
     bell.dnext.store(i, Ordering::SeqCst);
     bell.drun.store(n, Ordering::SeqCst);
     drv.bus().csr_write(csr::ev_enable::OFFSET, EVENTS as u32);
-    let run = run_launch(b, n, launch);
+    let run = run_launch(b, prog, n, launch);
     if drv.start(run).is_err() {
         return Answer::Failed;
     }
@@ -317,11 +323,12 @@ fn start_next(
 /// The driver's launch of a run of `n` jobs (`DetachedBatch::launch`) in `launch`'s window.
 fn run_launch(
     b: &crate::backend::DetachedBatch,
+    prog: Option<&crate::backend::BatchRun>,
     n: usize,
     launch: &engine25519_driver::Launch,
 ) -> engine25519_driver::Launch {
     let x = Launch { window: launch.window, mpstart: launch.mpstart, mplen: launch.mplen };
-    let l = b.launch(n, x);
+    let l = b.launch(prog, n, x);
     engine25519_driver::Launch { window: l.window, mpstart: l.mpstart, mplen: l.mplen }
 }
 
@@ -580,6 +587,7 @@ impl HwEngine {
             wake: AtomicUsize::new(0),
             dnext: AtomicUsize::new(0),
             drun: AtomicUsize::new(1),
+            batch: std::sync::OnceLock::new(),
         }));
         // events latched before (the start-up jobs ran with the interrupt masked)
         self.drv.bus().csr_write(csr::ev_pending::OFFSET, EVENTS as u32);
@@ -868,9 +876,10 @@ impl EngineBackend for HwEngine {
         bell.dnext.store(0, Ordering::SeqCst);
         // a batch's first run: one job (the executor loaded it), or up to three in one run of
         // the batch program (the others' operands and the counter go in here)
-        let n = reply.batch.as_ref().map_or(1, |b| b.run_len(0));
+        let prog = bell.batch.get();
+        let n = reply.batch.as_ref().map_or(1, |b| b.run_len(prog, 0));
         if let Some(b) = reply.batch.as_ref().filter(|_| n > 1) {
-            if !load_run(&mut self.drv, l.window, &reply, b, 0, 1, n) {
+            if !load_run(&mut self.drv, prog, l.window, &reply, b, 0, 1, n) {
                 return false;
             }
         }
@@ -896,7 +905,7 @@ impl EngineBackend for HwEngine {
         if bell.ticker.swap(TICKER_ACTIVE, Ordering::SeqCst) == TICKER_IDLE {
             let _ = xous::try_send_message(bell.ticker_cid, xous::Message::new_scalar(0, 0, 0, 0, 0));
         }
-        let run = reply.batch.as_ref().map_or(launch, |b| run_launch(b, n, &launch));
+        let run = reply.batch.as_ref().map_or(launch, |b| run_launch(b, prog, n, &launch));
         if self.drv.start(run).is_err() {
             self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
             bell.waiting.store(false, Ordering::SeqCst);
@@ -981,6 +990,15 @@ impl EngineBackend for HwEngine {
     }
     fn wake_flag(&mut self, flag: std::sync::Arc<AtomicBool>) {
         self.wake_flag = Some(flag);
+    }
+    fn batch_program(&mut self, program: crate::backend::BatchRun) {
+        match self.irq.as_ref() {
+            // the interrupt handler's copy (set once: the program stays pinned)
+            Some(w) => {
+                let _ = w.bell.batch.set(program);
+            }
+            None => log::info!("hw backend: no interrupt, so no detached batch: the batch program is not used"),
+        }
     }
     fn suspend_flag(&mut self, flag: std::sync::Arc<AtomicBool>) {
         self.suspend_pending = Some(flag);

@@ -284,7 +284,6 @@ fn batch_detach_target(
             us_at: at(a.us.as_ptr() as *const u8),
             scalar_reg: 0,
             u_reg: 0,
-            program: None,
         };
         let result_at = at(a.results.as_ptr() as *const u8);
         Some(DetachedReply::over_page(sender, page as usize, len, pos, result_at, wake_cid, Some(batch)))

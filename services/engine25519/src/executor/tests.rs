@@ -902,6 +902,8 @@ struct FakeDetached {
     /// jobs in each run the backend started (a batch: one run per X25519, or up to three
     /// jobs in one run of the batch program)
     runs: Vec<usize>,
+    /// the batch program the executor handed over (`EngineBackend::batch_program`)
+    program: Option<crate::backend::BatchRun>,
     ticks: u32,
 }
 
@@ -909,6 +911,7 @@ struct FakeDetached {
 /// run from the lent page into their registers (wiped in the page), then the run's counter.
 fn load_run_from_page(
     e: &mut ModelEngine,
+    prog: Option<&crate::backend::BatchRun>,
     window: usize,
     r: &crate::backend::DetachedReply,
     b: &crate::backend::DetachedBatch,
@@ -916,14 +919,14 @@ fn load_run_from_page(
 ) {
     let page = unsafe { std::slice::from_raw_parts_mut(r.page as *mut u8, r.page_len) };
     for j in from..n {
-        let (kr, ur) = b.operand_regs(n, j);
+        let (kr, ur) = b.operand_regs(prog, n, j);
         for (at, reg) in [(b.scalars_at, kr), (b.us_at, ur)] {
             let v: [u8; 32] = page[at + 32 * (first + j)..][..32].try_into().unwrap();
             e.write_reg(window, reg, &v);
             page[at + 32 * (first + j)..][..32].fill(0);
         }
     }
-    if let Some((reg, v)) = b.counter(n) {
+    if let Some((reg, v)) = b.counter(prog, n) {
         e.write_reg(window, reg, &v);
     }
 }
@@ -939,15 +942,19 @@ impl EngineBackend for Detaching {
     fn wake_flag(&mut self, f: Arc<std::sync::atomic::AtomicBool>) {
         self.d.lock().unwrap().want_wake = Some(f);
     }
+    fn batch_program(&mut self, p: crate::backend::BatchRun) {
+        self.d.lock().unwrap().program = Some(p);
+    }
     fn start_detached(&mut self, l: Launch, r: crate::backend::DetachedReply) -> bool {
         let mut d = self.d.lock().unwrap();
         assert!(d.job.is_none());
         // as the hw backend: a batch's first run takes up to three jobs with the batch program
-        let n = r.batch.map_or(1, |b| b.run_len(0));
+        let prog = d.program;
+        let n = r.batch.map_or(1, |b| b.run_len(prog.as_ref(), 0));
         let mut run = l;
         if let Some(b) = r.batch {
-            load_run_from_page(&mut self.inner, l.window, &r, &b, (0, 1, n));
-            run = b.launch(n, l);
+            load_run_from_page(&mut self.inner, prog.as_ref(), l.window, &r, &b, (0, 1, n));
+            run = b.launch(prog.as_ref(), n, l);
         }
         d.runs.push(n);
         assert!(matches!(self.inner.run(run, None, r.max_cycles, r.max_cycles), RunEnd::Finished { .. }));
@@ -962,10 +969,12 @@ impl EngineBackend for Detaching {
             let w = r.wipe.expect("the wipe program");
             // what the hw backend's handler does at each run's end, on a real page: the run's
             // results into their slots, the wipe, the next run's operands from the page
-            let (mut first, mut n) = (0, r.batch.map_or(1, |b| b.run_len(0)));
+            let prog = d.program;
+            let prog = prog.as_ref();
+            let (mut first, mut n) = (0, r.batch.map_or(1, |b| b.run_len(prog, 0)));
             loop {
                 for j in 0..n {
-                    let reg = r.batch.map_or(r.out_reg, |b| b.result_reg(n, j, r.out_reg));
+                    let reg = r.batch.map_or(r.out_reg, |b| b.result_reg(prog, n, j, r.out_reg));
                     let result = self.inner.read_reg(l.window, reg);
                     d.answered.push(result);
                     if r.batch.is_some() {
@@ -978,10 +987,10 @@ impl EngineBackend for Detaching {
                         assert!(matches!(self.inner.run(w, None, 10_000, 10_000), RunEnd::Finished { .. }));
                         assert!(self.inner.read_window(l.window).iter().all(|x| x == &[0u8; 32]), "wiped between runs");
                         first += n;
-                        n = b.run_len(first);
-                        load_run_from_page(&mut self.inner, l.window, &r, &b, (first, 0, n));
+                        n = b.run_len(prog, first);
+                        load_run_from_page(&mut self.inner, prog, l.window, &r, &b, (first, 0, n));
                         d.runs.push(n);
-                        let run = b.launch(n, l);
+                        let run = b.launch(prog, n, l);
                         assert!(matches!(
                             self.inner.run(run, None, r.max_cycles, r.max_cycles),
                             RunEnd::Finished { .. }
@@ -1238,8 +1247,7 @@ fn detached_batch_on(isa: Isa) {
     let (scalars_at, us_at, result_at) = (0, 128, 256);
     let target = move |n: usize| {
         move |_w: u32| {
-            let b =
-                crate::backend::DetachedBatch { count: n, scalars_at, us_at, scalar_reg: 0, u_reg: 0, program: None };
+            let b = crate::backend::DetachedBatch { count: n, scalars_at, us_at, scalar_reg: 0, u_reg: 0 };
             Some(crate::backend::DetachedReply::over_page(1, at, 4096, 0, result_at, 1, Some(b)))
         }
     };
