@@ -3,21 +3,10 @@
 //! (such as moving code into include fragments) must assemble to the same words. A deliberate
 //! change of a program updates its entry here (and regenerates what depends on it).
 
+// the content hash the engine service's microcode manager keys programs by
+use engine25519::api::content_hash;
 use engine25519_core::isa::Isa;
 use engine25519_core::programs;
-
-/// FNV-1a 64 over the words' little-endian bytes, then XOR the word count (the content hash
-/// the engine service's microcode manager uses, api::content_hash).
-fn content_hash(words: &[u32]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for w in words {
-        for b in w.to_le_bytes() {
-            h ^= b as u64;
-            h = h.wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    h ^ words.len() as u64
-}
 
 /// (name, isa, words, content hash) of every program as assembled before the X25519 ladder
 /// and the inversion's `fin` moved into include fragments.
