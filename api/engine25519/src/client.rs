@@ -73,58 +73,93 @@ pub struct Version {
     pub backend: Option<BackendId>,
 }
 
-/// The page an X25519 call lends: one X25519Msg archive at `pos`, written in place for every
-/// call (the fields, not a new serialization) and wiped after it.
-pub(crate) struct XPage {
+/// The page a call lends, kept mapped for the connection: one archive of `T` at `pos`, written
+/// in place for every call (the fields, not a new serialization) and read in place after it
+/// (no deserialization), then wiped (only the bytes the archive spans). X25519 ([`X25519Msg`])
+/// and X25519Batch ([`X25519BatchMsg`]) each have one.
+pub(crate) struct MsgPage<T: rkyv::Archive> {
     range: xous::MemoryRange,
     pos: usize,
+    _msg: core::marker::PhantomData<fn() -> T>,
 }
 
-impl XPage {
-    fn new() -> Result<Self, Error> {
+/// The page of X25519 calls.
+pub(crate) type XPage = MsgPage<X25519Msg>;
+/// The page of X25519Batch calls.
+pub(crate) type BPage = MsgPage<X25519BatchMsg>;
+
+impl<T> MsgPage<T>
+where
+    T: rkyv::Archive + for<'b> rkyv::Serialize<rkyv::ser::serializers::BufferSerializer<&'b mut [u8]>>,
+{
+    /// Map a page and serialize `init` into it once: where rkyv puts the archive is then known
+    /// (`pos`), and every call after this writes its fields there.
+    fn new(init: &T) -> Result<Self, Error> {
         let range = xous::map_memory(None, None, 4096, xous::MemoryFlags::R | xous::MemoryFlags::W)?;
+        // from here on the page is unmapped (wiped first) by Drop, whatever fails
+        let mut p = MsgPage { range, pos: 0, _msg: core::marker::PhantomData };
         // Safety: just mapped, 4096 bytes, ours until unmapped in Drop
         let page = unsafe { core::slice::from_raw_parts_mut(range.as_mut_ptr(), range.len()) };
         let mut ser = rkyv::ser::serializers::BufferSerializer::new(page);
-        let pos = rkyv::ser::Serializer::serialize_value(&mut ser, &X25519Msg::new([0; 32], [0; 32]))
-            .map_err(|_| Error::Protocol("serialize"))?;
-        if !api::archive_fits::<X25519Msg>(range.len(), pos) {
-            return Err(Error::Protocol("X25519 archive does not fit a page"));
+        p.pos = rkyv::ser::Serializer::serialize_value(&mut ser, init).map_err(|_| Error::Protocol("serialize"))?;
+        if !api::archive_fits::<T>(range.len(), p.pos) {
+            p.pos = 0;
+            return Err(Error::Protocol("request archive does not fit a page"));
         }
-        Ok(XPage { range, pos })
+        Ok(p)
     }
+}
+
+impl<T: rkyv::Archive> MsgPage<T> {
     /// The archive in the page.
-    /// Safety: nothing else may use the page meanwhile (the caller holds the `xbuf` lock and
-    /// the page is not lent).
+    /// Safety: nothing else may use the page meanwhile (the caller holds the lock of the
+    /// page's slot and the page is not lent).
     #[allow(clippy::mut_from_ref)]
-    unsafe fn archive(&self) -> &mut rkyv::Archived<X25519Msg> {
+    unsafe fn archive(&self) -> &mut rkyv::Archived<T> {
         let page = core::slice::from_raw_parts_mut(self.range.as_mut_ptr(), self.range.len());
-        rkyv::archived_value_mut::<X25519Msg>(core::pin::Pin::new(page), self.pos).get_unchecked_mut()
+        rkyv::archived_value_mut::<T>(core::pin::Pin::new(page), self.pos).get_unchecked_mut()
+    }
+    /// Lend the page (mutably) with `opcode` and wait for the server's reply: `Ok` once it has
+    /// written its reply archive over the request (at the same position), the error of an
+    /// error reply (docs/ipc.md) otherwise.
+    fn lend(&self, conn: CID, opcode: Opcode) -> Result<(), Error> {
+        let msg = xous::MemoryMessage {
+            id: opcode as usize,
+            buf: self.range,
+            offset: xous::MemoryAddress::new(self.pos),
+            valid: xous::MemorySize::new(self.range.len()),
+        };
+        let r = xous::send_message(conn, xous::Message::MutableBorrow(msg)).map_err(Error::Ipc)?;
+        let (pos, _) = service_ipc::client::memory_reply(r)?;
+        if pos.unwrap_or(0) != self.pos {
+            return Err(Error::Protocol("reply archive not where the request was"));
+        }
+        Ok(())
     }
     /// Wipe the bytes an archive can occupy ([0, pos + its size)).
     fn wipe(&mut self) {
-        let n = (self.pos + core::mem::size_of::<rkyv::Archived<X25519Msg>>()).min(self.range.len());
+        let n = (self.pos + core::mem::size_of::<rkyv::Archived<T>>()).min(self.range.len());
         // Safety: n <= the page's length; the page is ours
         unsafe { service_ipc::wipe_raw(self.range.as_mut_ptr(), n) };
     }
 }
 
-impl Drop for XPage {
+impl<T: rkyv::Archive> Drop for MsgPage<T> {
     fn drop(&mut self) {
         self.wipe();
         let _ = xous::unmap_memory(self.range);
     }
 }
 
-// the page is only reached through the `xbuf` mutex
-unsafe impl Send for XPage {}
+// the page is only reached through the mutex of its slot (`Inner::xbuf`, `Inner::bbuf`)
+unsafe impl<T: rkyv::Archive> Send for MsgPage<T> {}
 
 pub(crate) struct Inner {
     pub(crate) conn: CID,
     /// reused page for X25519 calls (a new Buffer per call costs ~30 us), written in place
     xbuf: Mutex<Option<XPage>>,
     /// the same for X25519Batch calls
-    bbuf: Mutex<Option<Buffer<'static>>>,
+    bbuf: Mutex<Option<BPage>>,
     /// program content hash -> (words, server handle)
     programs: Mutex<HashMap<u64, (Vec<u32>, u32)>>,
     /// the async worker pool, started on first use
@@ -193,7 +228,7 @@ impl Engine25519 {
     pub fn x25519_detailed(&self, scalar: &[u8; 32], u: &[u8; 32]) -> Result<X25519Reply, Error> {
         let mut guard = self.inner.xbuf.lock().unwrap();
         if guard.is_none() {
-            *guard = Some(XPage::new()?);
+            *guard = Some(XPage::new(&X25519Msg::new([0; 32], [0; 32]))?);
         }
         let p = guard.as_mut().expect("set above");
         // the request's fields written over the archive in place (no serialization per call)
@@ -207,28 +242,17 @@ impl Engine25519 {
         a.scalar = *scalar;
         a.u = *u;
         a.result = [0; 32];
-        let msg = xous::MemoryMessage {
-            id: Opcode::X25519 as usize,
-            buf: p.range,
-            offset: xous::MemoryAddress::new(p.pos),
-            valid: xous::MemorySize::new(p.range.len()),
-        };
-        let r =
-            xous::send_message(self.inner.conn, xous::Message::MutableBorrow(msg)).map_err(Error::Ipc).and_then(|r| {
-                let (pos, _) = service_ipc::client::memory_reply(r)?;
-                if pos.unwrap_or(0) != p.pos {
-                    return Err(Error::Protocol("reply archive not where the request was"));
-                }
-                // Safety: as above; the server wrote the reply over the request (same type, same place)
-                let a = unsafe { p.archive() };
-                status_result(a.status)?;
-                Ok(X25519Reply {
-                    result: a.result,
-                    backend: BackendId::from_u32(a.backend),
-                    cycles: a.cycles,
-                    window: a.window,
-                })
-            });
+        let r = p.lend(self.inner.conn, Opcode::X25519).and_then(|()| {
+            // Safety: as above; the server wrote the reply over the request (same type, same place)
+            let a = unsafe { p.archive() };
+            status_result(a.status)?;
+            Ok(X25519Reply {
+                result: a.result,
+                backend: BackendId::from_u32(a.backend),
+                cycles: a.cycles,
+                window: a.window,
+            })
+        });
         // the page held our scalar, then the result: the archive's bytes are wiped whatever happened
         p.wipe();
         r
@@ -244,54 +268,87 @@ impl Engine25519 {
     /// with no result. All or nothing: any job's error fails the call (no result is returned).
     /// Blocks until every result is ready (see [`Engine25519::x25519_batch_async`]).
     pub fn x25519_batch(&self, jobs: &[([u8; 32], [u8; 32])]) -> Result<Vec<X25519Reply>, Error> {
-        let mut out = Vec::with_capacity(jobs.len());
-        for chunk in jobs.chunks(MAX_BATCH) {
-            self.x25519_batch_one(chunk, &mut out)?;
-        }
+        let mut out = vec![X25519Reply::default(); jobs.len()];
+        self.x25519_batch_into(jobs, &mut out)?;
         Ok(out)
     }
 
-    /// One X25519Batch request of 1..=MAX_BATCH jobs; the replies are appended to `out`.
-    fn x25519_batch_one(&self, jobs: &[([u8; 32], [u8; 32])], out: &mut Vec<X25519Reply>) -> Result<(), Error> {
-        use zeroize::Zeroize;
-        let mut msg = X25519BatchMsg::new(jobs).ok_or(Error::Protocol("batch too long"))?;
-        let mut guard = self.inner.bbuf.lock().unwrap();
-        let written = match guard.as_mut() {
-            Some(b) => b.rewrite(msg).is_ok(),
-            None => Buffer::into_buf(msg).map(|b| *guard = Some(b)).is_ok(),
+    /// [`Engine25519::x25519_batch`] into the caller's slots: reply `i` goes to `out[i]` (the
+    /// slots from `jobs.len()` on are not touched; fewer slots than jobs is an error, before
+    /// anything is sent). No allocation. On an error every slot of `out[..jobs.len()]` has its
+    /// result zeroed (all or nothing, as `x25519_batch`). The results are secrets of the
+    /// caller's: it wipes them when it is done with them.
+    pub fn x25519_batch_into(&self, jobs: &[([u8; 32], [u8; 32])], out: &mut [X25519Reply]) -> Result<(), Error> {
+        let Some(out) = out.get_mut(..jobs.len()) else {
+            return Err(Error::Protocol("x25519_batch_into: fewer reply slots than jobs"));
         };
-        msg.scalars.zeroize();
-        if !written {
-            return Err(Error::Protocol("serialize"));
-        }
-        let buf = guard.as_mut().expect("written above");
-        // the page holds our scalars, then the results: both archives' bytes are wiped after the
-        // call, whatever happened
-        let mut r: X25519BatchMsg =
-            service_ipc::client::lend_mut_wiping(self.inner.conn, buf, Opcode::X25519Batch as u32)?;
-        let ok = status_result(r.status).and(
-            (r.count as usize == jobs.len())
-                .then_some(())
-                .ok_or(Error::Protocol("batch reply count differs from the request")),
-        );
-        if ok.is_ok() {
-            for i in 0..jobs.len() {
-                out.push(X25519Reply {
-                    result: r.results[i],
-                    backend: BackendId::from_u32(r.backend),
-                    cycles: r.cycles[i],
-                    window: r.windows[i],
-                });
+        let r = jobs.chunks(MAX_BATCH).zip(out.chunks_mut(MAX_BATCH)).try_for_each(|(j, o)| self.x25519_batch_one(j, o));
+        if r.is_err() {
+            use zeroize::Zeroize;
+            for o in out.iter_mut() {
+                o.result.zeroize();
             }
         }
-        r.results.zeroize();
-        r.scalars.zeroize();
-        ok
+        r
+    }
+
+    /// One X25519Batch request of 1..=MAX_BATCH jobs (`out`: as many slots), written in place
+    /// into the page kept for it (as `x25519_detailed` does) and read in place after the reply.
+    fn x25519_batch_one(&self, jobs: &[([u8; 32], [u8; 32])], out: &mut [X25519Reply]) -> Result<(), Error> {
+        if jobs.is_empty() || jobs.len() > MAX_BATCH || out.len() != jobs.len() {
+            return Err(Error::Protocol("batch of 1..=MAX_BATCH jobs with as many reply slots"));
+        }
+        let mut guard = self.inner.bbuf.lock().unwrap();
+        if guard.is_none() {
+            *guard = Some(BPage::new(&X25519BatchMsg::new(&[]).expect("an empty batch fits"))?);
+        }
+        let p = guard.as_mut().expect("set above");
+        // the request's fields written over the archive in place (no serialization per call);
+        // unused slots zero, as the server requires
+        // Safety: the page is ours (mapped in MsgPage::new), the archive fits it (checked there)
+        let a = unsafe { p.archive() };
+        a.magic = MAGIC;
+        a.status = Status::Internal as u32;
+        a.count = jobs.len() as u32;
+        a.backend = 0;
+        a.windows = [0; MAX_BATCH];
+        a.cycles = [0; MAX_BATCH];
+        for i in 0..MAX_BATCH {
+            // straight from the caller's jobs into the page (no copy of a scalar on the stack)
+            match jobs.get(i) {
+                Some((k, u)) => {
+                    a.scalars[i] = *k;
+                    a.us[i] = *u;
+                }
+                None => {
+                    a.scalars[i] = [0; 32];
+                    a.us[i] = [0; 32];
+                }
+            }
+        }
+        a.results = [[0; 32]; MAX_BATCH];
+        let r = p.lend(self.inner.conn, Opcode::X25519Batch).and_then(|()| {
+            // Safety: as above; the server wrote the reply over the request (same type, same place)
+            let a = unsafe { p.archive() };
+            status_result(a.status)?;
+            if a.count as usize != jobs.len() {
+                return Err(Error::Protocol("batch reply count differs from the request"));
+            }
+            let backend = BackendId::from_u32(a.backend);
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = X25519Reply { result: a.results[i], backend, cycles: a.cycles[i], window: a.windows[i] };
+            }
+            Ok(())
+        });
+        // the page held our scalars, then the results: the archive's bytes are wiped whatever
+        // happened
+        p.wipe();
+        r
     }
 }
 
 /// Details of one X25519 reply.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct X25519Reply {
     pub result: [u8; 32],
     pub backend: Option<BackendId>,
@@ -670,5 +727,49 @@ impl Engine25519 {
         let s2 = slot.clone();
         self.x25519_with(scalar, u, move |r| s2.put(r));
         Pending { slot }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A handle on no connection: only for the checks a call makes before it sends anything.
+    fn unconnected() -> Engine25519 {
+        Engine25519 {
+            inner: Arc::new(Inner {
+                conn: 0,
+                xbuf: Mutex::new(None),
+                bbuf: Mutex::new(None),
+                programs: Mutex::new(HashMap::new()),
+                pool: OnceLock::new(),
+            }),
+        }
+    }
+
+    #[test]
+    fn batch_into_refuses_fewer_slots_than_jobs_before_sending() {
+        let e = unconnected();
+        let jobs = [([1u8; 32], [9u8; 32]); 3];
+        let mut out = [X25519Reply::default(); 2];
+        out[0].result = [7; 32];
+        match e.x25519_batch_into(&jobs, &mut out) {
+            Err(Error::Protocol(m)) => assert!(m.contains("fewer reply slots than jobs"), "{m}"),
+            other => panic!("3 jobs into 2 slots: {other:?}"),
+        }
+        // nothing was sent, nothing mapped, the caller's slots untouched
+        assert!(e.inner.bbuf.lock().unwrap().is_none());
+        assert_eq!(out[0].result, [7; 32]);
+    }
+
+    #[test]
+    fn empty_batch_returns_at_once_with_no_result() {
+        let e = unconnected();
+        let mut out = [X25519Reply::default(); 1];
+        out[0].window = 5;
+        assert_eq!(e.x25519_batch_into(&[], &mut out), Ok(()));
+        assert_eq!(out[0].window, 5, "a slot past the jobs was written");
+        assert!(e.x25519_batch(&[]).expect("an empty batch").is_empty());
+        assert!(e.inner.bbuf.lock().unwrap().is_none(), "an empty batch mapped a page");
     }
 }
