@@ -164,10 +164,13 @@ pub struct Job {
 
 impl Counters {
     fn add_client(&mut self, client: u32) {
-        if self.last_client != Some(client) {
-            self.clients.insert(client);
-            self.last_client = Some(client);
+        // clients that call in turn (the chat's two parties) hit the small list, not the set
+        if self.recent_clients.contains(&Some(client)) {
+            return;
         }
+        self.clients.insert(client);
+        self.recent_clients.rotate_right(1);
+        self.recent_clients[0] = Some(client);
     }
 }
 
@@ -187,8 +190,8 @@ struct Counters {
     bus_wipes: u64,
     /// distinct client PIDs (a BTreeSet: no hashing per request on the device)
     clients: std::collections::BTreeSet<u32>,
-    /// the client last added to `clients` (a client calling again skips the set)
-    last_client: Option<u32>,
+    /// the clients last added to `clients` (one of them calling again skips the set)
+    recent_clients: [Option<u32>; 4],
 }
 
 struct State {
@@ -861,22 +864,24 @@ impl Executor {
     /// stopped without an error of its own). Otherwise (engine busy, others waiting, no detach,
     /// a backend that cannot) the batch goes through [`Self::submit_x25519_batch`] and
     /// [`Self::drive_with`]. True: started detached.
-    pub fn x25519_batch_now<D>(
+    pub fn x25519_batch_now<R, D>(
         &self,
         client: u32,
         jobs: &[(Zeroizing<[u8; 32]>, [u8; 32])],
         before_job: &dyn Fn(),
-        reply: BatchReplyFn,
+        reply: R,
         detach: Option<D>,
     ) -> bool
     where
+        R: FnOnce(Status, Vec<Outcome>) + Send + 'static,
         D: FnOnce(u32) -> Option<DetachedReply>,
     {
         let n = jobs.len();
         if (2..=crate::api::MAX_BATCH).contains(&n) {
             if let Some(d) = detach {
                 let (k0, u0) = (&jobs[0].0, &jobs[0].1);
-                let wrap = move |reply: BatchReplyFn| -> ReplyFn {
+                // one box for the job's reply, made once the job has started (none before)
+                let wrap = move |reply: R| -> ReplyFn {
                     Box::new(move |o: Outcome| match (o.answered, o.status) {
                         (true, _) => reply(Status::Ok, vec![o]),
                         (false, Status::Ok) => reply(Status::EngineFault, Vec::new()),
@@ -927,7 +932,7 @@ impl Executor {
                 }
             }
         }
-        self.submit_x25519_batch(client, jobs, reply);
+        self.submit_x25519_batch(client, jobs, Box::new(reply));
         self.drive_with(before_job);
         false
     }

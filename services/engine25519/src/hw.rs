@@ -204,12 +204,11 @@ fn answer_detached(bell: &Bell, launch: &engine25519_driver::Launch, reply: &Det
     for j in 0..n {
         let reg = reply.batch.as_ref().map_or(reply.out_reg, |b| b.result_reg(prog, n, j, reply.out_reg));
         let mut words = drv.read_reg_words(launch.window, reg).unwrap_or([0; isa::REG_WORDS]);
-        let dst = (reply.page + reply.result_at + 32 * (first + j)) as *mut u8;
+        let dst = (reply.page + reply.result_at + 32 * (first + j)) as *mut u32;
         for (i, w) in words.iter().enumerate() {
-            for (k, b) in w.to_le_bytes().iter().enumerate() {
-                // Safety: result_at + 32 * count <= page_len (start_detached); the page is lent to us
-                unsafe { dst.add(4 * i + k).write_volatile(*b) };
-            }
+            // Safety: result_at + 32 * count <= page_len and word-aligned (start_detached); the
+            // page is lent to us. The result's bytes are little-endian words.
+            unsafe { dst.add(i).write_volatile(w.to_le()) };
         }
         words.zeroize();
     }
@@ -267,16 +266,17 @@ fn load_run<B: engine25519_driver::Bus>(
     for j in from..n {
         let (kr, ur) = b.operand_regs(prog, n, j);
         for (at, reg) in [(b.scalars_at, kr), (b.us_at, ur)] {
-            let src = (reply.page + at + 32 * (first + j)) as *mut u8;
-            let mut v = [0u8; 32];
-            for (k, byte) in v.iter_mut().enumerate() {
-                // Safety: the batch's slots lie inside the lent page (checked by start_detached)
-                *byte = unsafe { src.add(k).read_volatile() };
+            let src = (reply.page + at + 32 * (first + j)) as *mut u32;
+            let mut v = [0u32; isa::REG_WORDS];
+            for (k, w) in v.iter_mut().enumerate() {
+                // Safety: the batch's slots lie inside the lent page and are word-aligned
+                // (checked by start_detached); the operand's bytes are little-endian words
+                *w = u32::from_le(unsafe { src.add(k).read_volatile() });
             }
-            let ok = drv.write_reg(window, reg, &v).is_ok();
+            let ok = drv.write_reg_words(window, reg, &v).is_ok();
             v.zeroize();
             // Safety: as above
-            unsafe { service_ipc::wipe_raw(src, 32) };
+            unsafe { service_ipc::wipe_raw(src as *mut u8, 32) };
             if !ok {
                 return false;
             }
@@ -865,7 +865,10 @@ impl EngineBackend for HwEngine {
         let Some(w) = self.irq.as_ref() else { return false };
         let (bell, tick) = (w.bell, w.tick_cycles);
         let jobs = reply.batch.as_ref().map_or(1, |b| b.count);
-        let fits = |at: usize| at.checked_add(32 * jobs).is_some_and(|end| end <= reply.page_len);
+        // inside the page, and word-aligned (the handler and `load_run` move words)
+        let fits = |at: usize| {
+            at.checked_add(32 * jobs).is_some_and(|end| end <= reply.page_len) && (reply.page + at) % 4 == 0
+        };
         if reply.page == 0
             || !fits(reply.result_at)
             || reply.batch.as_ref().is_some_and(|b| b.count < 2 || !fits(b.scalars_at) || !fits(b.us_at))
@@ -884,7 +887,7 @@ impl EngineBackend for HwEngine {
             }
         }
         bell.drun.store(n, Ordering::SeqCst);
-        if let Some(f) = &self.wake_flag {
+        if let Some(f) = self.wake_flag.as_ref().filter(|_| bell.want_wake.get().is_none()) {
             let _ = bell.want_wake.set(f.clone());
         }
         let launch = engine25519_driver::Launch { window: l.window, mpstart: l.mpstart, mplen: l.mplen };
@@ -902,15 +905,17 @@ impl EngineBackend for HwEngine {
         bell.dstate.store(D_ARMED, Ordering::SeqCst);
         self.drv.bus().csr_write(csr::ev_enable::OFFSET, EVENTS as u32);
         bell.waiting.store(true, Ordering::SeqCst);
-        if bell.ticker.swap(TICKER_ACTIVE, Ordering::SeqCst) == TICKER_IDLE {
-            let _ = xous::try_send_message(bell.ticker_cid, xous::Message::new_scalar(0, 0, 0, 0, 0));
-        }
         let run = reply.batch.as_ref().map_or(launch, |b| run_launch(b, prog, n, &launch));
         if self.drv.start(run).is_err() {
             self.drv.bus().csr_write(csr::ev_enable::OFFSET, 0);
             bell.waiting.store(false, Ordering::SeqCst);
             bell.dstate.store(D_IDLE, Ordering::SeqCst);
             return false;
+        }
+        // the ticker is woken after the start (a message to it may switch threads: the
+        // engine runs meanwhile); its first tick is a full tick away either way
+        if bell.ticker.swap(TICKER_ACTIVE, Ordering::SeqCst) == TICKER_IDLE {
+            let _ = xous::try_send_message(bell.ticker_cid, xous::Message::new_scalar(0, 0, 0, 0, 0));
         }
         true
     }
@@ -929,7 +934,8 @@ impl EngineBackend for HwEngine {
                     log::error!("hw backend: the kernel refused the interrupt handler's reply to a detached X25519");
                 }
                 // the handler started the wipe program; it takes a few dozen engine cycles
-                let wipe = unsafe { *bell.detached.get() }.and_then(|(_, r)| r.wipe);
+                // Safety: the handler is done with it (D_ANSWERED); by reference, no copy
+                let wipe = unsafe { (*bell.detached.get()).as_ref() }.and_then(|(_, r)| r.wipe);
                 let wiped = wipe.is_some() && (0..PAUSE_POLLS).any(|_| !self.drv.status().running);
                 let pending = self.drv.bus().csr_read(csr::ev_pending::OFFSET);
                 self.drv.bus().csr_write(csr::ev_pending::OFFSET, pending & EVENTS as u32);

@@ -304,10 +304,10 @@ fn x25519_operands(env: &MessageEnvelope) -> Option<(zeroize::Zeroizing<[u8; 32]
 }
 
 /// The jobs of an X25519Batch request, read from its archive in the lent page (bounds and magic
-/// checked; no copy of the whole archive). `Err(BadMessage)`: not an archive of the type at its
-/// position, or a wrong magic; `Err(BadArgument)`: a count outside 1..=MAX_BATCH, or an unused
-/// slot that is not zero.
-fn batch_operands(env: &MessageEnvelope) -> Result<Vec<(zeroize::Zeroizing<[u8; 32]>, [u8; 32])>, Status> {
+/// checked; no copy of the whole archive, no allocation): jobs `0..n` of the array, the others
+/// zero. `Err(BadMessage)`: not an archive of the type at its position, or a wrong magic;
+/// `Err(BadArgument)`: a count outside 1..=MAX_BATCH, or an unused slot that is not zero.
+fn batch_operands(env: &MessageEnvelope) -> Result<(BatchJobs, usize), Status> {
     let xous::Message::MutableBorrow(mem) = &env.body else { return Err(Status::BadMessage) };
     let pos = mem.offset.map(|o| o.get()).unwrap_or(0);
     if !service_ipc::archive::archive_fits::<X25519BatchMsg>(mem.buf.len(), pos) {
@@ -332,8 +332,16 @@ fn batch_operands(env: &MessageEnvelope) -> Result<Vec<(zeroize::Zeroizing<[u8; 
     if unused != 0 {
         return Err(Status::BadArgument);
     }
-    Ok((0..n).map(|i| (zeroize::Zeroizing::new(a.scalars[i]), a.us[i])).collect())
+    let mut jobs = BatchJobs::default();
+    for (i, (k, u)) in jobs.iter_mut().enumerate().take(n) {
+        **k = a.scalars[i];
+        *u = a.us[i];
+    }
+    Ok((jobs, n))
 }
+
+/// A batch's jobs as the server holds them (scalars wiped when dropped).
+type BatchJobs = [(zeroize::Zeroizing<[u8; 32]>, [u8; 32]); MAX_BATCH];
 
 /// The success reply of a batch: every result, window and cycle count (scalars and u zero).
 fn batch_reply(outs: &[Outcome], backend: BackendId) -> X25519BatchMsg {
@@ -395,15 +403,16 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
             }
         }
         (Some(Opcode::X25519Batch), Kind::LendMut) => {
-            let jobs = match batch_operands(&env) {
+            let (jobs, n) = match batch_operands(&env) {
                 Ok(j) => j,
                 Err(s) => return refuse(ex, env, s),
             };
+            let jobs = &jobs[..n];
             let backend = ex.backend();
             let callers = ex.config().driver == Driver::Callers;
-            let detach = if callers { batch_detach_target(&env, backend, jobs.len()) } else { None };
+            let detach = if callers { batch_detach_target(&env, backend, n) } else { None };
             // the success of a detached batch was answered by the backend: only release it
-            let reply: engine25519_server::executor::BatchReplyFn = Box::new(move |s, mut outs: Vec<Outcome>| {
+            let reply = move |s, mut outs: Vec<Outcome>| {
                 if s == Status::Ok && outs.first().is_some_and(|o| o.answered) {
                     std::mem::forget(env);
                     return;
@@ -412,12 +421,12 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
                 for o in outs.iter_mut() {
                     zeroize::Zeroize::zeroize(&mut o.result);
                 }
-            });
+            };
             if callers {
-                let detached = ex.x25519_batch_now(client, &jobs, &send_held, reply, detach);
+                let detached = ex.x25519_batch_now(client, jobs, &send_held, reply, detach);
                 DETACHED.with(|d| d.set(detached));
             } else {
-                ex.submit_x25519_batch(client, &jobs, reply);
+                ex.submit_x25519_batch(client, jobs, Box::new(reply));
             }
         }
         (Some(Opcode::LoadProgram), Kind::LendMut) => {
