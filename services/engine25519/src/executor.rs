@@ -939,7 +939,8 @@ impl Executor {
 
     /// Start the direct X25519 `e` detached: its operands go into its window, `detach` writes
     /// the reply (all but the result) into the request and says where, and the backend starts the
-    /// job and answers it itself at its end. False: not started (run it the usual way).
+    /// job and answers it itself at its end; `before_job` runs once it has started. False: not
+    /// started (run it the usual way).
     fn start_detached<D>(&self, ctx: &mut EngineCtx, e: &mut Entry<Job>, before_job: &dyn Fn(), detach: D) -> bool
     where
         D: FnOnce(u32) -> Option<DetachedReply>,
@@ -988,8 +989,13 @@ impl Executor {
         }
         *dirty |= 1 << window;
         self.load_operands(engine, window, &e.job.work);
+        if !engine.start_detached(e.job.launch, target) {
+            return false; // the caller runs it the usual way (`before_job` comes then)
+        }
+        // a reply this thread holds goes now, with the engine already running (no thread waits
+        // for a detached job)
         before_job();
-        engine.start_detached(e.job.launch, target)
+        true
     }
 
     /// Settle the detached job, if there is one: answered by the backend (release its token,
