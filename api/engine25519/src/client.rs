@@ -282,7 +282,8 @@ impl Engine25519 {
         let Some(out) = out.get_mut(..jobs.len()) else {
             return Err(Error::Protocol("x25519_batch_into: fewer reply slots than jobs"));
         };
-        let r = jobs.chunks(MAX_BATCH).zip(out.chunks_mut(MAX_BATCH)).try_for_each(|(j, o)| self.x25519_batch_one(j, o));
+        let r =
+            jobs.chunks(MAX_BATCH).zip(out.chunks_mut(MAX_BATCH)).try_for_each(|(j, o)| self.x25519_batch_one(j, o));
         if r.is_err() {
             use zeroize::Zeroize;
             for o in out.iter_mut() {

@@ -874,7 +874,7 @@ impl EngineBackend for HwEngine {
         let jobs = reply.batch.as_ref().map_or(1, |b| b.count);
         // inside the page, and word-aligned (the handler and `load_run` move words)
         let fits = |at: usize| {
-            at.checked_add(32 * jobs).is_some_and(|end| end <= reply.page_len) && (reply.page + at) % 4 == 0
+            at.checked_add(32 * jobs).is_some_and(|end| end <= reply.page_len) && (reply.page + at).is_multiple_of(4)
         };
         if reply.page == 0
             || !fits(reply.result_at)
