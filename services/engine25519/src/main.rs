@@ -303,11 +303,12 @@ fn x25519_operands(env: &MessageEnvelope) -> Option<(zeroize::Zeroizing<[u8; 32]
     (a.magic == MAGIC).then(|| (zeroize::Zeroizing::new(a.scalar), a.u))
 }
 
-/// The jobs of an X25519Batch request, read from its archive in the lent page (bounds and magic
-/// checked; no copy of the whole archive, no allocation): jobs `0..n` of the array, the others
-/// zero. `Err(BadMessage)`: not an archive of the type at its position, or a wrong magic;
-/// `Err(BadArgument)`: a count outside 1..=MAX_BATCH, or an unused slot that is not zero.
-fn batch_operands(env: &MessageEnvelope) -> Result<(BatchJobs, usize), Status> {
+/// The jobs of an X25519Batch request, read from its archive in the lent page into `jobs` (bounds
+/// and magic checked; no copy of the whole archive, no allocation, the caller's zeroizing array
+/// filled in place): their number `n`, jobs `0..n` of the array. `Err(BadMessage)`: not an
+/// archive of the type at its position, or a wrong magic; `Err(BadArgument)`: a count outside
+/// 1..=MAX_BATCH, or an unused slot that is not zero (then nothing was written into `jobs`).
+fn batch_operands(env: &MessageEnvelope, jobs: &mut BatchJobs) -> Result<usize, Status> {
     let xous::Message::MutableBorrow(mem) = &env.body else { return Err(Status::BadMessage) };
     let pos = mem.offset.map(|o| o.get()).unwrap_or(0);
     if !service_ipc::archive::archive_fits::<X25519BatchMsg>(mem.buf.len(), pos) {
@@ -332,12 +333,11 @@ fn batch_operands(env: &MessageEnvelope) -> Result<(BatchJobs, usize), Status> {
     if unused != 0 {
         return Err(Status::BadArgument);
     }
-    let mut jobs = BatchJobs::default();
     for (i, (k, u)) in jobs.iter_mut().enumerate().take(n) {
         **k = a.scalars[i];
         *u = a.us[i];
     }
-    Ok((jobs, n))
+    Ok(n)
 }
 
 /// A batch's jobs as the server holds them (scalars wiped when dropped).
@@ -403,8 +403,9 @@ fn dispatch_public(ex: &Arc<Executor>, env: MessageEnvelope) {
             }
         }
         (Some(Opcode::X25519Batch), Kind::LendMut) => {
-            let (jobs, n) = match batch_operands(&env) {
-                Ok(j) => j,
+            let mut jobs = BatchJobs::default();
+            let n = match batch_operands(&env, &mut jobs) {
+                Ok(n) => n,
                 Err(s) => return refuse(ex, env, s),
             };
             let jobs = &jobs[..n];
