@@ -265,8 +265,10 @@ impl Engine25519 {
     /// (`Opcode::X25519Batch`): the server runs them back to back and answers them together,
     /// which saves the per-call IPC and scheduling cost of separate calls; a longer list is
     /// sent as consecutive requests of at most [`MAX_BATCH`]. An empty list returns at once
-    /// with no result. All or nothing: any job's error fails the call (no result is returned).
-    /// Blocks until every result is ready (see [`Engine25519::x25519_batch_async`]).
+    /// with no result. All or nothing: any job's error fails the call (no result is returned;
+    /// those of requests already answered are wiped). Blocks until every result is ready (see
+    /// [`Engine25519::x25519_batch_async`]; [`Engine25519::x25519_batch_into`] takes the
+    /// caller's slots instead of returning a `Vec`).
     pub fn x25519_batch(&self, jobs: &[([u8; 32], [u8; 32])]) -> Result<Vec<X25519Reply>, Error> {
         let mut out = vec![X25519Reply::default(); jobs.len()];
         self.x25519_batch_into(jobs, &mut out)?;
