@@ -190,11 +190,79 @@ impl DhRunner for SyncRunner {
 
 type Done = Arc<(Mutex<HashMap<u64, Result<DhBatch, String>>>, Condvar)>;
 
-/// Runs batches on a worker thread; submit and poll return at once.
-type Work = (u64, Vec<DhJob>, Vec<KemJob>, Instant);
+/// A batch on its way to the worker: ticket, X25519 jobs, KEM jobs, submission time.
+pub type Work = (u64, Vec<DhJob>, Vec<KemJob>, Instant);
 
+/// How a submitted batch reaches the worker thread: the submitting side's `send` (gives the
+/// batch back if the worker is gone) and the worker's `recv` (blocks until a batch comes;
+/// `None` once the submitting side is dropped).
+pub struct Handoff {
+    pub send: Box<dyn FnMut(Work) -> Result<(), Work> + Send>,
+    pub recv: Box<dyn FnMut() -> Option<Work> + Send>,
+}
+
+impl Handoff {
+    /// A std channel (any OS). On Xous a waiting receiver is woken through the ticktimer
+    /// server (std's thread parking), a round trip through another process per batch.
+    pub fn std_channel() -> Handoff {
+        let (tx, rx) = mpsc::channel::<Work>();
+        Handoff {
+            send: Box::new(move |w| tx.send(w).map_err(|mpsc::SendError(w)| w)),
+            recv: Box::new(move || rx.recv().ok()),
+        }
+    }
+
+    /// A queue in this process and a private Xous server the worker waits on: a batch is
+    /// queued and announced by one non-blocking scalar message, which the kernel hands straight
+    /// to the waiting worker (no third process in the way). The server is reachable only
+    /// through its connection here (its SID is never registered or shared), and a message
+    /// carries no data: the worker only ever takes what is queued.
+    pub fn xous_server() -> Result<Handoff, xous::Error> {
+        let sid = xous::create_server()?;
+        let cid = xous::connect(sid)?;
+        let queue: Arc<Mutex<std::collections::VecDeque<Work>>> = Arc::default();
+        let q = queue.clone();
+        /// The submitting side: announces a stop when dropped, so the worker returns.
+        struct Bell(xous::CID);
+        impl Drop for Bell {
+            fn drop(&mut self) {
+                let _ = xous::try_send_message(self.0, xous::Message::new_scalar(HANDOFF_STOP, 0, 0, 0, 0));
+            }
+        }
+        let bell = Bell(cid);
+        Ok(Handoff {
+            send: Box::new(move |w| {
+                queue.lock().unwrap().push_back(w);
+                match xous::try_send_message(bell.0, xous::Message::new_scalar(HANDOFF_WORK, 0, 0, 0, 0)) {
+                    // a full queue already holds a wake-up for this batch
+                    Ok(_) | Err(xous::Error::ServerQueueFull) => Ok(()),
+                    Err(_) => match queue.lock().unwrap().pop_back() {
+                        Some(w) => Err(w),
+                        // the worker has already taken it
+                        None => Ok(()),
+                    },
+                }
+            }),
+            recv: Box::new(move || loop {
+                if let Some(w) = q.lock().unwrap().pop_front() {
+                    return Some(w);
+                }
+                match xous::receive_message(sid) {
+                    Ok(env) if env.body.id() == HANDOFF_WORK => {}
+                    _ => return None,
+                }
+            }),
+        })
+    }
+}
+
+/// [`Handoff::xous_server`]'s message ids: a batch was queued; the submitting side is gone.
+const HANDOFF_WORK: usize = 0;
+const HANDOFF_STOP: usize = 1;
+
+/// Runs batches on a worker thread; submit and poll return at once.
 pub struct AsyncRunner {
-    tx: mpsc::Sender<Work>,
+    send: Box<dyn FnMut(Work) -> Result<(), Work> + Send>,
     done: Done,
     next: u64,
 }
@@ -209,14 +277,19 @@ impl AsyncRunner {
     }
 
     /// As [`AsyncRunner::new`]; the worker calls `notify` after each result is ready to poll.
-    pub fn with_notify(mut f: DhFn, device: Device, mut notify: Notify) -> Self {
-        let (tx, rx) = mpsc::channel::<Work>();
+    pub fn with_notify(f: DhFn, device: Device, notify: Notify) -> Self {
+        Self::with_handoff(f, device, notify, Handoff::std_channel())
+    }
+
+    /// As [`AsyncRunner::with_notify`], batches reaching the worker through `handoff`.
+    pub fn with_handoff(mut f: DhFn, device: Device, mut notify: Notify, handoff: Handoff) -> Self {
+        let Handoff { send, mut recv } = handoff;
         let done: Done = Arc::new((Mutex::new(HashMap::new()), Condvar::new()));
         let d2 = done.clone();
         std::thread::Builder::new()
             .name("chat-dh".into())
             .spawn(move || {
-                for (ticket, jobs, kem, submitted) in rx {
+                while let Some((ticket, jobs, kem, submitted)) = recv() {
                     let r = device.run(&mut f, &jobs, &kem, submitted);
                     drop(jobs); // secrets wiped
                     drop(kem);
@@ -226,7 +299,7 @@ impl AsyncRunner {
                 }
             })
             .expect("spawn the DH worker");
-        AsyncRunner { tx, done, next: 1 }
+        AsyncRunner { send, done, next: 1 }
     }
 
     /// Blocks until `ticket` is done or `timeout` passes (for headless callers; never the UI).
@@ -250,7 +323,7 @@ impl DhRunner for AsyncRunner {
     fn submit(&mut self, jobs: Vec<DhJob>, kem: Vec<KemJob>) -> u64 {
         let t = self.next;
         self.next += 1;
-        if let Err(mpsc::SendError((t, _, _, _))) = self.tx.send((t, jobs, kem, Instant::now())) {
+        if let Err((t, _, _, _)) = (self.send)((t, jobs, kem, Instant::now())) {
             self.done.0.lock().unwrap().insert(t, Err("DH worker stopped".into()));
         }
         t

@@ -88,7 +88,7 @@ mod device {
     use engine25519::{BackendId, Engine25519};
     use ratchet_demo::config::EngineMode;
     use ratchet_demo::device_ui::{conversation_rows, FrameStats, Key, LineEditor, Screen};
-    use ratchet_demo::dh::{dalek_fn, engine_jobs, AsyncRunner, Device, DhFn, DhRunner, Pacing, SyncRunner};
+    use ratchet_demo::dh::{dalek_fn, engine_jobs, AsyncRunner, Device, DhFn, DhRunner, Handoff, Pacing, SyncRunner};
     use ratchet_demo::party::{Dir, Event, Party, Reject, VerifiedBundle};
     use ratchet_demo::relay_client::Relay;
     use ratchet_demo::{store, ALICE, BOB};
@@ -688,14 +688,18 @@ mod device {
         let dh: Box<dyn DhRunner> = if args.sync_dh {
             Box::new(SyncRunner::new(f, device))
         } else {
-            // the worker wakes the UI thread when a batch is done
+            // a batch reaches the worker by a message the kernel hands to it directly (std's
+            // channel would wake it through the ticktimer process); the worker wakes the UI
+            // thread when a batch is done
+            let handoff = Handoff::xous_server().unwrap_or_else(|e| die(&format!("DH worker's server: {e:?}")));
             let done = tx.clone();
-            Box::new(AsyncRunner::with_notify(
+            Box::new(AsyncRunner::with_handoff(
                 f,
                 device,
                 Box::new(move || {
                     let _ = done.send(Ev::DhDone);
                 }),
+                handoff,
             ))
         };
         start_keyboard(tx.clone()).unwrap_or_else(|e| die(&format!("keyboard: {e:?}")));
