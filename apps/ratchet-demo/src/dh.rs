@@ -19,6 +19,7 @@
 
 use std::collections::HashMap;
 use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -222,18 +223,30 @@ impl Handoff {
         let cid = xous::connect(sid)?;
         let queue: Arc<Mutex<std::collections::VecDeque<Work>>> = Arc::default();
         let q = queue.clone();
-        /// The submitting side: announces a stop when dropped, so the worker returns.
+        /// The submitting side's connection: announces a stop when dropped (with the runner),
+        /// so the worker returns. (A method, not the field, in the closure below: a closure
+        /// naming `bell.0` would capture only that copy and drop the bell at once.)
         struct Bell(xous::CID);
+        impl Bell {
+            fn ring(&self, id: usize) -> Result<xous::Result, xous::Error> {
+                xous::try_send_message(self.0, xous::Message::new_scalar(id, 0, 0, 0, 0))
+            }
+        }
         impl Drop for Bell {
             fn drop(&mut self) {
-                let _ = xous::try_send_message(self.0, xous::Message::new_scalar(HANDOFF_STOP, 0, 0, 0, 0));
+                let _ = self.ring(HANDOFF_STOP);
             }
         }
         let bell = Bell(cid);
+        let accepting = Arc::new(AtomicBool::new(true));
+        let open = accepting.clone();
         Ok(Handoff {
             send: Box::new(move |w| {
+                if !accepting.load(Ordering::SeqCst) {
+                    return Err(w);
+                }
                 queue.lock().unwrap().push_back(w);
-                match xous::try_send_message(bell.0, xous::Message::new_scalar(HANDOFF_WORK, 0, 0, 0, 0)) {
+                match bell.ring(HANDOFF_WORK) {
                     // a full queue already holds a wake-up for this batch
                     Ok(_) | Err(xous::Error::ServerQueueFull) => Ok(()),
                     Err(_) => match queue.lock().unwrap().pop_back() {
@@ -248,8 +261,15 @@ impl Handoff {
                     return Some(w);
                 }
                 match xous::receive_message(sid) {
-                    Ok(env) if env.body.id() == HANDOFF_WORK => {}
-                    _ => return None,
+                    Ok(env) if env.body.id() == HANDOFF_STOP => return None,
+                    Ok(_) => {}
+                    Err(e) => {
+                        // no more batches can reach the worker: later submissions fail at once
+                        log::error!("DH worker: receiving from its server: {e:?}");
+                        open.store(false, Ordering::SeqCst);
+                        q.lock().unwrap().clear();
+                        return None;
+                    }
                 }
             }),
         })
