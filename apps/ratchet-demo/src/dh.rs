@@ -213,11 +213,19 @@ impl Handoff {
         }
     }
 
-    /// A queue in this process and a private Xous server the worker waits on: a batch is
-    /// queued and announced by one non-blocking scalar message, which the kernel hands straight
-    /// to the waiting worker (no third process in the way). The server is reachable only
-    /// through its connection here (its SID is never registered or shared), and a message
-    /// carries no data: the worker only ever takes what is queued.
+    /// A queue in this process and a private Xous server the worker waits on. When the worker
+    /// waits, a batch is queued and announced by one blocking scalar message: the kernel runs
+    /// the waiting worker at once (no third process, no turn of the other processes in
+    /// between), the worker answers as soon as it has the message, and the submitting thread
+    /// is ready again while the worker sends the batch to the engine. When the worker is busy
+    /// the batch is only queued (the worker looks at the queue before it waits again), so a
+    /// submission never waits for a running batch. The server is reachable only through its
+    /// connection here (its SID is never registered or shared), and a message carries no data:
+    /// the worker only ever takes what is queued.
+    ///
+    /// `waiting` is the wake-up token: the worker raises it before its last look at the queue
+    /// and waiting; whoever lowers it first owns the wake-up: the submitting side (then it
+    /// sends the message, which the worker takes) or the worker (it found a batch itself).
     pub fn xous_server() -> Result<Handoff, xous::Error> {
         let sid = xous::create_server()?;
         let cid = xous::connect(sid)?;
@@ -228,27 +236,32 @@ impl Handoff {
         /// naming `bell.0` would capture only that copy and drop the bell at once.)
         struct Bell(xous::CID);
         impl Bell {
-            fn ring(&self, id: usize) -> Result<xous::Result, xous::Error> {
-                xous::try_send_message(self.0, xous::Message::new_scalar(id, 0, 0, 0, 0))
+            fn wake(&self) -> Result<xous::Result, xous::Error> {
+                xous::send_message(self.0, xous::Message::new_blocking_scalar(HANDOFF_WORK, 0, 0, 0, 0))
             }
         }
         impl Drop for Bell {
             fn drop(&mut self) {
-                let _ = self.ring(HANDOFF_STOP);
+                let _ = xous::try_send_message(self.0, xous::Message::new_scalar(HANDOFF_STOP, 0, 0, 0, 0));
             }
         }
         let bell = Bell(cid);
         let accepting = Arc::new(AtomicBool::new(true));
         let open = accepting.clone();
+        let waiting = Arc::new(AtomicBool::new(false));
+        let worker_waits = waiting.clone();
         Ok(Handoff {
             send: Box::new(move |w| {
                 if !accepting.load(Ordering::SeqCst) {
                     return Err(w);
                 }
                 queue.lock().unwrap().push_back(w);
-                match bell.ring(HANDOFF_WORK) {
-                    // a full queue already holds a wake-up for this batch
-                    Ok(_) | Err(xous::Error::ServerQueueFull) => Ok(()),
+                if !waiting.swap(false, Ordering::SeqCst) {
+                    // the worker is busy or has the wake-up: it looks at the queue before it waits
+                    return Ok(());
+                }
+                match bell.wake() {
+                    Ok(_) => Ok(()),
                     Err(_) => match queue.lock().unwrap().pop_back() {
                         Some(w) => Err(w),
                         // the worker has already taken it
@@ -257,10 +270,15 @@ impl Handoff {
                 }
             }),
             recv: Box::new(move || loop {
-                if let Some(w) = q.lock().unwrap().pop_front() {
-                    return Some(w);
+                worker_waits.store(true, Ordering::SeqCst);
+                let found = q.lock().unwrap().pop_front();
+                // with a batch in hand the wake-up is lowered again: if the submitting side had
+                // lowered it first, its message is on the way and is taken below
+                if found.is_some() && worker_waits.swap(false, Ordering::SeqCst) {
+                    return found;
                 }
                 match xous::receive_message(sid) {
+                    // the envelope's drop answers the blocking message
                     Ok(env) if env.body.id() == HANDOFF_STOP => return None,
                     Ok(_) => {}
                     Err(e) => {
@@ -270,6 +288,9 @@ impl Handoff {
                         q.lock().unwrap().clear();
                         return None;
                     }
+                }
+                if found.is_some() {
+                    return found;
                 }
             }),
         })

@@ -470,14 +470,9 @@ mod device {
                     let _ = self.net.send(NetCmd::GetBundle(peer));
                 }
             }
-            let dh_before = self.party.dh_in_flight();
+            // a DH batch handed to the worker here has reached the engine when `tick` returns:
+            // the handoff runs the waiting worker at once (`Handoff::xous_server`)
             let tick = self.party.tick(now, self.dh.as_mut(), &mut self.rng);
-            if !dh_before && self.party.dh_in_flight() {
-                // a DH batch was just handed to the worker: let it run now, so its request
-                // reaches the engine before this thread draws (threads take turns; nothing
-                // preempts this one until it waits or its quantum ends)
-                xous::yield_slice();
-            }
             if let Err(e) = tick {
                 let m = e.to_string();
                 if m.contains("store full") {
@@ -688,9 +683,9 @@ mod device {
         let dh: Box<dyn DhRunner> = if args.sync_dh {
             Box::new(SyncRunner::new(f, device))
         } else {
-            // a batch reaches the worker by a message the kernel hands to it directly (std's
-            // channel would wake it through the ticktimer process); the worker wakes the UI
-            // thread when a batch is done
+            // a batch reaches the waiting worker by a message the kernel runs it with at once
+            // (std's channel would wake it through the ticktimer process, and the worker would
+            // wait for its turn); the worker wakes the UI thread when a batch is done
             let handoff = Handoff::xous_server().unwrap_or_else(|e| die(&format!("DH worker's server: {e:?}")));
             let done = tx.clone();
             Box::new(AsyncRunner::with_handoff(
