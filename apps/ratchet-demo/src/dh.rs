@@ -278,9 +278,14 @@ impl Handoff {
                     return found;
                 }
                 match xous::receive_message(sid) {
-                    // the envelope's drop answers the blocking message
                     Ok(env) if env.body.id() == HANDOFF_STOP => return None,
-                    Ok(_) => {}
+                    Ok(env) => {
+                        // the submitting thread is ready again once answered (an envelope's drop
+                        // does not answer a blocking scalar)
+                        if let xous::Message::BlockingScalar(_) = env.body {
+                            let _ = xous::return_scalar(env.sender, 0);
+                        }
+                    }
                     Err(e) => {
                         // no more batches can reach the worker: later submissions fail at once
                         log::error!("DH worker: receiving from its server: {e:?}");
