@@ -18,8 +18,8 @@
 //! batch completes no earlier than that timeline says (and no earlier than the real result).
 
 use std::collections::HashMap;
-use std::sync::mpsc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 

@@ -85,10 +85,10 @@ mod device {
     use std::sync::mpsc;
     use std::time::{Duration, Instant};
 
-    use engine25519::{BackendId, Engine25519};
+    use engine25519::{BackendId, Engine25519, X25519Reply};
     use ratchet_demo::config::EngineMode;
     use ratchet_demo::device_ui::{conversation_rows, FrameStats, Key, LineEditor, Screen};
-    use ratchet_demo::dh::{dalek_fn, engine_jobs, AsyncRunner, Device, DhFn, DhRunner, Handoff, Pacing, SyncRunner};
+    use ratchet_demo::dh::{dalek_fn, AsyncRunner, Device, DhFn, DhRunner, Handoff, Pacing, SyncRunner};
     use ratchet_demo::party::{Dir, Event, Party, Reject, VerifiedBundle};
     use ratchet_demo::relay_client::Relay;
     use ratchet_demo::{store, ALICE, BOB};
@@ -114,15 +114,35 @@ mod device {
     /// the engine (`hw`).
     fn hw_fn(engine: Engine25519) -> DhFn {
         Box::new(move |jobs| {
-            let r = engine.x25519_batch(&engine_jobs(jobs)).map_err(|e| format!("engine25519: {e:?}"))?;
-            r.into_iter()
-                .map(|r| {
-                    if r.backend != Some(BackendId::Hw) {
-                        return Err(format!("engine25519 answered from backend {:?}, not hw", r.backend));
+            use engine25519::api::MAX_BATCH;
+            use zeroize::Zeroize;
+            // operands and replies in slots on the stack (no allocation on the way to the
+            // engine); a longer list goes as consecutive requests of MAX_BATCH
+            let mut pairs = Zeroizing::new([([0u8; 32], [0u8; 32]); MAX_BATCH]);
+            let mut replies = [X25519Reply::default(); MAX_BATCH];
+            let mut out = Vec::with_capacity(jobs.len());
+            for chunk in jobs.chunks(MAX_BATCH) {
+                for (p, j) in pairs.iter_mut().zip(chunk) {
+                    *p = (*j.secret_bytes(), j.public);
+                }
+                let n = chunk.len();
+                let r = engine.x25519_batch_into(&pairs[..n], &mut replies[..n]);
+                pairs.zeroize();
+                let r = r.map_err(|e| format!("engine25519: {e:?}")).and_then(|()| {
+                    for rep in &replies[..n] {
+                        if rep.backend != Some(BackendId::Hw) {
+                            return Err(format!("engine25519 answered from backend {:?}, not hw", rep.backend));
+                        }
+                        out.push((Zeroizing::new(rep.result), rep.cycles));
                     }
-                    Ok((Zeroizing::new(r.result), r.cycles))
-                })
-                .collect()
+                    Ok(())
+                });
+                for rep in replies.iter_mut() {
+                    rep.result.zeroize();
+                }
+                r?;
+            }
+            Ok(out)
         })
     }
 
