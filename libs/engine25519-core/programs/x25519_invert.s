@@ -1,8 +1,8 @@
-; Shared tail of the X25519 programs (x25519_v1.s, x25519_v2.s, x25519_batch_v2.s): the inversion
-; z2^(p-2) and the affine result. Included with `.include "x25519_invert.s"` right after the
-; ladder's final swap; not a program on its own. Uses only instructions common to ISA v1 and v2
-; (mul, psa, sub, brz), so it assembles for either ISA. It ends without `fin`: the including
-; program ends with one (x25519_v1.s, x25519_v2.s) or goes on (x25519_batch_v2.s: its next job).
+; Shared tail of the X25519 programs (x25519_v1.s, x25519_v2.s): the inversion z2^(p-2) and the
+; affine result. Included with `.include "x25519_invert.s"` right after the ladder's final swap;
+; not a program on its own. Uses only instructions common to ISA v1 and v2 (mul, psa, sub, brz),
+; so it assembles for either ISA. It ends without `fin`: the including program ends with one.
+; (x25519_batch_v2.s runs the same chain, interleaved over its jobs, in its own code.)
 ;
 ;   in:  %25 = x2, %26 = z2 (projective result of the ladder)
 ;   out: %31 = x2 / z2 = x2 * z2^(p-2)

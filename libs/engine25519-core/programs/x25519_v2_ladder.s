@@ -1,10 +1,11 @@
 ; The ISA v2 X25519 ladder (RFC 7748): clamping, u reduced, 255 ladder steps and the final swap.
 ; Shared by x25519_v2.s and x25519_batch_v2.s, included with `.include "x25519_v2_ladder.s"`;
-; not a program on its own (the inversion, x25519_invert.s, follows it in both).
+; not a program on its own (x25519_v2.s follows it with the inversion, x25519_invert.s;
+; x25519_batch_v2.s with the next job's ladder or its jobs' interleaved inversions).
 ;
 ;   in:  %31 = scalar k (raw), %24 = u (raw)
 ;   out: %25 = x2, %26 = z2 (projective result), %24 = x1 (u reduced), %31 = 0
-;   uses %0..%11, %16..%20, %24..%28, %31 and nothing else (%21..%23, %29, %30 keep their values)
+;   uses %0..%11, %16..%20, %24..%28, %31 and nothing else (%12..%15, %21..%23, %29, %30 keep their values)
 ;   defines the labels top, entry, ladder_end, ladder_done: the including program must not use
 ;   these names.
 ;

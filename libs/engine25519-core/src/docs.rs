@@ -75,10 +75,11 @@ program). Reassembling the disassembly of any word sequence reproduces it bit fo
 const VECTORS: &str = r#"`cargo xtask engine-vectors --out DIR [--count N] [--seed S]` writes, for every program in
 `libs/engine25519-core/programs/` and every ISA it is written for, the program image, inputs,
 expected outputs and cycle counts. Include fragments in that directory (`x25519_invert.s`: the
-inversion and affine result shared by `x25519_v1.s`, `x25519_v2.s` and `x25519_batch_v2.s`;
-`x25519_v2_ladder.s`: the v2 ladder shared by the last two) are assembled into the programs that
+inversion and affine result shared by `x25519_v1.s` and `x25519_v2.s`; `x25519_v2_ladder.s`: the
+v2 ladder shared by `x25519_v2.s` and `x25519_batch_v2.s`) are assembled into the programs that
 `.include` them and are not programs of their own. `x25519_batch_v2.s` (v2 only) runs 1 to 3
-X25519 in one run: operands in a ring of six registers, N - 1 in `%30`, job j's result in
+X25519 in one run (the jobs' ladders one after another, then their inversions interleaved in
+one block): operands in a ring of six registers, N - 1 in `%30`, job j's result in
 `engine25519_core::programs::x25519_batch_result_reg(N, j)`; its vectors are runs of each length.
 Expected outputs and cycles come from the cycle-exact model; the RFC 7748 X25519 vectors (every
 job of a batch run) are checked against the RFC's outputs before anything is written, and the command re-reads every file and re-runs every vector before

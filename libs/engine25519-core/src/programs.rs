@@ -3,9 +3,10 @@
 //!
 //! Code shared by several programs lives once, in an include fragment under the same directory
 //! ([`FRAGMENTS`]), pulled in with `.include "name.s"`: `x25519_invert.s` (the inversion
-//! z2^(p-2) and the affine result) is the common tail of `x25519_v1.s`, `x25519_v2.s` and
-//! `x25519_batch_v2.s`; `x25519_v2_ladder.s` (clamping, ladder, final swap) is the ladder of the
-//! last two. Fragments are not programs themselves.
+//! z2^(p-2) and the affine result) is the common tail of `x25519_v1.s` and `x25519_v2.s`;
+//! `x25519_v2_ladder.s` (clamping, ladder, final swap) is the ladder of `x25519_v2.s` and
+//! `x25519_batch_v2.s` (which runs its jobs' inversions interleaved, in its own code). Fragments
+//! are not programs themselves.
 //!
 //! # Register conventions
 //! * X25519 (`x25519_v1.s`, `x25519_v2.s`): in `%31` = scalar (raw 32 bytes, clamped by the
@@ -71,7 +72,9 @@ pub fn x25519_batch_count_value(n: usize) -> Result<[u8; 32], BatchError> {
 }
 
 /// Where job `job` of a run of `n` jobs leaves its result: the ring turns by two slots after
-/// each job but the last, so job j's result (made in slot 0) ends in slot 4 (N - 1 - j) mod 6.
+/// each job's ladder but the last, taking the job's x2 to slot 4 (and z2 to slot 5), so job j's
+/// x2 waits in slot 4 (N - 1 - j) mod 6 and its result is written over it (the last job's x2
+/// stays where the ladder made it; its result goes to slot 0).
 pub fn x25519_batch_result_reg(n: usize, job: usize) -> Result<usize, BatchError> {
     if !(1..=X25519_BATCH_MAX).contains(&n) {
         return Err(BatchError::BadCount(n));

@@ -145,7 +145,7 @@ mod tests {
 
     /// v2 carries the batch program (v1 does not): its slots begin with the X25519 program's
     /// inputs, the wipe covers every register it names, and its cycles per run length are the
-    /// model's (one run of n jobs costs about n single X25519s).
+    /// model's (one job no slower than the X25519 program, n jobs less than n runs of it).
     #[test]
     fn batch_program_on_v2_only() {
         assert!(super::x25519_program(isa::Isa::V1).batch.is_none());
@@ -160,7 +160,9 @@ mod tests {
         }
         for n in 1..=b.max_jobs {
             assert_eq!(b.cycles[n - 1], engine25519_core::programs::x25519_batch_cycles_checked(isa::Isa::V2, n));
-            assert!(b.cycles[n - 1].abs_diff(n as u64 * p.cycles) < 50 * n as u64, "{n} jobs");
+            // one job no slower than the X25519 program; n jobs less than n runs of it (their
+            // inversions run interleaved)
+            assert!(b.cycles[n - 1] <= p.cycles + (n as u64 - 1) * (p.cycles - 1), "{n} jobs");
         }
         assert!(p.words.len() + b.words.len() + p.wipe.len() <= api::UCODE_WORDS / 2);
     }
