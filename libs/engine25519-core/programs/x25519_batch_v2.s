@@ -21,7 +21,8 @@
 ; block for N jobs issues their chains' MULs in turn (job 0's, job 1's, ...): two chains keep
 ; both multipliers busy in the time of one, three in one and a half. Each job's inversion is its
 ; own (no shared inversion across jobs), so a job with z2 = 0 (a low-order u) gets 0 as
-; x25519_v2.s gives and the other jobs are untouched. Each result is written over its job's x2.
+; x25519_v2.s gives and the other jobs are untouched. Each result is written over its job's x2
+; (the last job's, in %25, goes to %31).
 ;
 ; Control flow never depends on secret data: BRZ tests only the ladder's %19 and %20, the job
 ; counter %30 and %15 (a count from %30), the squaring runs' %19 (counts from constants) or #0.
