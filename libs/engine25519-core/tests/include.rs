@@ -235,7 +235,10 @@ fn x25519_programs_share_the_inversion_fragment() {
     // program's second (its first sets up the job counter)
     let single = programs::x25519_program(Isa::V2);
     let from_ladder = |p: &programs::MicroProgram| -> Vec<u32> {
-        (0..p.len()).filter(|&i| p.program.source_files[i].as_deref() == Some("x25519_v2_ladder.s")).map(|i| p.words()[i]).collect()
+        (0..p.len())
+            .filter(|&i| p.program.source_files[i].as_deref() == Some("x25519_v2_ladder.s"))
+            .map(|i| p.words()[i])
+            .collect()
     };
     let ladder = from_ladder(single);
     assert_eq!(single.program.source_files[0].as_deref(), Some("x25519_v2_ladder.s"));
