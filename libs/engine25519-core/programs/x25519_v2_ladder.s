@@ -1,7 +1,7 @@
 ; The ISA v2 X25519 ladder (RFC 7748): clamping, u reduced, 255 ladder steps and the final swap.
-; Shared by x25519_v2.s and x25519_batch_v2.s, included with `.include "x25519_v2_ladder.s"`;
-; not a program on its own (x25519_v2.s follows it with the inversion, x25519_invert.s;
-; x25519_batch_v2.s with the next job's ladder or its jobs' interleaved inversions).
+; The ladder of x25519_v2.s, included with `.include "x25519_v2_ladder.s"`; not a program on its
+; own (x25519_v2.s follows it with the inversion, x25519_invert.s). x25519_batch_v2.s runs its
+; rescheduled variant, x25519_v2_ladder_sched.s (the swap moved, 69 instead of 73 eng_clk per step).
 ;
 ;   in:  %31 = scalar k (raw), %24 = u (raw)
 ;   out: %25 = x2, %26 = z2 (projective result), %24 = x1 (u reduced), %31 = 0

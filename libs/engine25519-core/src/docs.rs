@@ -76,7 +76,8 @@ const VECTORS: &str = r#"`cargo xtask engine-vectors --out DIR [--count N] [--se
 `libs/engine25519-core/programs/` and every ISA it is written for, the program image, inputs,
 expected outputs and cycle counts. Include fragments in that directory (`x25519_invert.s`: the
 inversion and affine result shared by `x25519_v1.s` and `x25519_v2.s`; `x25519_v2_ladder.s`: the
-v2 ladder shared by `x25519_v2.s` and `x25519_batch_v2.s`) are assembled into the programs that
+v2 ladder of `x25519_v2.s`; `x25519_v2_ladder_sched.s`: that ladder rescheduled, the ladder of
+`x25519_batch_v2.s`) are assembled into the programs that
 `.include` them and are not programs of their own. `x25519_batch_v2.s` (v2 only) runs 1 to 3
 X25519 in one run (the jobs' ladders one after another, then their inversions interleaved in
 one block): operands in a ring of six registers, N - 1 in `%30`, job j's result in

@@ -4,7 +4,9 @@
 //! Code shared by several programs lives once, in an include fragment under the same directory
 //! ([`FRAGMENTS`]), pulled in with `.include "name.s"`: `x25519_invert.s` (the inversion
 //! z2^(p-2) and the affine result) is the common tail of `x25519_v1.s` and `x25519_v2.s`;
-//! `x25519_v2_ladder.s` (clamping, ladder, final swap) is the ladder of `x25519_v2.s` and
+//! `x25519_v2_ladder.s` (clamping, ladder, final swap) is the ladder of `x25519_v2.s`;
+//! `x25519_v2_ladder_sched.s`, the same ladder with the (z2, z3) swap moved onto the previous
+//! step's MUL operands and the step rescheduled (69 instead of 73 eng_clk), is the ladder of
 //! `x25519_batch_v2.s` (which runs its jobs' inversions interleaved, in its own code). Fragments
 //! are not programs themselves.
 //!
@@ -216,6 +218,7 @@ const SOURCES: &[Src] = &[
 pub const FRAGMENTS: &[(&str, &str)] = &[
     ("x25519_invert.s", include_str!("../programs/x25519_invert.s")),
     ("x25519_v2_ladder.s", include_str!("../programs/x25519_v2_ladder.s")),
+    ("x25519_v2_ladder_sched.s", include_str!("../programs/x25519_v2_ladder_sched.s")),
 ];
 
 /// The include resolver of the built-in programs: a lookup in [`FRAGMENTS`].

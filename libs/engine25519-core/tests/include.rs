@@ -225,26 +225,28 @@ fn x25519_programs_share_the_inversion_fragment() {
     assert!(!batch.source.contains(".include \"x25519_invert.s\""));
     let inline = assemble(&inline_fragments(batch.source), Isa::V2).unwrap();
     assert_eq!((inline.words, inline.labels), (batch.program.words.clone(), batch.program.labels.clone()));
-    // the v2 programs share the ladder fragment, written once
-    for p in [programs::x25519_program(Isa::V2), batch] {
-        assert!(p.source.contains(".include \"x25519_v2_ladder.s\"") && !p.source.contains("ladder_done:"));
-        let top = p.label("top").unwrap();
-        assert_eq!(p.program.source_files[top].as_deref(), Some("x25519_v2_ladder.s"), "{}", p.file);
-    }
-    // the same ladder words in both: from the single program's first word, from the batch
-    // program's second (its first sets up the job counter)
+    // each v2 program's ladder is a fragment, written once: x25519_v2.s the shared one, the
+    // batch program its own rescheduled one (x25519_v2_ladder_sched.s), which x25519_v2.s does
+    // not use (its words stay as they are)
     let single = programs::x25519_program(Isa::V2);
-    let from_ladder = |p: &programs::MicroProgram| -> Vec<u32> {
-        (0..p.len())
-            .filter(|&i| p.program.source_files[i].as_deref() == Some("x25519_v2_ladder.s"))
-            .map(|i| p.words()[i])
-            .collect()
+    for (p, frag) in [(single, "x25519_v2_ladder.s"), (batch, "x25519_v2_ladder_sched.s")] {
+        assert!(p.source.contains(&format!(".include \"{frag}\"")) && !p.source.contains("ladder_done:"));
+        let top = p.label("top").unwrap();
+        assert_eq!(p.program.source_files[top].as_deref(), Some(frag), "{}", p.file);
+    }
+    let from = |p: &programs::MicroProgram, frag: &str| -> Vec<u32> {
+        (0..p.len()).filter(|&i| p.program.source_files[i].as_deref() == Some(frag)).map(|i| p.words()[i]).collect()
     };
-    let ladder = from_ladder(single);
+    // the single program starts with its ladder, the batch program's ladder follows its first
+    // word (which sets up the job counter)
+    let ladder = from(single, "x25519_v2_ladder.s");
     assert_eq!(single.program.source_files[0].as_deref(), Some("x25519_v2_ladder.s"));
     assert_eq!(&single.words()[..ladder.len()], &ladder[..]);
-    assert_eq!(&batch.words()[1..1 + ladder.len()], &ladder[..]);
-    assert_eq!(from_ladder(batch), ladder);
+    assert!(!single.source.contains("x25519_v2_ladder_sched.s"));
+    let sched = from(batch, "x25519_v2_ladder_sched.s");
+    assert_eq!(&batch.words()[1..1 + sched.len()], &sched[..]);
+    assert!(from(batch, "x25519_v2_ladder.s").is_empty());
+    assert_ne!(sched, ladder);
 }
 
 #[test]

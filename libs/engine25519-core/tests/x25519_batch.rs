@@ -202,3 +202,45 @@ fn bad_job_counts_are_refused() {
     assert_eq!(programs::x25519_batch_result_reg(2, 2), Err(BatchError::BadJob { n: 2, job: 2 }));
     assert_eq!(programs::x25519_batch_count_value(3).unwrap()[0], 2);
 }
+
+/// Every Wycheproof X25519 case with a 32-byte public key (low-order points, non-canonical u,
+/// twist points among them) as a job of a batch run, for each N (the cases taken N at a time,
+/// each run's jobs rotated so every case runs in every slot position once over the three
+/// rotations of N = 3): each result equal to x25519-dalek and, for the valid and acceptable
+/// cases, to Wycheproof's shared secret.
+#[test]
+fn wycheproof_cases_as_batch_jobs() {
+    use wycheproof::xdh::{TestName, TestSet};
+    use wycheproof::TestResult;
+    let set = TestSet::load(TestName::X25519).expect("wycheproof x25519 set loads");
+    let cases: Vec<_> = set
+        .test_groups
+        .iter()
+        .flat_map(|g| g.tests.iter())
+        .filter_map(|t| {
+            let k: [u8; 32] = t.private_key.as_ref().try_into().ok()?;
+            let u: [u8; 32] = t.public_key.as_ref().try_into().ok()?;
+            Some((t, k, u))
+        })
+        .collect();
+    assert!(cases.len() > 500, "{} cases", cases.len());
+    let mut r = runner();
+    for n in 1..=programs::X25519_BATCH_MAX {
+        for rot in 0..n {
+            for chunk in cases.chunks(n) {
+                let mut idx: Vec<usize> = (0..chunk.len()).collect();
+                idx.rotate_left(rot % chunk.len());
+                let jobs: Vec<_> = idx.iter().map(|&i| (chunk[i].1, chunk[i].2)).collect();
+                let (got, _) = programs::run_x25519_batch(&mut r, &jobs).unwrap();
+                for (j, &i) in idx.iter().enumerate() {
+                    let (t, k, u) = &chunk[i];
+                    assert_eq!(got[j], dalek(k, u), "{n} jobs: wycheproof tc {} ({}) in slot {j}", t.tc_id, t.comment);
+                    if t.result != TestResult::Invalid {
+                        assert_eq!(&got[j][..], t.shared_secret.as_ref(), "{n} jobs: tc {} ({})", t.tc_id, t.comment);
+                    }
+                }
+                r.engine.clear_window(r.window).unwrap();
+            }
+        }
+    }
+}
