@@ -111,20 +111,22 @@ impl Device {
         let mut outputs = Vec::with_capacity(jobs.len());
         let mut cycles = 0u64;
         let mut device = Duration::ZERO;
-        if !jobs.is_empty() {
-            let results = f(jobs)?;
-            if results.len() != jobs.len() {
-                return Err(format!("the X25519 provider gave {} results for {} jobs", results.len(), jobs.len()));
-            }
-            for (o, c) in results {
-                outputs.push(o);
-                cycles += c;
-                device += self.pacing.device_time(c);
-            }
-        }
+        let results = if jobs.is_empty() { Vec::new() } else { f(jobs)? };
         // one clock reading per batch without ML-KEM (on the device a reading is a call to the
-        // ticktimer service, 0.1-0.2 ms, between the engine's result and the worker's notice)
+        // ticktimer service, 0.1-0.2 ms, between the engine's result and the worker's notice),
+        // taken as soon as the results are in hand: before anything here frees or allocates.
+        // On Xous std's allocator lock waits by yielding, and an interrupt may have stopped
+        // another thread of this process (the UI) inside the allocator: the worker then waits
+        // out that thread's turn (a whole frame, 0.3-0.8 ms on the simulated Precursor).
         let host = submitted.elapsed();
+        if results.len() != jobs.len() {
+            return Err(format!("the X25519 provider gave {} results for {} jobs", results.len(), jobs.len()));
+        }
+        for (o, c) in results {
+            outputs.push(o);
+            cycles += c;
+            device += self.pacing.device_time(c);
+        }
         let (kem_outputs, kem_host) = if kem.is_empty() {
             (Vec::new(), Duration::ZERO)
         } else {
@@ -239,6 +241,9 @@ impl Handoff {
             fn wake(&self) -> Result<xous::Result, xous::Error> {
                 xous::send_message(self.0, xous::Message::new_blocking_scalar(HANDOFF_WORK, 0, 0, 0, 0))
             }
+            fn nudge(&self) -> Result<xous::Result, xous::Error> {
+                xous::try_send_message(self.0, xous::Message::new_scalar(HANDOFF_WORK, 0, 0, 0, 0))
+            }
         }
         impl Drop for Bell {
             fn drop(&mut self) {
@@ -262,11 +267,19 @@ impl Handoff {
                 }
                 match bell.wake() {
                     Ok(_) => Ok(()),
-                    Err(_) => match queue.lock().unwrap().pop_back() {
-                        Some(w) => Err(w),
-                        // the worker has already taken it
-                        None => Ok(()),
-                    },
+                    // the blocking wake-up failed: try a plain one (the worker takes any message
+                    // but a stop as a wake-up), else hand the wake-up back to the waiting worker,
+                    // so that the next submission wakes it
+                    Err(_) if bell.nudge().is_ok() => Ok(()),
+                    Err(_) => {
+                        waiting.store(true, Ordering::SeqCst);
+                        match queue.lock().unwrap().pop_back() {
+                            Some(w) => Err(w),
+                            // the worker has already taken it (and waits for this wake-up,
+                            // which the next submission's brings)
+                            None => Ok(()),
+                        }
+                    }
                 }
             }),
             recv: Box::new(move || loop {
