@@ -283,13 +283,7 @@ fn load_run<B: engine25519_driver::Bus>(
         }
     }
     match b.counter(prog, n) {
-        // the window is zero before a run's operands go in (wiped by the executor or by the
-        // wipe program, whose registers include the counter's): of the counter (N - 1 < 3)
-        // only the low word needs writing, one bus write instead of eight
-        Some((reg, v)) if v[4..].iter().all(|&x| x == 0) && window < isa::WINDOWS && reg < isa::REGS_PER_WINDOW => {
-            drv.bus().mem_write(isa::rf_offset(window, reg), u32::from_le_bytes([v[0], v[1], v[2], v[3]]));
-            true
-        }
+        // the whole register: the run does not rely on what the window held before
         Some((reg, v)) => drv.write_reg(window, reg, &v).is_ok(),
         None => true,
     }
