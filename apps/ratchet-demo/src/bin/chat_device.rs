@@ -562,7 +562,10 @@ mod device {
             self.let_worker_run();
             self.frames.borrow_mut().screen.show(&self.rows);
             self.let_worker_run();
-            self.panel(now);
+            // a fresh reading: the rows, their drawing and the yields above took milliseconds,
+            // and the room before the next frame is counted from now (with the step's first
+            // reading a transfer of rows could run past the frame and hold its ticker back)
+            self.panel(Instant::now());
         }
 
         /// Pass the core on once if a DH batch is in flight (a yield asks for nothing: if
